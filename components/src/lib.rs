@@ -1,0 +1,10 @@
+//! hetsim's vocabulary: simulated time, units, the scenario schema and the components of the
+//! simulated machine. Everything else in hetsim speaks in these terms.
+
+pub mod entities;
+pub mod load;
+pub mod scenario;
+pub mod time;
+pub mod units;
+
+pub use time::SimTime;

@@ -1,0 +1,284 @@
+//! Reading scenarios: RON text to a typed [`Scenario`], with platform includes and `--set`
+//! overrides, and errors that name the file, the field path and what was expected.
+//!
+//! Overrides work on a JSON image of the parsed scenario: the typed scenario is serialised,
+//! each `path=value` replaces one node (enum variants are stepped through transparently, so
+//! `platform.network.taper` reaches into `Cluster(network: FatTree(taper: ...))`), and the
+//! result is deserialised again, so an override is checked exactly like the file itself.
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::scenario::{PlatformSpec, Scenario};
+
+/// A scenario that cannot be used, and where the problem is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadError {
+    /// The file (or `--set ...` for an override).
+    pub file: String,
+    /// The field path, e.g. `platform.network.bandwidth` (empty when not known).
+    pub path: String,
+    /// Line and column in the file, when known.
+    pub position: Option<(usize, usize)>,
+    /// What was wrong and what was expected.
+    pub message: String,
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some((line, col)) = self.position {
+            write!(f, ":{line}:{col}")?;
+        }
+        if !self.path.is_empty() {
+            write!(f, ": field `{}`", self.path)?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+impl LoadError {
+    pub fn new(file: impl Into<String>, path: impl Into<String>, message: impl Into<String>) -> Self {
+        LoadError { file: file.into(), path: path.into(), position: None, message: message.into() }
+    }
+}
+
+/// Reads, includes and overrides a scenario file.
+pub fn load_scenario(file: &Path, overrides: &[String]) -> Result<Scenario, LoadError> {
+    let label = file.display().to_string();
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| LoadError::new(&label, "", format!("cannot read the file: {e}")))?;
+    let base = file.parent().map(Path::to_path_buf).unwrap_or_default();
+    parse_scenario(&text, &label, &base, overrides)
+}
+
+/// Parses scenario text; `base` is the folder platform includes are relative to.
+pub fn parse_scenario(
+    text: &str,
+    label: &str,
+    base: &Path,
+    overrides: &[String],
+) -> Result<Scenario, LoadError> {
+    let mut scenario: Scenario = from_ron(text, label, "")?;
+    resolve_platform(&mut scenario, base)?;
+    apply_overrides(scenario, overrides)
+}
+
+/// Deserialises RON text, reporting the field path and position of the first error.
+pub fn from_ron<T: DeserializeOwned>(text: &str, label: &str, prefix: &str) -> Result<T, LoadError> {
+    // Newtype variants unwrap (`Cluster(nodes: 2, ...)`, not `Cluster(Cluster(...))`) and
+    // options need no `Some(...)`: scenario files are written by hand.
+    let options = ron::Options::default().with_default_extension(
+        ron::extensions::Extensions::UNWRAP_VARIANT_NEWTYPES | ron::extensions::Extensions::IMPLICIT_SOME,
+    );
+    let mut de = ron::Deserializer::from_str_with_options(text, &options)
+        .map_err(|e| spanned(label, prefix, e))?;
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = join_path(prefix, &e.path().to_string());
+        let spanned = de.span_error(e.into_inner());
+        LoadError {
+            file: label.to_string(),
+            path,
+            position: Some((spanned.span.start.line, spanned.span.start.col)),
+            message: spanned.code.to_string(),
+        }
+    })?;
+    de.end().map_err(|e| spanned(label, prefix, de.span_error(e)))?;
+    Ok(value)
+}
+
+fn spanned(label: &str, prefix: &str, e: ron::error::SpannedError) -> LoadError {
+    LoadError {
+        file: label.to_string(),
+        path: prefix.to_string(),
+        position: Some((e.span.start.line, e.span.start.col)),
+        message: e.code.to_string(),
+    }
+}
+
+fn join_path(prefix: &str, path: &str) -> String {
+    match (prefix.is_empty(), path == "." || path.is_empty()) {
+        (_, true) => prefix.to_string(),
+        (true, false) => path.to_string(),
+        (false, false) => format!("{prefix}.{path}"),
+    }
+}
+
+/// Replaces `platform: File("...")` by the platform that file describes.
+fn resolve_platform(scenario: &mut Scenario, base: &Path) -> Result<(), LoadError> {
+    let PlatformSpec::File(name) = &scenario.platform else {
+        return Ok(());
+    };
+    let file: PathBuf = base.join(name);
+    let label = file.display().to_string();
+    let text = std::fs::read_to_string(&file).map_err(|e| {
+        LoadError::new(&label, "platform", format!("cannot read the platform file `{name}`: {e}"))
+    })?;
+    let platform: PlatformSpec = from_ron(&text, &label, "platform")?;
+    if matches!(platform, PlatformSpec::File(_)) {
+        return Err(LoadError::new(
+            label,
+            "platform",
+            "a platform file must describe a platform (Cluster or Explicit), not include another",
+        ));
+    }
+    scenario.platform = platform;
+    Ok(())
+}
+
+/// Applies `path=value` overrides in order.
+pub fn apply_overrides(scenario: Scenario, overrides: &[String]) -> Result<Scenario, LoadError> {
+    if overrides.is_empty() {
+        return Ok(scenario);
+    }
+    let mut image = serde_json::to_value(&scenario).expect("a scenario always serialises");
+    for text in overrides {
+        let label = format!("--set {text}");
+        let (path, value) = text
+            .split_once('=')
+            .ok_or_else(|| LoadError::new(&label, "", "expected PATH=VALUE, e.g. seed=7"))?;
+        set_path(&mut image, path.trim(), parse_override_value(value.trim()))
+            .map_err(|message| LoadError::new(&label, path.trim(), message))?;
+    }
+    let joined = format!("--set {}", overrides.join(" --set "));
+    serde_path_to_error::deserialize(image)
+        .map_err(|e| LoadError::new(joined, e.path().to_string(), e.into_inner().to_string()))
+}
+
+/// An override value: JSON if it parses (numbers, booleans, lists, quoted strings), else text.
+fn parse_override_value(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+}
+
+/// Sets `path` (dot-separated; list indices as numbers) in a JSON image of the scenario.
+fn set_path(root: &mut Value, path: &str, value: Value) -> Result<(), String> {
+    if path.is_empty() {
+        return Err("empty field path".into());
+    }
+    let mut node = root;
+    let segments: Vec<&str> = path.split('.').collect();
+    for (i, seg) in segments.iter().enumerate() {
+        node = step_through_variant(node, seg);
+        let last = i + 1 == segments.len();
+        node = match node {
+            Value::Object(map) => {
+                if last {
+                    map.insert(seg.to_string(), value);
+                    return Ok(());
+                }
+                map.entry(seg.to_string()).or_insert(Value::Null)
+            }
+            Value::Array(items) => {
+                let idx: usize = seg
+                    .parse()
+                    .map_err(|_| format!("`{seg}` is not a list index (the field is a list)"))?;
+                let len = items.len();
+                let slot = items
+                    .get_mut(idx)
+                    .ok_or_else(|| format!("index {idx} is past the end of a list of {len}"))?;
+                if last {
+                    *slot = value;
+                    return Ok(());
+                }
+                slot
+            }
+            Value::Null => {
+                *node = Value::Object(Default::default());
+                let Value::Object(map) = node else { unreachable!() };
+                if last {
+                    map.insert(seg.to_string(), value);
+                    return Ok(());
+                }
+                map.entry(seg.to_string()).or_insert(Value::Null)
+            }
+            _ => {
+                let parent = segments[..i].join(".");
+                return Err(format!("`{parent}` is a value, it has no field `{seg}`"));
+            }
+        };
+    }
+    unreachable!("the loop returns on the last segment")
+}
+
+/// An externally tagged enum is `{"Variant": content}`: step into the content unless the
+/// segment names the variant itself.
+fn step_through_variant<'a>(node: &'a mut Value, seg: &str) -> &'a mut Value {
+    let is_variant = matches!(node, Value::Object(map) if map.len() == 1
+        && !map.contains_key(seg)
+        && map.keys().next().is_some_and(|k| k.starts_with(|c: char| c.is_ascii_uppercase())));
+    if is_variant {
+        let Value::Object(map) = node else { unreachable!() };
+        return map.values_mut().next().expect("one entry");
+    }
+    node
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Workload;
+
+    const TINY: &str = r#"Scenario(
+        name: "tiny",
+        platform: Explicit(links: [NamedLink(name: "l0", bandwidth: "1GB/s", latency: "1ms")]),
+        workload: Flows([FlowSpec(route: ["l0"], size: "500MB")]),
+    )"#;
+
+    fn parse(text: &str, overrides: &[&str]) -> Result<Scenario, LoadError> {
+        let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+        parse_scenario(text, "tiny.ron", Path::new("."), &o)
+    }
+
+    #[test]
+    fn reads_units() {
+        let s = parse(TINY, &[]).unwrap();
+        let PlatformSpec::Explicit(p) = &s.platform else { panic!() };
+        assert_eq!(p.links[0].bandwidth.0, 1e9);
+        let Workload::Flows(f) = &s.workload;
+        assert_eq!(f[0].size.0, 5e8);
+    }
+
+    #[test]
+    fn unknown_field_names_file_path_and_position() {
+        let bad = TINY.replace("latency:", "latncy:");
+        let e = parse(&bad, &[]).unwrap_err();
+        assert_eq!(e.file, "tiny.ron");
+        assert!(e.path.starts_with("platform"), "{e}");
+        assert!(e.message.contains("latncy"), "{e}");
+        assert_eq!(e.position.unwrap().0, 3);
+    }
+
+    #[test]
+    fn bad_unit_names_the_field() {
+        let bad = TINY.replace("\"1GB/s\"", "\"1 parsec\"");
+        let e = parse(&bad, &[]).unwrap_err();
+        assert_eq!(e.path, "platform.Explicit.links[0].bandwidth", "{e}");
+        assert!(e.message.contains("bandwidth"), "{e}");
+    }
+
+    #[test]
+    fn overrides_reach_through_variants_and_lists() {
+        let s = parse(TINY, &["seed=7", "platform.links.0.bandwidth=2GB/s", "workload.0.size=10"])
+            .unwrap();
+        assert_eq!(s.seed, 7);
+        let PlatformSpec::Explicit(p) = &s.platform else { panic!() };
+        assert_eq!(p.links[0].bandwidth.0, 2e9);
+        let Workload::Flows(f) = &s.workload;
+        assert_eq!(f[0].size.0, 10.0);
+    }
+
+    #[test]
+    fn override_of_unknown_field_is_an_error_with_its_path() {
+        let e = parse(TINY, &["platform.links.0.colour=red"]).unwrap_err();
+        assert!(e.file.starts_with("--set"), "{e}");
+        assert!(e.message.contains("colour"), "{e}");
+        let e = parse(TINY, &["seed"]).unwrap_err();
+        assert!(e.message.contains("PATH=VALUE"), "{e}");
+        let e = parse(TINY, &["seed=-3"]).unwrap_err();
+        assert_eq!(e.path, "seed", "{e}");
+    }
+}

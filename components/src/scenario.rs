@@ -1,0 +1,337 @@
+//! The scenario schema: what a RON scenario file may say.
+//!
+//! Every struct denies unknown fields, so a typo is an error with its path, never ignored.
+//! Quantities accept units (see [`crate::units`]). The loader that reads files, resolves
+//! platform includes and applies `--set` overrides is in [`crate::load`].
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use crate::units::{Bandwidth, Bytes, Duration, FlopRate};
+
+/// One simulation: a platform, what runs on it, and how.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    #[serde(default)]
+    pub seed: u64,
+    pub platform: PlatformSpec,
+    pub workload: Workload,
+    /// Model components switched on (`true`) or off (`false`); see `hetsim systems`.
+    #[serde(default)]
+    pub switches: BTreeMap<String, bool>,
+    #[serde(default)]
+    pub output: OutputSpec,
+    #[serde(default)]
+    pub limits: Limits,
+}
+
+/// The machine: included from a file, a cluster of identical nodes, or links listed by hand.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum PlatformSpec {
+    /// A platform file, relative to the scenario file (`File("platforms/lassen.ron")`).
+    File(String),
+    Cluster(Cluster),
+    Explicit(Explicit),
+}
+
+/// `nodes` copies of one node template joined by an inter-node network.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cluster {
+    pub nodes: u32,
+    pub node: NodeSpec,
+    pub network: Network,
+}
+
+/// What one node holds and how its parts are wired.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSpec {
+    #[serde(default = "one")]
+    pub cpu_cores: u32,
+    #[serde(default = "default_host_memory")]
+    pub host_memory: Bytes,
+    #[serde(default)]
+    pub gpus: u32,
+    #[serde(default)]
+    pub gpu: GpuSpec,
+    #[serde(default)]
+    pub pcie: PcieSpec,
+    #[serde(default)]
+    pub nvlink: Option<NvLinkSpec>,
+    #[serde(default = "one")]
+    pub nics: u32,
+    #[serde(default)]
+    pub nic: NicSpec,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn default_host_memory() -> Bytes {
+    Bytes(64.0 * 1024.0 * 1024.0 * 1024.0)
+}
+
+/// A GPU model.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuSpec {
+    pub name: String,
+    pub memory: Bytes,
+    /// Peak compute rate, e.g. `"15.7TFlop/s"`.
+    pub speed: FlopRate,
+}
+
+impl Default for GpuSpec {
+    fn default() -> Self {
+        // NVIDIA V100 SXM2 16 GB, double precision peak (NVIDIA V100 datasheet).
+        GpuSpec { name: "V100".into(), memory: Bytes(16.0 * 1073741824.0), speed: FlopRate(7.8e12) }
+    }
+}
+
+/// The PCIe model of the StarPU-SimGrid paper: per GPU an up link (host to GPU) and a down
+/// link (GPU to host), plus one shared host link that every PCIe transfer crosses.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PcieSpec {
+    /// Host to GPU bandwidth of each GPU's own link.
+    pub up: Bandwidth,
+    /// GPU to host bandwidth of each GPU's own link.
+    pub down: Bandwidth,
+    /// The shared host link (root complex / memory bus) all transfers cross, both directions.
+    pub bus: Bandwidth,
+    pub latency: Duration,
+}
+
+impl Default for PcieSpec {
+    fn default() -> Self {
+        // PCIe 3.0 x16: 15.75 GB/s raw, about 12 GB/s achieved by cudaMemcpy.
+        PcieSpec {
+            up: Bandwidth(12e9),
+            down: Bandwidth(12e9),
+            bus: Bandwidth(24e9),
+            latency: Duration(crate::SimTime::from_nanos(1000)),
+        }
+    }
+}
+
+/// GPU-to-GPU links inside a node.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum NvLinkSpec {
+    /// One link per GPU pair (each direction its own capacity).
+    Pairs(LinkSpec),
+    /// Every GPU has one link to an NVSwitch; GPU pairs cross two links.
+    Switch(LinkSpec),
+}
+
+/// A network interface card.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NicSpec {
+    pub bandwidth: Bandwidth,
+    pub latency: Duration,
+    #[serde(default)]
+    pub attach: NicAttach,
+}
+
+impl Default for NicSpec {
+    fn default() -> Self {
+        // InfiniBand EDR: 100 Gb/s.
+        NicSpec {
+            bandwidth: Bandwidth(12.5e9),
+            latency: Duration(crate::SimTime::from_nanos(500)),
+            attach: NicAttach::Host,
+        }
+    }
+}
+
+/// Where a NIC sits on the node's PCIe tree.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NicAttach {
+    /// On the host's root complex: its traffic crosses the shared PCIe host link.
+    #[default]
+    Host,
+    /// Beside the GPUs (one PCIe switch per NIC): GPU traffic reaches it without the host link.
+    GpuSwitch,
+}
+
+/// A link's figures.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    pub bandwidth: Bandwidth,
+    #[serde(default)]
+    pub latency: Duration,
+    #[serde(default)]
+    pub sharing: Sharing,
+}
+
+/// How a link's capacity is shared between the flows crossing it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Sharing {
+    /// One capacity for both directions.
+    Shared,
+    /// One capacity per direction (full duplex).
+    #[default]
+    SplitDuplex,
+    /// No sharing: each flow may use the whole bandwidth.
+    FatPipe,
+}
+
+/// The network between nodes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Network {
+    /// Nodes are not connected (a single-node platform).
+    None,
+    /// Every NIC has one link to one central switch.
+    Star(LinkSpec),
+    FatTree(FatTreeSpec),
+}
+
+/// A k-level fat-tree (an extended generalized fat-tree, XGFT) with d-mod-k routing.
+///
+/// `children[0]` nodes hang under each leaf switch, `children[1]` leaves under each level-2
+/// switch, and so on; the top level's count is the number of top subtrees. `taper[i]` is the
+/// ratio of down links to up links of a level-(i+1) switch (1.5 for Lassen's 1.5:1): each
+/// level-(i+1) switch has `round(children[i] / taper[i])` parents.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FatTreeSpec {
+    pub children: Vec<u32>,
+    #[serde(default = "PerLevel::unit")]
+    pub taper: PerLevel<f64>,
+    /// Bandwidth of the links above level i (level 0: node to leaf).
+    pub bandwidth: PerLevel<Bandwidth>,
+    #[serde(default)]
+    pub latency: PerLevel<Duration>,
+    #[serde(default)]
+    pub sharing: Sharing,
+}
+
+/// One value for every level, or one value per level.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged, expecting = "one value, or a list with one value per level")]
+pub enum PerLevel<T> {
+    All(T),
+    Each(Vec<T>),
+}
+
+impl<T: Default> Default for PerLevel<T> {
+    fn default() -> Self {
+        PerLevel::All(T::default())
+    }
+}
+
+impl PerLevel<f64> {
+    fn unit() -> Self {
+        PerLevel::All(1.0)
+    }
+}
+
+impl<T: Clone> PerLevel<T> {
+    /// The value for level `i`, or `None` when a list is too short.
+    pub fn get(&self, i: usize) -> Option<T> {
+        match self {
+            PerLevel::All(v) => Some(v.clone()),
+            PerLevel::Each(vs) => vs.get(i).cloned(),
+        }
+    }
+}
+
+/// Links and routes listed by hand (also what `hetsim flows` builds from a flow case).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Explicit {
+    pub links: Vec<NamedLink>,
+    #[serde(default)]
+    pub routes: Vec<RouteSpec>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NamedLink {
+    pub name: String,
+    pub bandwidth: Bandwidth,
+    #[serde(default)]
+    pub latency: Duration,
+    #[serde(default = "shared")]
+    pub sharing: Sharing,
+}
+
+fn shared() -> Sharing {
+    Sharing::Shared
+}
+
+/// A route between two named endpoints: link names, each optionally `NAME:up` or `NAME:down`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteSpec {
+    pub src: String,
+    pub dst: String,
+    pub links: Vec<String>,
+    /// Also route `dst` to `src` over the same links in reverse, directions swapped.
+    #[serde(default = "yes")]
+    pub symmetric: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// What drives the run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Workload {
+    /// Explicit transfers.
+    Flows(Vec<FlowSpec>),
+}
+
+/// One transfer: between two named endpoints (routed on the platform) or over listed links.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSpec {
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub src: Option<String>,
+    #[serde(default)]
+    pub dst: Option<String>,
+    /// Links to cross, as in [`RouteSpec::links`] (instead of `src`/`dst` routing).
+    #[serde(default)]
+    pub route: Option<Vec<String>>,
+    pub size: Bytes,
+    #[serde(default)]
+    pub start: Duration,
+}
+
+/// Which output files to write.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSpec {
+    #[serde(default)]
+    pub dir: Option<String>,
+    #[serde(default = "yes")]
+    pub flows_csv: bool,
+    #[serde(default = "yes")]
+    pub links_csv: bool,
+}
+
+impl Default for OutputSpec {
+    fn default() -> Self {
+        OutputSpec { dir: None, flows_csv: true, links_csv: true }
+    }
+}
+
+/// Where a run stops even if work remains.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Stop (with an error) when simulated time would pass this.
+    #[serde(default)]
+    pub max_time: Option<Duration>,
+    /// Stop (with an error) after this many events.
+    #[serde(default)]
+    pub max_events: Option<u64>,
+}
