@@ -42,8 +42,17 @@ impl fmt::Display for LoadError {
 impl std::error::Error for LoadError {}
 
 impl LoadError {
-    pub fn new(file: impl Into<String>, path: impl Into<String>, message: impl Into<String>) -> Self {
-        LoadError { file: file.into(), path: path.into(), position: None, message: message.into() }
+    pub fn new(
+        file: impl Into<String>,
+        path: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        LoadError {
+            file: file.into(),
+            path: path.into(),
+            position: None,
+            message: message.into(),
+        }
     }
 }
 
@@ -69,11 +78,16 @@ pub fn parse_scenario(
 }
 
 /// Deserialises RON text, reporting the field path and position of the first error.
-pub fn from_ron<T: DeserializeOwned>(text: &str, label: &str, prefix: &str) -> Result<T, LoadError> {
+pub fn from_ron<T: DeserializeOwned>(
+    text: &str,
+    label: &str,
+    prefix: &str,
+) -> Result<T, LoadError> {
     // Newtype variants unwrap (`Cluster(nodes: 2, ...)`, not `Cluster(Cluster(...))`) and
     // options need no `Some(...)`: scenario files are written by hand.
     let options = ron::Options::default().with_default_extension(
-        ron::extensions::Extensions::UNWRAP_VARIANT_NEWTYPES | ron::extensions::Extensions::IMPLICIT_SOME,
+        ron::extensions::Extensions::UNWRAP_VARIANT_NEWTYPES
+            | ron::extensions::Extensions::IMPLICIT_SOME,
     );
     let mut de = ron::Deserializer::from_str_with_options(text, &options)
         .map_err(|e| spanned(label, prefix, e))?;
@@ -87,7 +101,8 @@ pub fn from_ron<T: DeserializeOwned>(text: &str, label: &str, prefix: &str) -> R
             message: spanned.code.to_string(),
         }
     })?;
-    de.end().map_err(|e| spanned(label, prefix, de.span_error(e)))?;
+    de.end()
+        .map_err(|e| spanned(label, prefix, de.span_error(e)))?;
     Ok(value)
 }
 
@@ -116,7 +131,11 @@ fn resolve_platform(scenario: &mut Scenario, base: &Path) -> Result<(), LoadErro
     let file: PathBuf = base.join(name);
     let label = file.display().to_string();
     let text = std::fs::read_to_string(&file).map_err(|e| {
-        LoadError::new(&label, "platform", format!("cannot read the platform file `{name}`: {e}"))
+        LoadError::new(
+            &label,
+            "platform",
+            format!("cannot read the platform file `{name}`: {e}"),
+        )
     })?;
     let platform: PlatformSpec = from_ron(&text, &label, "platform")?;
     if matches!(platform, PlatformSpec::File(_)) {
@@ -188,7 +207,9 @@ fn set_path(root: &mut Value, path: &str, value: Value) -> Result<(), String> {
             }
             Value::Null => {
                 *node = Value::Object(Default::default());
-                let Value::Object(map) = node else { unreachable!() };
+                let Value::Object(map) = node else {
+                    unreachable!()
+                };
                 if last {
                     map.insert(seg.to_string(), value);
                     return Ok(());
@@ -211,7 +232,9 @@ fn step_through_variant<'a>(node: &'a mut Value, seg: &str) -> &'a mut Value {
         && !map.contains_key(seg)
         && map.keys().next().is_some_and(|k| k.starts_with(|c: char| c.is_ascii_uppercase())));
     if is_variant {
-        let Value::Object(map) = node else { unreachable!() };
+        let Value::Object(map) = node else {
+            unreachable!()
+        };
         return map.values_mut().next().expect("one entry");
     }
     node
@@ -236,7 +259,9 @@ mod tests {
     #[test]
     fn reads_units() {
         let s = parse(TINY, &[]).unwrap();
-        let PlatformSpec::Explicit(p) = &s.platform else { panic!() };
+        let PlatformSpec::Explicit(p) = &s.platform else {
+            panic!()
+        };
         assert_eq!(p.links[0].bandwidth.0, 1e9);
         let Workload::Flows(f) = &s.workload;
         assert_eq!(f[0].size.0, 5e8);
@@ -262,10 +287,19 @@ mod tests {
 
     #[test]
     fn overrides_reach_through_variants_and_lists() {
-        let s = parse(TINY, &["seed=7", "platform.links.0.bandwidth=2GB/s", "workload.0.size=10"])
-            .unwrap();
+        let s = parse(
+            TINY,
+            &[
+                "seed=7",
+                "platform.links.0.bandwidth=2GB/s",
+                "workload.0.size=10",
+            ],
+        )
+        .unwrap();
         assert_eq!(s.seed, 7);
-        let PlatformSpec::Explicit(p) = &s.platform else { panic!() };
+        let PlatformSpec::Explicit(p) = &s.platform else {
+            panic!()
+        };
         assert_eq!(p.links[0].bandwidth.0, 2e9);
         let Workload::Flows(f) = &s.workload;
         assert_eq!(f[0].size.0, 10.0);

@@ -88,7 +88,11 @@ pub struct GpuSpec {
 impl Default for GpuSpec {
     fn default() -> Self {
         // NVIDIA V100 SXM2 16 GB, double precision peak (NVIDIA V100 datasheet).
-        GpuSpec { name: "V100".into(), memory: Bytes(16.0 * 1073741824.0), speed: FlopRate(7.8e12) }
+        GpuSpec {
+            name: "V100".into(),
+            memory: Bytes(16.0 * 1073741824.0),
+            speed: FlopRate(7.8e12),
+        }
     }
 }
 
@@ -320,7 +324,11 @@ pub struct OutputSpec {
 
 impl Default for OutputSpec {
     fn default() -> Self {
-        OutputSpec { dir: None, flows_csv: true, links_csv: true }
+        OutputSpec {
+            dir: None,
+            flows_csv: true,
+            links_csv: true,
+        }
     }
 }
 

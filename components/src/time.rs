@@ -31,7 +31,9 @@ impl SimTime {
     /// Converts seconds to the nearest femtosecond; rejects negative, non-finite and too large values.
     pub fn try_from_secs(secs: f64) -> Result<Self, String> {
         if !secs.is_finite() || secs < 0.0 {
-            return Err(format!("expected a finite, non-negative time, got {secs} s"));
+            return Err(format!(
+                "expected a finite, non-negative time, got {secs} s"
+            ));
         }
         let fs = (secs * FS_PER_SEC as f64).round();
         if fs >= u64::MAX as f64 {
@@ -49,7 +51,11 @@ impl SimTime {
             return SimTime::ZERO;
         }
         let fs = (secs * FS_PER_SEC as f64).round();
-        if fs >= u64::MAX as f64 { SimTime::MAX } else { SimTime(fs as u64) }
+        if fs >= u64::MAX as f64 {
+            SimTime::MAX
+        } else {
+            SimTime(fs as u64)
+        }
     }
 
     pub fn as_secs_f64(self) -> f64 {

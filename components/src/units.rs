@@ -20,7 +20,10 @@ pub struct UnitError {
 }
 
 fn unit_error(text: &str, why: impl Into<String>) -> UnitError {
-    UnitError { text: text.to_string(), why: why.into() }
+    UnitError {
+        text: text.to_string(),
+        why: why.into(),
+    }
 }
 
 /// Splits `"12.5GB/s"` into `(12.5, "GB/s")`.
@@ -34,7 +37,8 @@ fn split_number(text: &str) -> Result<(f64, &str), UnitError> {
                 || c == '+'
                 || c == '-'
                 || ((c == 'e' || c == 'E')
-                    && t[i + 1..].starts_with(|d: char| d.is_ascii_digit() || d == '-' || d == '+')))
+                    && t[i + 1..]
+                        .starts_with(|d: char| d.is_ascii_digit() || d == '-' || d == '+')))
         })
         .map_or(t.len(), |(i, _)| i);
     let (num, unit) = t.split_at(end);
@@ -103,7 +107,10 @@ fn parse_bandwidth(text: &str) -> Result<f64, UnitError> {
         .or_else(|| unit.strip_suffix("ps"))
         .unwrap_or(if unit.is_empty() { "" } else { "?" });
     let mult = size_unit(per_second).ok_or_else(|| {
-        unit_error(text, "expected a bandwidth such as \"12.5GB/s\", \"100Gb/s\" or \"25GiB/s\"")
+        unit_error(
+            text,
+            "expected a bandwidth such as \"12.5GB/s\", \"100Gb/s\" or \"25GiB/s\"",
+        )
     })?;
     Ok(value * mult)
 }
@@ -113,21 +120,32 @@ fn parse_flop_rate(text: &str) -> Result<f64, UnitError> {
     let (mult, base) = prefix(unit);
     match base {
         "" | "Flop/s" | "flop/s" | "FLOPS" | "Flops" | "F/s" => Ok(value * mult),
-        _ => Err(unit_error(text, "expected a compute rate such as \"15.7TFlop/s\"")),
+        _ => Err(unit_error(
+            text,
+            "expected a compute rate such as \"15.7TFlop/s\"",
+        )),
     }
 }
 
 fn parse_time(text: &str) -> Result<f64, UnitError> {
     let (value, unit) = split_number(text)?;
-    let mult = time_unit(unit)
-        .ok_or_else(|| unit_error(text, "expected a duration such as \"2us\", \"1.5ms\" or \"3s\""))?;
+    let mult = time_unit(unit).ok_or_else(|| {
+        unit_error(
+            text,
+            "expected a duration such as \"2us\", \"1.5ms\" or \"3s\"",
+        )
+    })?;
     Ok(value * mult)
 }
 
 fn parse_size(text: &str) -> Result<f64, UnitError> {
     let (value, unit) = split_number(text)?;
-    let mult = size_unit(unit)
-        .ok_or_else(|| unit_error(text, "expected a size such as \"4096\", \"64KB\" or \"16GiB\""))?;
+    let mult = size_unit(unit).ok_or_else(|| {
+        unit_error(
+            text,
+            "expected a size such as \"4096\", \"64KB\" or \"16GiB\"",
+        )
+    })?;
     Ok(value * mult)
 }
 
@@ -138,7 +156,10 @@ fn parse_per_byte(text: &str) -> Result<f64, UnitError> {
     let b = size_unit(per);
     match (t, b) {
         (Some(t), Some(b)) => Ok(value * t / b),
-        _ => Err(unit_error(text, "expected a cost per byte such as \"0.07ns/B\"")),
+        _ => Err(unit_error(
+            text,
+            "expected a cost per byte such as \"0.07ns/B\"",
+        )),
     }
 }
 
@@ -221,14 +242,18 @@ pub struct Duration(pub SimTime);
 impl Duration {
     pub fn parse(text: &str) -> Result<Self, UnitError> {
         let secs = parse_time(text)?;
-        SimTime::try_from_secs(secs).map(Self).map_err(|why| unit_error(text, why))
+        SimTime::try_from_secs(secs)
+            .map(Self)
+            .map_err(|why| unit_error(text, why))
     }
 }
 
 impl<'de> Deserialize<'de> for Duration {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let secs = deserialize_with(d, parse_time, "a duration")?;
-        SimTime::try_from_secs(secs).map(Self).map_err(de::Error::custom)
+        SimTime::try_from_secs(secs)
+            .map(Self)
+            .map_err(de::Error::custom)
     }
 }
 
@@ -264,8 +289,14 @@ mod tests {
     #[test]
     fn durations_are_exact() {
         assert_eq!(Duration::parse("2us").unwrap().0, SimTime::from_nanos(2000));
-        assert_eq!(Duration::parse("1.5ms").unwrap().0, SimTime::from_nanos(1_500_000));
-        assert_eq!(Duration::parse("3").unwrap().0, SimTime::from_nanos(3_000_000_000));
+        assert_eq!(
+            Duration::parse("1.5ms").unwrap().0,
+            SimTime::from_nanos(1_500_000)
+        );
+        assert_eq!(
+            Duration::parse("3").unwrap().0,
+            SimTime::from_nanos(3_000_000_000)
+        );
         assert!(Duration::parse("-1us").is_err());
         assert!(Duration::parse("2 parsecs").is_err());
     }

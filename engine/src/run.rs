@@ -1,0 +1,143 @@
+//! The run loop: take every event stamped with the next time into the inboxes, run the step
+//! schedule once, repeat while events remain at that same time (zero-delay cascades), advance.
+
+use bevy_app::App;
+use bevy_ecs::prelude::*;
+use std::time::Instant;
+
+use hetsim_components::SimTime;
+
+use crate::calendar::Calendar;
+use crate::inbox::Routes;
+use crate::progress::Progress;
+use crate::schedule::{SimStartup, SimStep};
+use crate::{Clock, SimErrors, StallChecks};
+
+/// Where a run stops even if work remains.
+#[derive(Resource, Debug, Clone, Copy, Default)]
+pub struct RunLimits {
+    pub max_time: Option<SimTime>,
+    pub max_events: Option<u64>,
+}
+
+/// What a finished run did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunStats {
+    /// Time of the last event.
+    pub sim_time: SimTime,
+    pub events: u64,
+    /// Number of step-schedule runs (timestamp batches and cascades).
+    pub steps: u64,
+    pub wall_s: f64,
+}
+
+/// Why a run could not finish.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RunError {
+    #[error("{0}")]
+    Model(String),
+    #[error("the simulation cannot progress at {at}: no event is pending but work is stuck:\n  {}", .stuck.join("\n  "))]
+    Stalled { at: SimTime, stuck: Vec<String> },
+    #[error(
+        "limit reached: {what} at simulated time {at} after {events} events ({pending} still pending)"
+    )]
+    Limit {
+        what: String,
+        at: SimTime,
+        events: u64,
+        pending: usize,
+    },
+}
+
+/// Runs start-up, then every event until the calendar is empty.
+pub fn run(app: &mut App) -> Result<RunStats, RunError> {
+    let wall = Instant::now();
+    let world = app.world_mut();
+    world.run_schedule(SimStartup);
+    check_errors(world)?;
+    let limits = *world.resource::<RunLimits>();
+    let mut events = 0u64;
+    let mut steps = 0u64;
+    while let Some(t) = world.resource::<Calendar>().peek_time() {
+        if let Some(max) = limits.max_time
+            && t > max
+        {
+            return Err(limit(world, format!("max_time {max}"), events));
+        }
+        world.resource_mut::<Clock>().now = t;
+        loop {
+            events += deliver_due(world, t);
+            world.run_schedule(SimStep);
+            steps += 1;
+            clear_inboxes(world);
+            check_errors(world)?;
+            if world.resource::<Calendar>().peek_time() != Some(t) {
+                break;
+            }
+        }
+        if let Some(max) = limits.max_events
+            && events >= max
+            && !world.resource::<Calendar>().is_empty()
+        {
+            return Err(limit(world, format!("max_events {max}"), events));
+        }
+        world.resource_mut::<Progress>().tick(t, events);
+    }
+    world.resource_mut::<Progress>().finish();
+    let now = world.resource::<Clock>().now;
+    check_stalls(world, now)?;
+    Ok(RunStats {
+        sim_time: now,
+        events,
+        steps,
+        wall_s: wall.elapsed().as_secs_f64(),
+    })
+}
+
+/// Moves the events due at `t` into their inboxes; returns how many.
+fn deliver_due(world: &mut World, t: SimTime) -> u64 {
+    let mut n = 0;
+    while let Some(ev) = world.resource_mut::<Calendar>().pop_at(t) {
+        let deliver = world.resource::<Routes>().0[ev.kind.0 as usize].deliver;
+        deliver(world, ev.entity, ev.arg);
+        n += 1;
+    }
+    n
+}
+
+/// Drops events no system consumed (e.g. of a switched-off model), so they do not pile up.
+fn clear_inboxes(world: &mut World) {
+    let n = world.resource::<Routes>().0.len();
+    for i in 0..n {
+        let clear = world.resource::<Routes>().0[i].clear;
+        clear(world);
+    }
+}
+
+fn check_errors(world: &mut World) -> Result<(), RunError> {
+    let mut errors = world.resource_mut::<SimErrors>();
+    if errors.0.is_empty() {
+        return Ok(());
+    }
+    Err(RunError::Model(std::mem::take(&mut errors.0).join("\n")))
+}
+
+fn check_stalls(world: &mut World, at: SimTime) -> Result<(), RunError> {
+    let checks = world.resource::<StallChecks>().0.clone();
+    let stuck: Vec<String> = checks.iter().flat_map(|check| check(world)).collect();
+    if stuck.is_empty() {
+        Ok(())
+    } else {
+        Err(RunError::Stalled { at, stuck })
+    }
+}
+
+fn limit(world: &mut World, what: String, events: u64) -> RunError {
+    world.resource_mut::<Progress>().finish();
+    RunError::Limit {
+        what,
+        at: world.resource::<Clock>().now,
+        events,
+        pending: world.resource::<Calendar>().len(),
+    }
+}

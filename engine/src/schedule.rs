@@ -1,0 +1,69 @@
+//! The two schedules and the order of system sets within a step.
+
+use bevy_ecs::prelude::*;
+use bevy_ecs::schedule::ScheduleLabel;
+
+/// Runs once before the first event: builds the platform, then the workload schedules its
+/// first events.
+#[derive(ScheduleLabel, Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SimStartup;
+
+/// Runs once per batch of events that share a timestamp (and again for zero-delay cascades).
+#[derive(ScheduleLabel, Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SimStep;
+
+/// Order of work at start-up.
+#[derive(SystemSet, Debug, Clone, PartialEq, Eq, Hash)]
+pub enum StartupSet {
+    /// Entities of the machine: nodes, GPUs, links, switches; routing tables.
+    Platform,
+    /// Solvers and indexes built from the platform.
+    Models,
+    /// Traffic and work, and their first events.
+    Workload,
+}
+
+/// Order of work within one step, as in DESIGN.md: who asks comes before who carries.
+#[derive(SystemSet, Debug, Clone, PartialEq, Eq, Hash)]
+pub enum SimSet {
+    Workload,
+    Runtime,
+    Protocol,
+    Collectives,
+    Compute,
+    Network,
+    Record,
+}
+
+pub(crate) fn startup_schedule() -> Schedule {
+    let mut s = Schedule::new(SimStartup);
+    s.set_executor(bevy_ecs::schedule::SingleThreadedExecutor::new());
+    s.configure_sets(
+        (
+            StartupSet::Platform,
+            StartupSet::Models,
+            StartupSet::Workload,
+        )
+            .chain(),
+    );
+    s
+}
+
+pub(crate) fn step_schedule() -> Schedule {
+    let mut s = Schedule::new(SimStep);
+    // One thread: at this grain a multi-threaded executor costs 2-3x more (DESIGN.md).
+    s.set_executor(bevy_ecs::schedule::SingleThreadedExecutor::new());
+    s.configure_sets(
+        (
+            SimSet::Workload,
+            SimSet::Runtime,
+            SimSet::Protocol,
+            SimSet::Collectives,
+            SimSet::Compute,
+            SimSet::Network,
+            SimSet::Record,
+        )
+            .chain(),
+    );
+    s
+}
