@@ -1,1 +1,4 @@
+//! hetsim's models, one plugin per concern: platform, network and workloads.
+//! Plugins never call each other; they talk through the calendar and through components.
 
+pub mod network;

@@ -1,0 +1,3 @@
+//! The network: fluid flows sharing link bandwidth with max-min fairness.
+
+pub mod maxmin;
