@@ -1,7 +1,8 @@
 //! Components of the simulated machine and its traffic: plain data, no behaviour.
 //!
 //! Entities are the public face (users and recorders query them); hot solvers keep their own
-//! dense arrays and point back here by index.
+//! dense arrays and point back here by index. Entities carry bevy's `Name` with the name by
+//! which scenarios address them (`node[3].gpu[1]`, `ft.l1[4].up[2]`, `l0`).
 
 use bevy_ecs::prelude::*;
 
@@ -51,10 +52,6 @@ pub struct Switch {
     pub level: u32,
     pub index: u32,
 }
-
-/// The name by which scenarios address an entity (`node[3].gpu[1]`, `leaf[2]`, `l0`).
-#[derive(Component, Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Name(pub String);
 
 /// A link: a capacity shared by the flows that cross it.
 #[derive(Component, Debug, Clone)]

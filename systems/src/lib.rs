@@ -2,3 +2,4 @@
 //! Plugins never call each other; they talk through the calendar and through components.
 
 pub mod network;
+pub mod platform;

@@ -15,7 +15,11 @@ fn reference(caps: &[f64], routes: &[Vec<ConsId>]) -> Vec<f64> {
     loop {
         let mut best = f64::INFINITY;
         for (c, &cap) in left.iter().enumerate() {
-            let n = routes.iter().enumerate().filter(|(f, r)| !frozen[*f] && r.contains(&(c as ConsId))).count();
+            let n = routes
+                .iter()
+                .enumerate()
+                .filter(|(f, r)| !frozen[*f] && r.contains(&(c as ConsId)))
+                .count();
             if n > 0 {
                 best = best.min(cap / n as f64);
             }
@@ -25,7 +29,11 @@ fn reference(caps: &[f64], routes: &[Vec<ConsId>]) -> Vec<f64> {
         }
         let mut full = vec![false; caps.len()];
         for (c, &cap) in left.iter().enumerate() {
-            let n = routes.iter().enumerate().filter(|(f, r)| !frozen[*f] && r.contains(&(c as ConsId))).count();
+            let n = routes
+                .iter()
+                .enumerate()
+                .filter(|(f, r)| !frozen[*f] && r.contains(&(c as ConsId)))
+                .count();
             full[c] = n > 0 && cap / n as f64 <= best * (1.0 + 1e-12);
         }
         for (f, r) in routes.iter().enumerate() {
@@ -48,7 +56,10 @@ fn reference(caps: &[f64], routes: &[Vec<ConsId>]) -> Vec<f64> {
 fn problem() -> impl Strategy<Value = (Vec<f64>, Vec<Vec<ConsId>>)> {
     (2usize..12).prop_flat_map(|links| {
         // Capacities from a small set make ties (equal levels) frequent: the hard case.
-        let caps = prop::collection::vec(prop::sample::select(vec![1.0, 2.0, 3.0, 5.0, 7.5, 10.0]), links);
+        let caps = prop::collection::vec(
+            prop::sample::select(vec![1.0, 2.0, 3.0, 5.0, 7.5, 10.0]),
+            links,
+        );
         let route = prop::collection::vec(0..links as ConsId, 1..4);
         (caps, prop::collection::vec(route, 1..25))
     })

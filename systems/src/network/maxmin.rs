@@ -88,7 +88,10 @@ impl Ord for Pending {
         // Min-heap on level; at equal levels fills before expiries, then by constraint index
         // so that the order (and thus the floating-point result) is deterministic.
         let key = |p: &Pending| (p.kind == Kind::Expire, p.cons);
-        other.level.total_cmp(&self.level).then_with(|| key(other).cmp(&key(self)))
+        other
+            .level
+            .total_cmp(&self.level)
+            .then_with(|| key(other).cmp(&key(self)))
     }
 }
 
@@ -204,7 +207,11 @@ impl MaxMin {
             members.swap_remove(p as usize);
             if let Some(&moved) = members.get(p as usize) {
                 let m = &mut self.flows[moved as usize];
-                let k = m.cons.iter().position(|&x| x == c).expect("member lists agree");
+                let k = m
+                    .cons
+                    .iter()
+                    .position(|&x| x == c)
+                    .expect("member lists agree");
                 m.pos[k] = p;
             }
             if self.cons[c as usize].private {
@@ -238,7 +245,11 @@ impl MaxMin {
 
     /// Live flows.
     pub fn flow_ids(&self) -> impl Iterator<Item = FlowId> + '_ {
-        self.flows.iter().enumerate().filter(|(_, f)| f.alive).map(|(i, _)| i as FlowId)
+        self.flows
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.alive)
+            .map(|(i, _)| i as FlowId)
     }
 
     /// Re-solves after adds and removes; returns the flows whose rate changed (new flows included).
@@ -318,7 +329,8 @@ impl MaxMin {
             }
         }
         for &(g, rate) in &moved {
-            let changed = self.flows[g as usize].epoch == self.epoch || rate != self.flows[g as usize].rate;
+            let changed =
+                self.flows[g as usize].epoch == self.epoch || rate != self.flows[g as usize].rate;
             self.touch(g, Scratch::Frozen(rate, c));
             if changed {
                 self.propagate(g, level);
@@ -378,7 +390,12 @@ impl MaxMin {
                     k.fill_level = k.level;
                     return;
                 }
-                self.heap.push(Pending { level: k.level, kind: Kind::Expire, cons: c, version: 0 });
+                self.heap.push(Pending {
+                    level: k.level,
+                    kind: Kind::Expire,
+                    cons: c,
+                    version: 0,
+                });
             }
         } else if k.filled {
             return;
@@ -387,7 +404,12 @@ impl MaxMin {
         let version = k.version;
         let fill = self.fill_level_of(c, level);
         if fill.is_finite() {
-            self.heap.push(Pending { level: fill, kind: Kind::Fill, cons: c, version });
+            self.heap.push(Pending {
+                level: fill,
+                kind: Kind::Fill,
+                cons: c,
+                version,
+            });
         }
     }
 
@@ -445,7 +467,11 @@ impl MaxMin {
         }
         for &c in &self.dirty {
             let k = &mut self.cons[c as usize];
-            k.level = if k.filled { k.fill_level } else { f64::INFINITY };
+            k.level = if k.filled {
+                k.fill_level
+            } else {
+                f64::INFINITY
+            };
         }
         self.touched.clear();
         self.dirty.clear();
@@ -456,11 +482,19 @@ impl MaxMin {
     /// no constraint over capacity, and every flow crosses a full constraint on which no
     /// flow has a larger rate.
     pub fn check(&self, rel_tol: f64) -> Result<(), String> {
-        let load = |c: &Constraint| c.flows.iter().map(|&g| self.flows[g as usize].rate).sum::<f64>();
+        let load = |c: &Constraint| {
+            c.flows
+                .iter()
+                .map(|&g| self.flows[g as usize].rate)
+                .sum::<f64>()
+        };
         for (i, c) in self.cons.iter().enumerate() {
             let l = load(c);
             if l > c.capacity * (1.0 + rel_tol) {
-                return Err(format!("constraint {i} over capacity: {l} > {}", c.capacity));
+                return Err(format!(
+                    "constraint {i} over capacity: {l} > {}",
+                    c.capacity
+                ));
             }
         }
         for g in self.flow_ids() {
@@ -468,7 +502,9 @@ impl MaxMin {
             let ok = f.cons.iter().any(|&c| {
                 let k = &self.cons[c as usize];
                 load(k) >= k.capacity * (1.0 - rel_tol)
-                    && k.flows.iter().all(|&h| self.flows[h as usize].rate <= f.rate * (1.0 + rel_tol))
+                    && k.flows
+                        .iter()
+                        .all(|&h| self.flows[h as usize].rate <= f.rate * (1.0 + rel_tol))
             });
             if !ok {
                 return Err(format!("flow {g} (rate {}) has no bottleneck", f.rate));
@@ -506,7 +542,10 @@ mod tests {
     #[test]
     fn parking_lot_rates_by_hand() {
         let mut m = MaxMin::new();
-        let l: Vec<_> = [1e9, 3e9, 2e9].iter().map(|&c| m.add_constraint(c)).collect();
+        let l: Vec<_> = [1e9, 3e9, 2e9]
+            .iter()
+            .map(|&c| m.add_constraint(c))
+            .collect();
         let long = m.add_flow(&l, None);
         let s0 = m.add_flow(&[l[0]], None);
         let s1: Vec<_> = (0..3).map(|_| m.add_flow(&[l[1]], None)).collect();

@@ -1,0 +1,399 @@
+//! From a platform description to the topology tables, checking every figure on the way.
+//! Errors name the field path (`platform.node.pcie.bus: ...`).
+
+use foldhash::HashMap;
+
+use hetsim_components::SimTime;
+use hetsim_components::scenario::{
+    Cluster, Explicit, FatTreeSpec, LinkSpec, Network, NvLinkSpec, PlatformSpec, Sharing,
+};
+use hetsim_components::units::Bandwidth;
+
+use super::fattree::FatTree;
+use super::topology::*;
+
+/// Builds the tables of a platform.
+pub fn topology(spec: &PlatformSpec) -> Result<Topology, String> {
+    match spec {
+        PlatformSpec::File(f) => Err(format!("platform: the include `{f}` was not resolved")),
+        PlatformSpec::Cluster(c) => cluster(c),
+        PlatformSpec::Explicit(e) => explicit(e),
+    }
+}
+
+fn positive(path: &str, bw: Bandwidth) -> Result<f64, String> {
+    if bw.0.is_finite() && bw.0 > 0.0 {
+        Ok(bw.0)
+    } else {
+        Err(format!(
+            "{path}: expected a positive, finite bandwidth, got {} B/s",
+            bw.0
+        ))
+    }
+}
+
+fn link(
+    name: String,
+    path: &str,
+    bw: Bandwidth,
+    latency: SimTime,
+    sharing: Sharing,
+) -> Result<LinkInfo, String> {
+    Ok(LinkInfo {
+        name,
+        bandwidth: positive(path, bw)?,
+        latency,
+        sharing,
+    })
+}
+
+fn from_spec(name: String, path: &str, s: &LinkSpec) -> Result<LinkInfo, String> {
+    link(
+        name,
+        &format!("{path}.bandwidth"),
+        s.bandwidth,
+        s.latency.0,
+        s.sharing,
+    )
+}
+
+fn cluster(c: &Cluster) -> Result<Topology, String> {
+    let n = &c.node;
+    if c.nodes == 0 {
+        return Err("platform.nodes: expected at least one node".into());
+    }
+    if n.nics == 0 && c.nodes > 1 && !matches!(c.network, Network::None) {
+        return Err("platform.node.nics: nodes on a network need at least one NIC".into());
+    }
+    let (nvlink, nv_spec) = match &n.nvlink {
+        None => (NvLayout::None, None),
+        Some(NvLinkSpec::Pairs(s)) => (NvLayout::Pairs, Some(s)),
+        Some(NvLinkSpec::Switch(s)) => (NvLayout::Switch, Some(s)),
+    };
+    let (fabric, tree_spec) = match &c.network {
+        Network::None => (Fabric::None, None),
+        Network::Star(_) => (Fabric::Star, None),
+        Network::FatTree(ft) => (
+            Fabric::FatTree {
+                tree: fat_tree(ft, c.nodes)?,
+                first_link: 0,
+            },
+            Some(ft),
+        ),
+    };
+    let mut layout = ClusterLayout {
+        nodes: c.nodes,
+        gpus: n.gpus,
+        nics: n.nics,
+        nic_attach: n.nic.attach,
+        nvlink,
+        fabric,
+    };
+    let cable = |nic_path: &str| -> Result<(Bandwidth, SimTime, Sharing), String> {
+        Ok(match &c.network {
+            Network::Star(s) => (s.bandwidth, s.latency.0, s.sharing),
+            Network::FatTree(ft) => (
+                ft.bandwidth
+                    .get(0)
+                    .ok_or("platform.network.bandwidth: the list is empty")?,
+                ft.latency.get(0).unwrap_or_default().0,
+                ft.sharing,
+            ),
+            Network::None => (n.nic.bandwidth, SimTime::ZERO, Sharing::SplitDuplex),
+        })
+        .map_err(|e: String| format!("{e} ({nic_path})"))
+    };
+    let (cable_bw, cable_lat, cable_sharing) = cable("platform.network")?;
+    let cable_path = match &c.network {
+        Network::Star(_) => "platform.network.bandwidth",
+        Network::FatTree(_) => "platform.network.bandwidth[0]",
+        Network::None => "platform.node.nic.bandwidth",
+    };
+    let mut links = Vec::with_capacity((c.nodes * layout.block()) as usize);
+    for node in 0..c.nodes {
+        let p = |s: &str| format!("node[{node}].{s}");
+        links.push(link(
+            p("pcie"),
+            "platform.node.pcie.bus",
+            n.pcie.bus,
+            SimTime::ZERO,
+            Sharing::Shared,
+        )?);
+        for g in 0..n.gpus {
+            links.push(link(
+                p(&format!("gpu[{g}].up")),
+                "platform.node.pcie.up",
+                n.pcie.up,
+                n.pcie.latency.0,
+                Sharing::Shared,
+            )?);
+            links.push(link(
+                p(&format!("gpu[{g}].down")),
+                "platform.node.pcie.down",
+                n.pcie.down,
+                n.pcie.latency.0,
+                Sharing::Shared,
+            )?);
+        }
+        match (nvlink, nv_spec) {
+            (NvLayout::Pairs, Some(s)) => {
+                for i in 0..n.gpus {
+                    for j in i + 1..n.gpus {
+                        links.push(from_spec(
+                            p(&format!("nvlink[{i}-{j}]")),
+                            "platform.node.nvlink",
+                            s,
+                        )?);
+                    }
+                }
+            }
+            (NvLayout::Switch, Some(s)) => {
+                for i in 0..n.gpus {
+                    links.push(from_spec(
+                        p(&format!("nvswitch.port[{i}]")),
+                        "platform.node.nvlink",
+                        s,
+                    )?);
+                }
+            }
+            _ => {}
+        }
+        for j in 0..n.nics {
+            links.push(link(
+                p(&format!("nic[{j}]")),
+                "platform.node.nic.bandwidth",
+                n.nic.bandwidth,
+                n.nic.latency.0,
+                Sharing::SplitDuplex,
+            )?);
+            links.push(link(
+                p(&format!("nic[{j}].cable")),
+                cable_path,
+                cable_bw,
+                cable_lat,
+                cable_sharing,
+            )?);
+        }
+    }
+    debug_assert_eq!(links.len() as u32, layout.fabric_first_link());
+    if let (Fabric::FatTree { tree, first_link }, Some(ft)) = (&mut layout.fabric, tree_spec) {
+        *first_link = links.len() as u32;
+        for level in 1..tree.levels() {
+            let path = format!("platform.network.bandwidth[{level}]");
+            let bw = ft.bandwidth.get(level).ok_or(format!(
+                "{path}: missing (one bandwidth per level, {} levels)",
+                tree.levels()
+            ))?;
+            let lat = ft.latency.get(level).unwrap_or_default().0;
+            for e in 0..tree.count[level] {
+                for b in 0..tree.w[level + 1] {
+                    links.push(link(
+                        format!("ft.l{level}[{e}].up[{b}]"),
+                        &path,
+                        bw,
+                        lat,
+                        ft.sharing,
+                    )?);
+                }
+            }
+        }
+    }
+    Ok(Topology::new(links, Layout::Cluster(layout)))
+}
+
+/// Fat-tree shape from the spec: parents per switch level from the taper ratios.
+fn fat_tree(ft: &FatTreeSpec, nodes: u32) -> Result<FatTree, String> {
+    if ft.children.is_empty() || ft.children.contains(&0) {
+        return Err(
+            "platform.network.children: expected one positive count per level, e.g. [18, 9, 5]"
+                .into(),
+        );
+    }
+    let h = ft.children.len();
+    let mut parents = Vec::with_capacity(h - 1);
+    for i in 0..h - 1 {
+        let taper = ft.taper.get(i).ok_or(format!(
+            "platform.network.taper: missing for level {}",
+            i + 1
+        ))?;
+        if !(taper.is_finite() && taper > 0.0) {
+            return Err(format!(
+                "platform.network.taper: expected a positive ratio, got {taper}"
+            ));
+        }
+        parents.push(((ft.children[i] as f64 / taper).round() as u64).max(1));
+    }
+    let children: Vec<u64> = ft.children.iter().map(|&c| c as u64).collect();
+    let tree = FatTree::new(&children, &parents);
+    if nodes as u64 > tree.count[0] {
+        return Err(format!(
+            "platform.nodes: {nodes} nodes do not fit a fat-tree with children {:?} ({} nodes at most)",
+            ft.children, tree.count[0]
+        ));
+    }
+    Ok(tree)
+}
+
+fn explicit(e: &Explicit) -> Result<Topology, String> {
+    let mut links = Vec::with_capacity(e.links.len());
+    let mut seen = HashMap::default();
+    for (i, l) in e.links.iter().enumerate() {
+        if seen.insert(l.name.clone(), i).is_some() {
+            return Err(format!(
+                "platform.links[{i}].name: `{}` is used twice",
+                l.name
+            ));
+        }
+        links.push(link(
+            l.name.clone(),
+            &format!("platform.links[{i}].bandwidth"),
+            l.bandwidth,
+            l.latency.0,
+            l.sharing,
+        )?);
+    }
+    let mut topo = Topology::new(links, Layout::Explicit(ExplicitRoutes::default()));
+    let mut routes = ExplicitRoutes::default();
+    let id = |name: &str, names: &mut Vec<String>| match names.iter().position(|n| n == name) {
+        Some(i) => i as u32,
+        None => {
+            names.push(name.to_string());
+            (names.len() - 1) as u32
+        }
+    };
+    for (i, r) in e.routes.iter().enumerate() {
+        let hops = r
+            .links
+            .iter()
+            .map(|h| topo.parse_hop(h))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|m| format!("platform.routes[{i}].links: {m}"))?;
+        let (a, b) = (id(&r.src, &mut routes.names), id(&r.dst, &mut routes.names));
+        if r.symmetric {
+            let back = hops.iter().rev().map(|h| Hop {
+                link: h.link,
+                dir: if h.dir == Dir::Up { Dir::Down } else { Dir::Up },
+            });
+            routes.routes.insert((b, a), back.collect());
+        }
+        routes.routes.insert((a, b), hops);
+    }
+    topo.layout = Layout::Explicit(routes);
+    Ok(topo)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hetsim_components::load::from_ron;
+
+    fn platform(text: &str) -> Result<Topology, String> {
+        topology(&from_ron::<PlatformSpec>(text, "test", "platform").map_err(|e| e.to_string())?)
+    }
+
+    const TWO_NODES: &str = r#"Cluster(
+        nodes: 2,
+        node: NodeSpec(gpus: 2, nvlink: Pairs(bandwidth: "75GB/s", latency: "1us"),
+                       pcie: PcieSpec(up: "12GB/s", down: "11GB/s", bus: "20GB/s", latency: "1us"),
+                       nic: NicSpec(bandwidth: "12.5GB/s", latency: "500ns")),
+        network: Star(bandwidth: "12.5GB/s", latency: "100ns"),
+    )"#;
+
+    fn names(t: &Topology, r: &Route) -> Vec<String> {
+        r.hops
+            .iter()
+            .map(|h| format!("{}:{:?}", t.links[h.link as usize].name, h.dir))
+            .collect()
+    }
+
+    #[test]
+    fn pcie_nvlink_and_network_routes() {
+        let mut t = platform(TWO_NODES).unwrap();
+        let mut route = |a: &str, b: &str| {
+            let (a, b) = (t.endpoint(a).unwrap(), t.endpoint(b).unwrap());
+            let r = t.route(a, b).unwrap();
+            (names(&t, &r), r.latency)
+        };
+        assert_eq!(
+            route("node[0].host", "node[0].gpu[1]").0,
+            ["node[0].pcie:Up", "node[0].gpu[1].up:Up"]
+        );
+        assert_eq!(
+            route("node[0].gpu[1]", "node[0].gpu[0]").0,
+            ["node[0].nvlink[0-1]:Down"]
+        );
+        let (hops, latency) = route("node[0].gpu[1]", "node[1].gpu[0]");
+        assert_eq!(
+            hops,
+            [
+                "node[0].gpu[1].down:Up",
+                "node[0].pcie:Up",
+                "node[0].nic[0]:Up",
+                "node[0].nic[0].cable:Up",
+                "node[1].nic[0].cable:Down",
+                "node[1].nic[0]:Down",
+                "node[1].pcie:Up",
+                "node[1].gpu[0].up:Up"
+            ]
+        );
+        // 1 us (PCIe down) + 500 ns + 100 ns + 100 ns + 500 ns + 1 us (PCIe up).
+        assert_eq!(latency, SimTime::from_nanos(3200));
+    }
+
+    #[test]
+    fn bad_platforms_name_the_field() {
+        let e = platform(&TWO_NODES.replace("\"20GB/s\"", "0")).unwrap_err();
+        assert!(e.starts_with("platform.node.pcie.bus"), "{e}");
+        let t = platform(TWO_NODES).unwrap();
+        assert!(
+            t.endpoint("node[2].gpu[0]")
+                .unwrap_err()
+                .contains("node 2 does not exist")
+        );
+        assert!(t.endpoint("node[0].gpu[2]").unwrap_err().contains("GPU 2"));
+        assert!(
+            t.endpoint("node[0].tpu[0]")
+                .unwrap_err()
+                .contains("not an endpoint")
+        );
+        let mut alone = platform(
+            &TWO_NODES.replace("Star(bandwidth: \"12.5GB/s\", latency: \"100ns\")", "None"),
+        )
+        .unwrap();
+        let (a, b) = (
+            alone.endpoint("node[0].host").unwrap(),
+            alone.endpoint("node[1].host").unwrap(),
+        );
+        assert!(alone.route(a, b).unwrap_err().contains("no network"));
+    }
+
+    #[test]
+    fn explicit_routes_and_their_errors() {
+        let text = r#"Explicit(links: [NamedLink(name: "a", bandwidth: 1e9), NamedLink(name: "b", bandwidth: 2e9, sharing: SplitDuplex)],
+                               routes: [RouteSpec(src: "x", dst: "y", links: ["a", "b:up"])])"#;
+        let mut t = platform(text).unwrap();
+        let (x, y) = (t.endpoint("x").unwrap(), t.endpoint("y").unwrap());
+        let back = t.route(y, x).unwrap();
+        assert_eq!(names(&t, &back), ["b:Down", "a:Down"]);
+        assert!(t.endpoint("z").unwrap_err().contains("unknown endpoint"));
+        let e = platform(&text.replace("\"b:up\"", "\"c\"")).unwrap_err();
+        assert_eq!(e, "platform.routes[0].links: unknown link `c`");
+    }
+
+    #[test]
+    fn lassen_like_fat_tree_sizes() {
+        let text = r#"Cluster(nodes: 810, node: NodeSpec(gpus: 4),
+            network: FatTree(children: [18, 9, 5], taper: 1.5, bandwidth: "12.5GB/s", latency: "100ns"))"#;
+        let mut t = platform(text).unwrap();
+        let block = 1 + 8 + 2; // PCIe bus, 4 x (up, down), NIC and cable
+        assert_eq!(t.links.len(), 810 * block + 540 + 360);
+        let (a, b) = (
+            t.endpoint("node[0].gpu[0]").unwrap(),
+            t.endpoint("node[809].gpu[3]").unwrap(),
+        );
+        // PCIe down, bus, NIC, cable, 4 tree links, cable, NIC, bus, PCIe up.
+        assert_eq!(t.route(a, b).unwrap().hops.len(), 12);
+        let e = platform(&text.replace("810", "811")).unwrap_err();
+        assert!(e.contains("do not fit"), "{e}");
+    }
+}
