@@ -1,1 +1,122 @@
+//! hetsim: a discrete-event simulator of GPU clusters.
+//!
+//! This crate is the thin facade over the workspace: it assembles a bevy `App` from a
+//! [`Scenario`] (engine, platform, network and workload plugins), runs it, and reports.
+//! The CLI (`src/main.rs`) is a client of these functions.
 
+pub mod embedded;
+pub mod flowcase;
+
+use bevy_app::App;
+
+pub use hetsim_components as components;
+pub use hetsim_engine as engine;
+pub use hetsim_output as output;
+pub use hetsim_systems as systems;
+
+use hetsim_components::scenario::{Scenario, Workload};
+use hetsim_engine::{EnginePlugin, RunError, RunLimits, RunStats, SwitchInfo, Switches};
+use hetsim_systems::network::NetworkPlugin;
+use hetsim_systems::platform::{PlatformConfig, PlatformPlugin};
+use hetsim_systems::workload::{FlowsPlugin, FlowsWorkload};
+
+/// Why a run did not produce results.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Error {
+    /// The scenario or the command line is wrong (exit code 2).
+    #[error("{0}")]
+    Input(String),
+    /// The simulation could not finish (exit code 1).
+    #[error("{0}")]
+    Run(String),
+}
+
+impl Error {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Input(_) => 2,
+            Error::Run(_) => 1,
+        }
+    }
+}
+
+/// How to run, beyond what the scenario says.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Switches to turn off (`--disable NAME`), after the scenario's own `switches`.
+    pub disable: Vec<String>,
+    /// Show a progress display on stderr (only drawn when stderr is a terminal).
+    pub progress: bool,
+}
+
+/// The app with every plugin, before any scenario-specific resource.
+fn plugins(seed: u64, limits: RunLimits, progress: bool) -> App {
+    let mut app = App::empty();
+    app.add_plugins(EnginePlugin {
+        seed,
+        limits,
+        progress,
+    })
+    .add_plugins((PlatformPlugin, NetworkPlugin, FlowsPlugin));
+    app
+}
+
+/// Every switch with its default and its one-line description.
+pub fn switches() -> Vec<SwitchInfo> {
+    plugins(0, RunLimits::default(), false)
+        .world()
+        .resource::<Switches>()
+        .iter()
+        .cloned()
+        .collect()
+}
+
+/// Assembles the app for a scenario; errors are input errors.
+pub fn build_app(scenario: &Scenario, opts: &RunOptions) -> Result<App, Error> {
+    let limits = RunLimits {
+        max_time: scenario.limits.max_time.map(|d| d.0),
+        max_events: scenario.limits.max_events,
+    };
+    let mut app = plugins(scenario.seed, limits, opts.progress);
+    let world = app.world_mut();
+    let mut switches = world.resource_mut::<Switches>();
+    for (name, &on) in &scenario.switches {
+        switches
+            .set(name, on)
+            .map_err(|e| Error::Input(format!("switches.{name}: {e}")))?;
+    }
+    for name in &opts.disable {
+        switches
+            .set(name, false)
+            .map_err(|e| Error::Input(format!("--disable {name}: {e}")))?;
+    }
+    world.insert_resource(PlatformConfig(scenario.platform.clone()));
+    match &scenario.workload {
+        Workload::Flows(flows) => world.insert_resource(FlowsWorkload(flows.clone())),
+    }
+    Ok(app)
+}
+
+/// Runs a scenario to the end.
+pub fn simulate(scenario: &Scenario, opts: &RunOptions) -> Result<(App, RunStats), Error> {
+    let mut app = build_app(scenario, opts)?;
+    match hetsim_engine::run(&mut app) {
+        Ok(stats) => Ok((app, stats)),
+        Err(RunError::Input(e)) => Err(Error::Input(e)),
+        Err(e) => Err(Error::Run(e.to_string())),
+    }
+}
+
+/// Runs a scenario and collects its report.
+pub fn simulate_report(
+    scenario: &Scenario,
+    opts: &RunOptions,
+) -> Result<hetsim_output::Report, Error> {
+    let (mut app, stats) = simulate(scenario, opts)?;
+    Ok(hetsim_output::report(
+        app.world_mut(),
+        &scenario.name,
+        scenario.seed,
+        &stats,
+    ))
+}

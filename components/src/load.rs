@@ -72,8 +72,25 @@ pub fn parse_scenario(
     base: &Path,
     overrides: &[String],
 ) -> Result<Scenario, LoadError> {
+    let read = |name: &str| {
+        let file: PathBuf = base.join(name);
+        std::fs::read_to_string(&file)
+            .map(|text| (file.display().to_string(), text))
+            .map_err(|e| format!("cannot read the platform file `{}`: {e}", file.display()))
+    };
+    parse_scenario_with(text, label, &read, overrides)
+}
+
+/// Parses scenario text, reading platform includes through `read` (name -> (label, text)),
+/// so that embedded scenarios can include embedded platforms.
+pub fn parse_scenario_with(
+    text: &str,
+    label: &str,
+    read: &dyn Fn(&str) -> Result<(String, String), String>,
+    overrides: &[String],
+) -> Result<Scenario, LoadError> {
     let mut scenario: Scenario = from_ron(text, label, "")?;
-    resolve_platform(&mut scenario, base)?;
+    resolve_platform(&mut scenario, label, read)?;
     apply_overrides(scenario, overrides)
 }
 
@@ -124,23 +141,19 @@ fn join_path(prefix: &str, path: &str) -> String {
 }
 
 /// Replaces `platform: File("...")` by the platform that file describes.
-fn resolve_platform(scenario: &mut Scenario, base: &Path) -> Result<(), LoadError> {
+fn resolve_platform(
+    scenario: &mut Scenario,
+    label: &str,
+    read: &dyn Fn(&str) -> Result<(String, String), String>,
+) -> Result<(), LoadError> {
     let PlatformSpec::File(name) = &scenario.platform else {
         return Ok(());
     };
-    let file: PathBuf = base.join(name);
-    let label = file.display().to_string();
-    let text = std::fs::read_to_string(&file).map_err(|e| {
-        LoadError::new(
-            &label,
-            "platform",
-            format!("cannot read the platform file `{name}`: {e}"),
-        )
-    })?;
-    let platform: PlatformSpec = from_ron(&text, &label, "platform")?;
+    let (file, text) = read(name).map_err(|e| LoadError::new(label, "platform", e))?;
+    let platform: PlatformSpec = from_ron(&text, &file, "platform")?;
     if matches!(platform, PlatformSpec::File(_)) {
         return Err(LoadError::new(
-            label,
+            file,
             "platform",
             "a platform file must describe a platform (Cluster or Explicit), not include another",
         ));

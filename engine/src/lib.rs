@@ -23,7 +23,7 @@ pub use inbox::Inbox;
 pub use progress::Progress;
 pub use rng::SimRng;
 pub use run::{RunError, RunLimits, RunStats, run};
-pub use schedule::{SimSet, SimStartup, SimStep, StartupSet};
+pub use schedule::{SimFinish, SimSet, SimStartup, SimStep, StartupSet};
 pub use switches::{SwitchInfo, Switches, switch_off, switch_on};
 
 /// The current simulated time.
@@ -72,7 +72,8 @@ impl Plugin for EnginePlugin {
             .insert_resource(self.limits)
             .insert_resource(Progress::new(self.progress))
             .add_schedule(schedule::startup_schedule())
-            .add_schedule(schedule::step_schedule());
+            .add_schedule(schedule::step_schedule())
+            .add_schedule(schedule::finish_schedule());
     }
 }
 

@@ -10,7 +10,7 @@ use hetsim_components::SimTime;
 use crate::calendar::Calendar;
 use crate::inbox::Routes;
 use crate::progress::Progress;
-use crate::schedule::{SimStartup, SimStep};
+use crate::schedule::{SimFinish, SimStartup, SimStep};
 use crate::{Clock, SimErrors, StallChecks};
 
 /// Where a run stops even if work remains.
@@ -34,6 +34,10 @@ pub struct RunStats {
 /// Why a run could not finish.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RunError {
+    /// The scenario cannot be built (found at start-up: an unknown endpoint, a bad figure).
+    #[error("{0}")]
+    Input(String),
+    /// A model found an error while running.
     #[error("{0}")]
     Model(String),
     #[error("the simulation cannot progress at {at}: no event is pending but work is stuck:\n  {}", .stuck.join("\n  "))]
@@ -54,7 +58,10 @@ pub fn run(app: &mut App) -> Result<RunStats, RunError> {
     let wall = Instant::now();
     let world = app.world_mut();
     world.run_schedule(SimStartup);
-    check_errors(world)?;
+    check_errors(world).map_err(|e| match e {
+        RunError::Model(m) => RunError::Input(m),
+        other => other,
+    })?;
     let limits = *world.resource::<RunLimits>();
     let mut events = 0u64;
     let mut steps = 0u64;
@@ -86,6 +93,7 @@ pub fn run(app: &mut App) -> Result<RunStats, RunError> {
     world.resource_mut::<Progress>().finish();
     let now = world.resource::<Clock>().now;
     check_stalls(world, now)?;
+    world.run_schedule(SimFinish);
     Ok(RunStats {
         sim_time: now,
         events,

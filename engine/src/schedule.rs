@@ -12,6 +12,10 @@ pub struct SimStartup;
 #[derive(ScheduleLabel, Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SimStep;
 
+/// Runs once after the last event: models publish their totals into components.
+#[derive(ScheduleLabel, Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SimFinish;
+
 /// Order of work at start-up.
 #[derive(SystemSet, Debug, Clone, PartialEq, Eq, Hash)]
 pub enum StartupSet {
@@ -46,6 +50,12 @@ pub(crate) fn startup_schedule() -> Schedule {
         )
             .chain(),
     );
+    s
+}
+
+pub(crate) fn finish_schedule() -> Schedule {
+    let mut s = Schedule::new(SimFinish);
+    s.set_executor(bevy_ecs::schedule::SingleThreadedExecutor::new());
     s
 }
 

@@ -3,3 +3,4 @@
 
 pub mod network;
 pub mod platform;
+pub mod workload;

@@ -252,11 +252,16 @@ impl MaxMin {
             .map(|(i, _)| i as FlowId)
     }
 
-    /// Re-solves after adds and removes; returns the flows whose rate changed (new flows included).
-    pub fn solve(&mut self) -> &[FlowId] {
+    /// The flows whose rate changed at the last solve (new flows included), in id order.
+    pub fn changed(&self) -> &[FlowId] {
+        &self.changed
+    }
+
+    /// Re-solves after adds and removes; see [`MaxMin::changed`] for what moved.
+    pub fn solve(&mut self) {
         self.changed.clear();
         if self.dirty_seed.is_empty() && self.added.is_empty() {
-            return &self.changed;
+            return;
         }
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
@@ -282,7 +287,6 @@ impl MaxMin {
         self.added.clear();
         self.dirty_seed = seeds;
         self.dirty_seed.clear();
-        &self.changed
     }
 
     fn reset_epochs(&mut self) {
@@ -528,10 +532,12 @@ mod tests {
         let l = m.add_constraint(1e9);
         let a = m.add_flow(&[l], None);
         let b = m.add_flow(&[l], None);
-        assert_eq!(m.solve(), &[a, b]);
+        m.solve();
+        assert_eq!(m.changed(), &[a, b]);
         assert_eq!((m.rate(a), m.rate(b)), (5e8, 5e8));
         m.remove_flow(a);
-        assert_eq!(m.solve(), &[b]);
+        m.solve();
+        assert_eq!(m.changed(), &[b]);
         assert_eq!(m.rate(b), 1e9);
     }
 

@@ -1,3 +1,394 @@
-//! The network: fluid flows sharing link bandwidth with max-min fairness.
+//! The network plugin: fluid flows sharing link bandwidth with max-min fairness, as in
+//! SimGrid's CM02 model (TCP-gamma off, latency and bandwidth factors 1).
+//!
+//! A flow is an entity with [`Flow`] and [`FlowRoute`]; whoever creates one schedules
+//! [`FlowStart`] at its start time. The flow then pays its route's latency without using
+//! bandwidth, joins the max-min solver ([`maxmin`]), and moves its bytes at its fair rate,
+//! re-shared at every start and completion. Only flows whose rate changed get their
+//! completion event re-timed. At the end the network schedules [`FlowFinished`] at the same
+//! time so that other models can react, and marks the entity with [`FlowDone`].
+//!
+//! Link sharing: `Shared` (one capacity for both directions), `SplitDuplex` (one per
+//! direction), `FatPipe` (each flow alone gets the full bandwidth: a private bound).
+//! Switch `contention` off: each flow gets its route's bottleneck bandwidth, ignoring others.
 
 pub mod maxmin;
+
+use bevy_app::{App, Plugin};
+use bevy_ecs::prelude::*;
+use std::sync::Arc;
+
+use hetsim_components::SimTime;
+use hetsim_components::entities::{Flow, FlowDone, LinkUsage};
+use hetsim_components::scenario::Sharing;
+use hetsim_engine::{
+    Calendar, Clock, Inbox, SimAppExt, SimEvent, SimFinish, SimSet, SimStartup, SimStep,
+    StartupSet, Switches,
+};
+
+use crate::platform::{Dir, LinkEntities, Route, Topology};
+use maxmin::{ConsId, MaxMin};
+
+/// The route a flow takes.
+#[derive(Component, Debug, Clone)]
+pub struct FlowRoute(pub Arc<Route>);
+
+hetsim_engine::entity_event!(
+    /// A flow begins: it pays its route latency next.
+    FlowStart,
+    "network.flow_start"
+);
+hetsim_engine::entity_event!(
+    /// A flow's latency is paid: it starts sharing bandwidth.
+    FlowReady,
+    "network.flow_ready"
+);
+hetsim_engine::entity_event!(
+    /// A flow has delivered its last byte (a notice for other models, at the same time).
+    FlowFinished,
+    "network.flow_finished"
+);
+
+/// A flow's last byte is through (re-timed whenever its rate changes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FlowComplete {
+    pub entity: Entity,
+    pub slot: u32,
+}
+
+impl SimEvent for FlowComplete {
+    const NAME: &'static str = "network.flow_complete";
+    fn pack(&self) -> (Entity, u64) {
+        (self.entity, self.slot as u64)
+    }
+    fn unpack(entity: Entity, arg: u64) -> Self {
+        FlowComplete {
+            entity,
+            slot: arg as u32,
+        }
+    }
+}
+
+const NO_CONS: ConsId = ConsId::MAX;
+
+/// A flow that is moving bytes.
+#[derive(Debug, Clone)]
+struct Active {
+    entity: Entity,
+    route: Arc<Route>,
+    size: f64,
+    /// Bytes left at `since`.
+    remaining: f64,
+    rate: f64,
+    since: SimTime,
+    /// Exact completion time in seconds at the current rate.
+    end_s: f64,
+}
+
+/// Per link and direction: bytes carried, busy time, flows in progress.
+#[derive(Debug, Clone, Default)]
+struct LinkStats {
+    bytes: [f64; 2],
+    busy: [f64; 2],
+    active: [u32; 2],
+    since: [SimTime; 2],
+}
+
+/// The network's state: the solver, its constraints per link, and flows in progress.
+#[derive(Resource, Default)]
+pub struct Network {
+    solver: MaxMin,
+    /// Constraint of each link direction (`NO_CONS` for fat pipes).
+    cons: Vec<[ConsId; 2]>,
+    /// Flows in progress, by slot (the solver's flow id when contention is on).
+    active: Vec<Option<Active>>,
+    free: Vec<u32>,
+    stats: Vec<LinkStats>,
+    in_flight: usize,
+}
+
+impl Network {
+    /// Flows currently moving bytes.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+}
+
+pub struct NetworkPlugin;
+
+impl Plugin for NetworkPlugin {
+    fn build(&self, app: &mut App) {
+        app.add_sim_event::<FlowStart>()
+            .add_sim_event::<FlowReady>()
+            .add_sim_event::<FlowComplete>()
+            .add_sim_event::<FlowFinished>()
+            .register_switch(
+                "contention",
+                true,
+                "max-min fair sharing of link bandwidth; off: every flow gets its route's bottleneck bandwidth alone",
+            )
+            .init_resource::<Network>()
+            .add_systems(SimStartup, build_constraints.in_set(StartupSet::Models))
+            .add_systems(
+                SimStep,
+                (begin_latency, admit_ready_flows, complete_flows, reshare_bandwidth)
+                    .chain()
+                    .in_set(SimSet::Network),
+            )
+            .add_systems(SimFinish, publish_link_usage)
+            .add_stall_check(stuck_flows);
+    }
+}
+
+/// One solver constraint per shared link, two per split-duplex link, none for fat pipes.
+fn build_constraints(topo: Option<Res<Topology>>, mut net: ResMut<Network>) {
+    let Some(topo) = topo else { return };
+    net.cons = topo
+        .links
+        .iter()
+        .map(|l| match l.sharing {
+            Sharing::Shared => {
+                let c = net.solver.add_constraint(l.bandwidth);
+                [c, c]
+            }
+            Sharing::SplitDuplex => [
+                net.solver.add_constraint(l.bandwidth),
+                net.solver.add_constraint(l.bandwidth),
+            ],
+            Sharing::FatPipe => [NO_CONS, NO_CONS],
+        })
+        .collect();
+    net.stats = vec![LinkStats::default(); topo.links.len()];
+}
+
+fn begin_latency(
+    mut inbox: ResMut<Inbox<FlowStart>>,
+    mut cal: ResMut<Calendar>,
+    clock: Res<Clock>,
+    routes: Query<&FlowRoute>,
+) {
+    for FlowStart(e) in inbox.drain() {
+        let latency = routes.get(e).map_or(SimTime::ZERO, |r| r.0.latency);
+        cal.schedule(clock.now.saturating_add(latency), FlowReady(e));
+    }
+}
+
+fn admit_ready_flows(
+    mut inbox: ResMut<Inbox<FlowReady>>,
+    mut net: ResMut<Network>,
+    mut cal: ResMut<Calendar>,
+    clock: Res<Clock>,
+    switches: Res<Switches>,
+    topo: Res<Topology>,
+    flows: Query<(&Flow, &FlowRoute)>,
+    mut commands: Commands,
+) {
+    let contention = switches.is_on("contention");
+    let now = clock.now;
+    for FlowReady(e) in inbox.drain() {
+        let Ok((flow, route)) = flows.get(e) else {
+            continue;
+        };
+        if route.0.hops.is_empty() || flow.size <= 0.0 {
+            // Nothing to share: done as soon as the latency is paid.
+            commands.entity(e).insert(FlowDone {
+                end_s: now.as_secs_f64(),
+            });
+            cal.schedule(now, FlowFinished(e));
+            continue;
+        }
+        let slot = if contention {
+            let (cons, bound) = net.constraints_of(&route.0, &topo);
+            net.solver.add_flow(&cons, bound)
+        } else {
+            net.free.pop().unwrap_or(net.active.len() as u32)
+        };
+        let mut active = Active {
+            entity: e,
+            route: route.0.clone(),
+            size: flow.size,
+            remaining: flow.size,
+            rate: 0.0,
+            since: now,
+            end_s: f64::INFINITY,
+        };
+        if !contention {
+            let alone = route
+                .0
+                .hops
+                .iter()
+                .map(|h| topo.links[h.link as usize].bandwidth)
+                .fold(f64::INFINITY, f64::min);
+            active.set_rate(alone, now);
+            cal.retime(active.due(now), FlowComplete { entity: e, slot });
+        }
+        net.open(slot, active, now);
+    }
+}
+
+fn complete_flows(
+    mut inbox: ResMut<Inbox<FlowComplete>>,
+    mut net: ResMut<Network>,
+    mut cal: ResMut<Calendar>,
+    clock: Res<Clock>,
+    switches: Res<Switches>,
+    mut commands: Commands,
+) {
+    let contention = switches.is_on("contention");
+    for FlowComplete { entity, slot } in inbox.drain() {
+        let active = net.close(slot, clock.now);
+        debug_assert_eq!(active.entity, entity);
+        debug_assert!(
+            active.remaining - active.rate * (active.end_s - active.since.as_secs_f64())
+                <= 1e-6 * active.size.max(1.0),
+            "bytes are conserved"
+        );
+        if contention {
+            net.solver.remove_flow(slot);
+        } else {
+            net.free.push(slot);
+        }
+        commands.entity(entity).insert(FlowDone {
+            end_s: active.end_s,
+        });
+        cal.schedule(clock.now, FlowFinished(entity));
+    }
+}
+
+/// Re-solves the fair shares and re-times the completions of the flows whose rate changed.
+fn reshare_bandwidth(mut net: ResMut<Network>, mut cal: ResMut<Calendar>, clock: Res<Clock>) {
+    let now = clock.now;
+    let net = &mut *net;
+    net.solver.solve();
+    for &slot in net.solver.changed() {
+        let rate = net.solver.rate(slot);
+        let active = net.active[slot as usize]
+            .as_mut()
+            .expect("solver flows are active");
+        active.set_rate(rate, now);
+        cal.retime(
+            active.due(now),
+            FlowComplete {
+                entity: active.entity,
+                slot,
+            },
+        );
+    }
+}
+
+impl Active {
+    /// Brings the byte count up to `now` at the old rate, then switches to `rate`.
+    fn set_rate(&mut self, rate: f64, now: SimTime) {
+        let elapsed = now.saturating_sub(self.since).as_secs_f64();
+        self.remaining = (self.remaining - self.rate * elapsed).max(0.0);
+        self.rate = rate;
+        self.since = now;
+        self.end_s = now.as_secs_f64() + self.remaining / rate;
+    }
+
+    /// The completion event time: the exact end rounded to the femtosecond, never before now.
+    fn due(&self, now: SimTime) -> SimTime {
+        SimTime::from_secs_saturating(self.end_s).max(now)
+    }
+}
+
+impl Network {
+    fn constraints_of(&self, route: &Route, topo: &Topology) -> (Vec<ConsId>, Option<f64>) {
+        let mut cons = Vec::with_capacity(route.hops.len());
+        let mut bound: Option<f64> = None;
+        for h in &route.hops {
+            match self.cons[h.link as usize][h.dir.index()] {
+                NO_CONS => {
+                    let bw = topo.links[h.link as usize].bandwidth;
+                    bound = Some(bound.map_or(bw, |b| b.min(bw)));
+                }
+                c => cons.push(c),
+            }
+        }
+        (cons, bound)
+    }
+
+    fn stat_index(&self, link: u32, dir: Dir, topo_shared: bool) -> (usize, usize) {
+        (link as usize, if topo_shared { 0 } else { dir.index() })
+    }
+
+    fn open(&mut self, slot: u32, active: Active, now: SimTime) {
+        for h in &active.route.hops {
+            let shared = self.is_shared(h.link);
+            let (l, d) = self.stat_index(h.link, h.dir, shared);
+            let s = &mut self.stats[l];
+            if s.active[d] == 0 {
+                s.since[d] = now;
+            }
+            s.active[d] += 1;
+        }
+        if self.active.len() <= slot as usize {
+            self.active.resize(slot as usize + 1, None);
+        }
+        self.active[slot as usize] = Some(active);
+        self.in_flight += 1;
+    }
+
+    fn close(&mut self, slot: u32, now: SimTime) -> Active {
+        let active = self.active[slot as usize]
+            .take()
+            .expect("a completing flow is active");
+        for h in &active.route.hops {
+            let shared = self.is_shared(h.link);
+            let (l, d) = self.stat_index(h.link, h.dir, shared);
+            let s = &mut self.stats[l];
+            s.bytes[d] += active.size;
+            s.active[d] -= 1;
+            if s.active[d] == 0 {
+                s.busy[d] += now.saturating_sub(s.since[d]).as_secs_f64();
+            }
+        }
+        self.in_flight -= 1;
+        active
+    }
+
+    fn is_shared(&self, link: u32) -> bool {
+        let [a, b] = self
+            .cons
+            .get(link as usize)
+            .copied()
+            .unwrap_or([NO_CONS, NO_CONS]);
+        a == b && a != NO_CONS
+    }
+}
+
+fn publish_link_usage(
+    net: Res<Network>,
+    links: Option<Res<LinkEntities>>,
+    mut usage: Query<&mut LinkUsage>,
+) {
+    let Some(links) = links else { return };
+    for (i, &e) in links.0.iter().enumerate() {
+        if let (Ok(mut u), Some(s)) = (usage.get_mut(e), net.stats.get(i)) {
+            u.bytes = s.bytes;
+            u.busy = s.busy;
+        }
+    }
+}
+
+/// Flows still moving bytes when no event is left (a model error: every active flow has a
+/// pending completion).
+fn stuck_flows(world: &mut World) -> Vec<String> {
+    let net = world.resource::<Network>();
+    let stuck: Vec<(Entity, f64, f64)> = net
+        .active
+        .iter()
+        .flatten()
+        .map(|a| (a.entity, a.remaining, a.size))
+        .collect();
+    stuck
+        .into_iter()
+        .map(|(e, left, size)| {
+            let name = world.get::<Flow>(e).map_or_else(
+                || format!("{e:?}"),
+                |f| format!("{} ({} -> {})", f.id, f.src, f.dst),
+            );
+            format!("flow {name}: {left} of {size} bytes never delivered")
+        })
+        .collect()
+}

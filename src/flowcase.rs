@@ -1,0 +1,135 @@
+//! Flow cases: the JSON format of the reference max-min problems (`tests/data/flows/README.md`),
+//! run through the same engine, platform and network as any scenario.
+
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashSet};
+
+use hetsim_components::SimTime;
+use hetsim_components::scenario::{
+    Explicit, FlowSpec, NamedLink, PlatformSpec, Scenario, Sharing, Workload,
+};
+use hetsim_components::units::{Bandwidth, Bytes, Duration};
+
+use crate::{Error, RunOptions};
+
+#[derive(Debug, Deserialize)]
+struct Case {
+    links: Vec<CaseLink>,
+    flows: Vec<CaseFlow>,
+    /// Informational (e.g. how the case was generated).
+    #[serde(default, rename = "generator")]
+    _generator: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CaseLink {
+    id: String,
+    bandwidth: f64,
+    #[serde(default)]
+    latency: f64,
+    #[serde(default = "shared")]
+    sharing: String,
+}
+
+fn shared() -> String {
+    "shared".into()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CaseFlow {
+    id: String,
+    route: Vec<String>,
+    size: f64,
+    #[serde(default)]
+    start: f64,
+}
+
+/// Reads a flow case into a scenario (an explicit platform and a `Flows` workload).
+pub fn parse(text: &str, label: &str) -> Result<Scenario, Error> {
+    let de = &mut serde_json::Deserializer::from_str(text);
+    let case: Case = serde_path_to_error::deserialize(de)
+        .map_err(|e| Error::Input(format!("{label}: field `{}`: {}", e.path(), e.inner())))?;
+    let bad = |path: String, what: String| Error::Input(format!("{label}: field `{path}`: {what}"));
+    let mut links = Vec::with_capacity(case.links.len());
+    let mut names = HashSet::new();
+    for (i, l) in case.links.iter().enumerate() {
+        let sharing = match l.sharing.as_str() {
+            "shared" => Sharing::Shared,
+            "split-duplex" => Sharing::SplitDuplex,
+            "fatpipe" => Sharing::FatPipe,
+            other => {
+                return Err(bad(
+                    format!("links[{i}].sharing"),
+                    format!("`{other}`: expected shared, split-duplex or fatpipe"),
+                ));
+            }
+        };
+        if !(l.bandwidth.is_finite() && l.bandwidth > 0.0) {
+            return Err(bad(
+                format!("links[{i}].bandwidth"),
+                format!("expected a positive bandwidth, got {}", l.bandwidth),
+            ));
+        }
+        let latency =
+            SimTime::try_from_secs(l.latency).map_err(|e| bad(format!("links[{i}].latency"), e))?;
+        names.insert(l.id.as_str());
+        links.push(NamedLink {
+            name: l.id.clone(),
+            bandwidth: Bandwidth(l.bandwidth),
+            latency: Duration(latency),
+            sharing,
+        });
+    }
+    let mut flows = Vec::with_capacity(case.flows.len());
+    for (i, f) in case.flows.iter().enumerate() {
+        for hop in &f.route {
+            let name = hop
+                .strip_suffix(":up")
+                .or_else(|| hop.strip_suffix(":down"))
+                .unwrap_or(hop);
+            if !names.contains(name) {
+                return Err(bad(
+                    format!("flows[{i}].route"),
+                    format!("flow `{}` names unknown link `{name}`", f.id),
+                ));
+            }
+        }
+        if !(f.size.is_finite() && f.size >= 0.0) {
+            return Err(bad(
+                format!("flows[{i}].size"),
+                format!("expected a non-negative size, got {}", f.size),
+            ));
+        }
+        let start =
+            SimTime::try_from_secs(f.start).map_err(|e| bad(format!("flows[{i}].start"), e))?;
+        flows.push(FlowSpec {
+            id: Some(f.id.clone()),
+            src: None,
+            dst: None,
+            route: Some(f.route.clone()),
+            size: Bytes(f.size),
+            start: Duration(start),
+        });
+    }
+    Ok(Scenario {
+        name: label.to_string(),
+        seed: 0,
+        platform: PlatformSpec::Explicit(Explicit {
+            links,
+            routes: vec![],
+        }),
+        workload: Workload::Flows(flows),
+        switches: Default::default(),
+        output: Default::default(),
+        limits: Default::default(),
+    })
+}
+
+/// Runs a flow case; returns each flow's completion time in seconds, by id.
+pub fn solve(text: &str, label: &str, opts: &RunOptions) -> Result<BTreeMap<String, f64>, Error> {
+    let scenario = parse(text, label)?;
+    let report = crate::simulate_report(&scenario, opts)?;
+    Ok(report.flows.into_iter().map(|f| (f.id, f.end_s)).collect())
+}

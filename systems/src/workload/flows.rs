@@ -1,0 +1,113 @@
+//! Workload `Flows`: explicit transfers between named endpoints (routed on the platform) or
+//! over listed links, with sizes and start times.
+
+use bevy_app::{App, Plugin};
+use bevy_ecs::prelude::*;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use hetsim_components::entities::Flow;
+use hetsim_components::scenario::FlowSpec;
+use hetsim_engine::{Calendar, SimErrors, SimStartup, StartupSet};
+
+use crate::network::{FlowRoute, FlowStart};
+use crate::platform::{Route, Topology};
+
+/// The flows to run (inserted by whoever assembles the app).
+#[derive(Resource, Debug, Clone, Default)]
+pub struct FlowsWorkload(pub Vec<FlowSpec>);
+
+pub struct FlowsPlugin;
+
+impl Plugin for FlowsPlugin {
+    fn build(&self, app: &mut App) {
+        app.init_resource::<FlowsWorkload>()
+            .add_systems(SimStartup, spawn_flows.in_set(StartupSet::Workload));
+    }
+}
+
+/// Routes every flow, spawns its entity and schedules its start; reports all bad flows.
+fn spawn_flows(world: &mut World) {
+    let specs = std::mem::take(&mut world.resource_mut::<FlowsWorkload>().0);
+    let Some(mut topo) = world.remove_resource::<Topology>() else {
+        return;
+    };
+    let mut errors = Vec::new();
+    let mut ids = HashSet::new();
+    let mut starts = Vec::with_capacity(specs.len());
+    for (i, spec) in specs.iter().enumerate() {
+        let path = format!("workload.Flows[{i}]");
+        let id = spec.id.clone().unwrap_or_else(|| format!("f{i}"));
+        if !ids.insert(id.clone()) {
+            errors.push(format!("{path}.id: `{id}` is used by an earlier flow"));
+            continue;
+        }
+        if !(spec.size.0.is_finite() && spec.size.0 >= 0.0) {
+            errors.push(format!(
+                "{path}.size: expected a non-negative size, got {}",
+                spec.size.0
+            ));
+            continue;
+        }
+        match route_of(&mut topo, spec, &path) {
+            Ok((route, src, dst)) => {
+                let flow = Flow {
+                    id,
+                    src,
+                    dst,
+                    size: spec.size.0.round(),
+                    start: spec.start.0,
+                };
+                starts.push((flow, route));
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    world.insert_resource(topo);
+    if !errors.is_empty() {
+        world.resource_mut::<SimErrors>().0.extend(errors);
+        return;
+    }
+    let times: Vec<_> = starts.iter().map(|(f, _)| f.start).collect();
+    let entities: Vec<Entity> = world
+        .spawn_batch(starts.into_iter().map(|(f, r)| (f, FlowRoute(r))))
+        .collect();
+    let mut cal = world.resource_mut::<Calendar>();
+    for (e, t) in entities.into_iter().zip(times) {
+        cal.schedule(t, FlowStart(e));
+    }
+}
+
+/// The route of one flow and the names of its ends.
+fn route_of(
+    topo: &mut Topology,
+    spec: &FlowSpec,
+    path: &str,
+) -> Result<(Arc<Route>, String, String), String> {
+    if let Some(links) = &spec.route {
+        if spec.src.is_some() || spec.dst.is_some() {
+            return Err(format!(
+                "{path}: give either `route` or `src` and `dst`, not both"
+            ));
+        }
+        let hops = links
+            .iter()
+            .map(|h| topo.parse_hop(h))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("{path}.route: {e}"))?;
+        let first = links.first().cloned().unwrap_or_default();
+        let last = links.last().cloned().unwrap_or_default();
+        return Ok((Arc::new(topo.route_of_hops(hops)), first, last));
+    }
+    let (Some(src), Some(dst)) = (&spec.src, &spec.dst) else {
+        return Err(format!(
+            "{path}: expected `src` and `dst` endpoints (or a `route` of links)"
+        ));
+    };
+    let a = topo.endpoint(src).map_err(|e| format!("{path}.src: {e}"))?;
+    let b = topo.endpoint(dst).map_err(|e| format!("{path}.dst: {e}"))?;
+    let route = topo
+        .route(a, b)
+        .map_err(|e| format!("{path}: {src} -> {dst} is unroutable: {e}"))?;
+    Ok((route, src.clone(), dst.clone()))
+}

@@ -1,0 +1,5 @@
+//! Workloads: what drives a run.
+
+pub mod flows;
+
+pub use flows::{FlowsPlugin, FlowsWorkload};
