@@ -130,6 +130,14 @@ pub fn parse(text: &str, label: &str) -> Result<Scenario, Error> {
 /// Runs a flow case; returns each flow's completion time in seconds, by id.
 pub fn solve(text: &str, label: &str, opts: &RunOptions) -> Result<BTreeMap<String, f64>, Error> {
     let scenario = parse(text, label)?;
-    let report = crate::simulate_report(&scenario, opts)?;
+    let (mut app, stats) = crate::simulate(&scenario, opts)?;
+    if std::env::var_os("HETSIM_SOLVER_STATS").is_some() {
+        let s = app
+            .world()
+            .resource::<hetsim_systems::network::Network>()
+            .solver_stats();
+        eprintln!("{s:?} events={} steps={}", stats.events, stats.steps);
+    }
+    let report = hetsim_output::report(app.world_mut(), &scenario.name, scenario.seed, &stats);
     Ok(report.flows.into_iter().map(|f| (f.id, f.end_s)).collect())
 }

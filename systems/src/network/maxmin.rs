@@ -47,6 +47,8 @@ struct Constraint {
     version: u32,
     filled: bool,
     fill_level: f64,
+    /// Its key is a lower bound: flows froze on it since it was computed.
+    stale: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -65,6 +67,15 @@ struct FlowSlot {
     alive: bool,
     epoch: u32,
     scratch: Option<Scratch>,
+}
+
+/// How a flow's change moves the fill level of the constraints it crosses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Change {
+    /// It froze (at or below what was assumed): fills can only come later.
+    Froze,
+    /// It keeps growing past what was assumed: fills may come sooner.
+    Grows,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -101,9 +112,26 @@ impl PartialOrd for Pending {
     }
 }
 
+/// Work done by the solver, for profiling and the benchmarks' notes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SolveStats {
+    pub solves: u64,
+    /// Constraints tracked (dirty), summed over solves.
+    pub dirty: u64,
+    /// Fill-level computations (each costs the constraint's flow count).
+    pub rekeys: u64,
+    /// Flow visits made by those computations.
+    pub rekey_flows: u64,
+    /// Flows touched (re-frozen or re-grown), summed over solves.
+    pub touched: u64,
+    /// Flows whose rate changed, summed over solves.
+    pub changed: u64,
+}
+
 /// The max-min solver: constraints, flows over them, and their current fair rates.
 #[derive(Debug, Clone, Default)]
 pub struct MaxMin {
+    pub stats: SolveStats,
     cons: Vec<Constraint>,
     free_private: Vec<ConsId>,
     flows: Vec<FlowSlot>,
@@ -138,6 +166,7 @@ impl MaxMin {
             version: 0,
             filled: false,
             fill_level: 0.0,
+            stale: false,
         });
         (self.cons.len() - 1) as ConsId
     }
@@ -273,15 +302,15 @@ impl MaxMin {
         }
         let seeds = std::mem::take(&mut self.dirty_seed);
         for &c in &seeds {
-            self.make_dirty(c, 0.0);
+            self.make_dirty(c, 0.0, Change::Grows);
         }
         for &f in &added {
-            for k in 0..self.flows[f as usize].cons.len() {
-                let c = self.flows[f as usize].cons[k];
-                self.make_dirty(c, 0.0);
-            }
+            self.propagate(f, 0.0, Change::Grows);
         }
         self.fill();
+        self.stats.solves += 1;
+        self.stats.dirty += self.dirty.len() as u64;
+        self.stats.touched += self.touched.len() as u64;
         self.commit();
         self.added = added;
         self.added.clear();
@@ -300,6 +329,9 @@ impl MaxMin {
         while let Some(p) = self.heap.pop() {
             let c = &self.cons[p.cons as usize];
             match p.kind {
+                Kind::Fill if p.version == c.version && !c.filled && c.stale => {
+                    self.rekey(p.cons, p.level)
+                }
                 Kind::Fill if p.version == c.version && !c.filled => self.on_fill(p.cons, p.level),
                 Kind::Expire if !c.filled => self.on_expire(p.cons, p.level),
                 _ => {}
@@ -337,7 +369,7 @@ impl MaxMin {
                 self.flows[g as usize].epoch == self.epoch || rate != self.flows[g as usize].rate;
             self.touch(g, Scratch::Frozen(rate, c));
             if changed {
-                self.propagate(g, level);
+                self.propagate(g, level, Change::Froze);
             }
         }
         moved.clear();
@@ -356,7 +388,7 @@ impl MaxMin {
         }
         for &(g, _) in &moved {
             self.touch(g, Scratch::Growing);
-            self.propagate(g, level);
+            self.propagate(g, level, Change::Grows);
         }
         moved.clear();
         self.moved = moved;
@@ -372,15 +404,41 @@ impl MaxMin {
     }
 
     /// Flow `g` changed at `level`: every constraint it crosses must be re-keyed.
-    fn propagate(&mut self, g: FlowId, level: f64) {
+    fn propagate(&mut self, g: FlowId, level: f64, change: Change) {
         for k in 0..self.flows[g as usize].cons.len() {
             let c = self.flows[g as usize].cons[k];
-            self.make_dirty(c, level);
+            self.make_dirty(c, level, change);
+        }
+    }
+
+    /// A stale key reached the top: recompute it, and fill now if it still is the lowest.
+    fn rekey(&mut self, c: ConsId, level: f64) {
+        self.cons[c as usize].stale = false;
+        let raw = self.fill_level_of(c, level);
+        debug_assert!(
+            raw >= level * (1.0 - 1e-9),
+            "a stale key is a lower bound: {raw} < {level}"
+        );
+        let fill = raw.max(level);
+        if same_level(fill, level) {
+            self.on_fill(c, fill.max(level));
+        } else if fill.is_finite() {
+            let k = &mut self.cons[c as usize];
+            k.version = k.version.wrapping_add(1);
+            self.heap.push(Pending {
+                level: fill,
+                kind: Kind::Fill,
+                cons: c,
+                version: k.version,
+            });
         }
     }
 
     /// Starts tracking a constraint (or re-keys one already tracked) at the current `level`.
-    fn make_dirty(&mut self, c: ConsId, level: f64) {
+    /// A flow that froze can only delay a tracked constraint's fill, so its key is kept as a
+    /// lower bound and recomputed when it reaches the top of the heap; a flow that grows can
+    /// advance the fill, so the key is recomputed at once.
+    fn make_dirty(&mut self, c: ConsId, level: f64, change: Change) {
         let epoch = self.epoch;
         let k = &mut self.cons[c as usize];
         if k.epoch != epoch {
@@ -403,10 +461,16 @@ impl MaxMin {
             }
         } else if k.filled {
             return;
+        } else if change == Change::Froze {
+            // Also right when no fill is pending: a freeze cannot make it fill.
+            k.stale = true;
+            return;
         }
+        let k = &mut self.cons[c as usize];
+        k.stale = false;
         k.version = k.version.wrapping_add(1);
         let version = k.version;
-        let fill = self.fill_level_of(c, level);
+        let fill = self.fill_level_of(c, level).max(level);
         if fill.is_finite() {
             self.heap.push(Pending {
                 level: fill,
@@ -421,6 +485,8 @@ impl MaxMin {
     /// rates and growing flows keep growing; infinite if it never fills.
     fn fill_level_of(&mut self, c: ConsId, level: f64) -> f64 {
         let k = &self.cons[c as usize];
+        self.stats.rekeys += 1;
+        self.stats.rekey_flows += k.flows.len() as u64;
         let mut frozen = 0.0;
         let mut growing = 0u32;
         self.future.clear();
@@ -450,7 +516,7 @@ impl MaxMin {
                     frozen += r;
                     next += 1;
                 }
-                _ => return fill.max(level),
+                _ => return fill,
             }
         }
     }
@@ -480,6 +546,7 @@ impl MaxMin {
         self.touched.clear();
         self.dirty.clear();
         self.changed.sort_unstable();
+        self.stats.changed += self.changed.len() as u64;
     }
 
     /// Checks feasibility and the max-min bottleneck property (for tests and debug builds):
@@ -518,8 +585,9 @@ impl MaxMin {
     }
 }
 
+/// Equal within the relative tolerance; an infinite level (never fills) equals nothing.
 fn same_level(a: f64, b: f64) -> bool {
-    (a - b).abs() <= REL_TOL * a.abs().max(b.abs())
+    a.is_finite() && b.is_finite() && (a - b).abs() <= REL_TOL * a.abs().max(b.abs())
 }
 
 #[cfg(test)]

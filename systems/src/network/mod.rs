@@ -108,6 +108,11 @@ pub struct Network {
 }
 
 impl Network {
+    /// The max-min solver's work counters.
+    pub fn solver_stats(&self) -> maxmin::SolveStats {
+        self.solver.stats
+    }
+
     /// Flows currently moving bytes.
     pub fn in_flight(&self) -> usize {
         self.in_flight
