@@ -141,3 +141,44 @@ pub fn solve(text: &str, label: &str, opts: &RunOptions) -> Result<BTreeMap<Stri
     let report = hetsim_output::report(app.world_mut(), &scenario.name, scenario.seed, &stats);
     Ok(report.flows.into_iter().map(|f| (f.id, f.end_s)).collect())
 }
+
+/// How to make a random flow case like the reference performance inputs.
+#[derive(Debug, Clone, Copy)]
+pub struct Recipe {
+    pub flows: usize,
+    pub links: usize,
+    pub seed: u64,
+    /// Starts are spread uniformly over `[0, stagger)` seconds (0: all start at once).
+    pub stagger: f64,
+}
+
+/// A random flow case by the recipe of `tests/data/flows/README.md`: shared links of 10 to
+/// 400 Gb/s with 1 to 5 us of latency (whole nanoseconds), each flow over 2 to 6 distinct
+/// random links, sizes log-uniform from 1e4 to 1e8 bytes, starts at whole nanoseconds.
+pub fn generate(r: Recipe) -> serde_json::Value {
+    use rand::{RngExt, SeedableRng, seq::index::sample};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(r.seed);
+    const GBPS: [f64; 6] = [10.0, 25.0, 50.0, 100.0, 200.0, 400.0];
+    let links: Vec<serde_json::Value> = (0..r.links)
+        .map(|i| {
+            let bw = GBPS[rng.random_range(0..GBPS.len())] * 1e9 / 8.0;
+            let latency = rng.random_range(1000..=5000u64) as f64 * 1e-9;
+            serde_json::json!({"id": format!("l{i}"), "bandwidth": bw, "latency": latency, "sharing": "shared"})
+        })
+        .collect();
+    let stagger_ns = (r.stagger * 1e9) as u64;
+    let flows: Vec<serde_json::Value> = (0..r.flows)
+        .map(|i| {
+            let hops = rng.random_range(2..=6usize).min(r.links);
+            let route: Vec<String> = sample(&mut rng, r.links, hops).iter().map(|l| format!("l{l}")).collect();
+            let size = 10f64.powf(rng.random_range(4.0..8.0)).round();
+            let start = if stagger_ns == 0 { 0.0 } else { rng.random_range(0..stagger_ns) as f64 * 1e-9 };
+            serde_json::json!({"id": format!("f{i}"), "route": route, "size": size as u64, "start": start})
+        })
+        .collect();
+    serde_json::json!({
+        "generator": {"n": r.flows, "links": r.links, "seed": r.seed, "stagger": r.stagger},
+        "links": links,
+        "flows": flows,
+    })
+}

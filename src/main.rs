@@ -52,6 +52,18 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         disable: Vec<String>,
     },
+    /// Print a random flow case (JSON) made like the reference performance inputs.
+    Flowgen {
+        #[arg(long, default_value_t = 10_000)]
+        flows: usize,
+        #[arg(long, default_value_t = 2_000)]
+        links: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Spread starts over this many seconds (0: all at once).
+        #[arg(long, default_value_t = 0.0)]
+        stagger: f64,
+    },
 }
 
 fn main() -> ExitCode {
@@ -70,6 +82,27 @@ fn main() -> ExitCode {
             Ok(())
         }
         Command::Flows { case, disable } => flows(&case, disable),
+        Command::Flowgen {
+            flows,
+            links,
+            seed,
+            stagger,
+        } => {
+            if links < 2 || !(stagger.is_finite() && stagger >= 0.0) {
+                Err(Error::Input(
+                    "flowgen: expected --links of at least 2 and a non-negative --stagger".into(),
+                ))
+            } else {
+                let case = hetsim::flowcase::generate(hetsim::flowcase::Recipe {
+                    flows,
+                    links,
+                    seed,
+                    stagger,
+                });
+                println!("{case}");
+                Ok(())
+            }
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

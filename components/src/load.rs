@@ -56,6 +56,9 @@ impl LoadError {
     }
 }
 
+/// Reads an included file by name: `Ok((label for errors, text))` or why it cannot be read.
+pub type ReadInclude<'a> = dyn Fn(&str) -> Result<(String, String), String> + 'a;
+
 /// Reads, includes and overrides a scenario file.
 pub fn load_scenario(file: &Path, overrides: &[String]) -> Result<Scenario, LoadError> {
     let label = file.display().to_string();
@@ -86,7 +89,7 @@ pub fn parse_scenario(
 pub fn parse_scenario_with(
     text: &str,
     label: &str,
-    read: &dyn Fn(&str) -> Result<(String, String), String>,
+    read: &ReadInclude<'_>,
     overrides: &[String],
 ) -> Result<Scenario, LoadError> {
     let mut scenario: Scenario = from_ron(text, label, "")?;
@@ -144,7 +147,7 @@ fn join_path(prefix: &str, path: &str) -> String {
 fn resolve_platform(
     scenario: &mut Scenario,
     label: &str,
-    read: &dyn Fn(&str) -> Result<(String, String), String>,
+    read: &ReadInclude<'_>,
 ) -> Result<(), LoadError> {
     let PlatformSpec::File(name) = &scenario.platform else {
         return Ok(());

@@ -32,7 +32,7 @@ pub struct Scenario {
 pub enum PlatformSpec {
     /// A platform file, relative to the scenario file (`File("platforms/lassen.ron")`).
     File(String),
-    Cluster(Cluster),
+    Cluster(Box<Cluster>),
     Explicit(Explicit),
 }
 

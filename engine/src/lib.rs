@@ -32,6 +32,25 @@ pub struct Clock {
     pub now: SimTime,
 }
 
+/// The calendar and the clock, as systems usually need them together.
+#[derive(bevy_ecs::system::SystemParam)]
+pub struct Timeline<'w> {
+    pub calendar: ResMut<'w, Calendar>,
+    pub clock: Res<'w, Clock>,
+}
+
+impl Timeline<'_> {
+    pub fn now(&self) -> SimTime {
+        self.clock.now
+    }
+
+    /// Schedules a fixed-time event `delay` from now.
+    pub fn after<E: SimEvent>(&mut self, delay: SimTime, event: E) {
+        let at = self.clock.now.saturating_add(delay);
+        self.calendar.schedule(at, event);
+    }
+}
+
 /// Fatal model errors raised by systems (e.g. an endpoint that does not exist); the run loop
 /// stops with them after the step.
 #[derive(Resource, Debug, Default)]
@@ -44,20 +63,11 @@ pub type StallCheck = Arc<dyn Fn(&mut World) -> Vec<String> + Send + Sync>;
 pub struct StallChecks(pub Vec<StallCheck>);
 
 /// The engine's resources and schedules.
+#[derive(Default)]
 pub struct EnginePlugin {
     pub seed: u64,
     pub limits: RunLimits,
     pub progress: bool,
-}
-
-impl Default for EnginePlugin {
-    fn default() -> Self {
-        EnginePlugin {
-            seed: 0,
-            limits: RunLimits::default(),
-            progress: false,
-        }
-    }
 }
 
 impl Plugin for EnginePlugin {

@@ -23,7 +23,7 @@ use hetsim_components::entities::{Flow, FlowDone, LinkUsage};
 use hetsim_components::scenario::Sharing;
 use hetsim_engine::{
     Calendar, Clock, Inbox, SimAppExt, SimEvent, SimFinish, SimSet, SimStartup, SimStep,
-    StartupSet, Switches,
+    StartupSet, Switches, Timeline,
 };
 
 use crate::platform::{Dir, LinkEntities, Route, Topology};
@@ -168,28 +168,27 @@ fn build_constraints(topo: Option<Res<Topology>>, mut net: ResMut<Network>) {
 
 fn begin_latency(
     mut inbox: ResMut<Inbox<FlowStart>>,
-    mut cal: ResMut<Calendar>,
-    clock: Res<Clock>,
+    mut time: Timeline,
     routes: Query<&FlowRoute>,
 ) {
     for FlowStart(e) in inbox.drain() {
         let latency = routes.get(e).map_or(SimTime::ZERO, |r| r.0.latency);
-        cal.schedule(clock.now.saturating_add(latency), FlowReady(e));
+        time.after(latency, FlowReady(e));
     }
 }
 
 fn admit_ready_flows(
     mut inbox: ResMut<Inbox<FlowReady>>,
     mut net: ResMut<Network>,
-    mut cal: ResMut<Calendar>,
-    clock: Res<Clock>,
+    mut time: Timeline,
     switches: Res<Switches>,
     topo: Res<Topology>,
     flows: Query<(&Flow, &FlowRoute)>,
     mut commands: Commands,
 ) {
     let contention = switches.is_on("contention");
-    let now = clock.now;
+    let now = time.now();
+    let cal = &mut time.calendar;
     for FlowReady(e) in inbox.drain() {
         let Ok((flow, route)) = flows.get(e) else {
             continue;

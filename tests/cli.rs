@@ -1,0 +1,264 @@
+//! The command line end to end: runs, outputs, determinism, overrides, switches, bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn hetsim(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hetsim"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read_csv(path: &Path) -> Vec<Vec<String>> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect()
+}
+
+#[test]
+fn demo_runs_and_writes_its_outputs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = hetsim(&["run", "--quiet"], tmp.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dir = tmp.path().join("results/demo");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(stdout.lines().count(), 1, "one human line: {stdout}");
+    assert!(stdout.contains("summary.json"), "{stdout}");
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    for key in [
+        "scenario",
+        "seed",
+        "sim_time_s",
+        "events",
+        "wall_s",
+        "switches",
+        "flows",
+    ] {
+        assert!(summary.get(key).is_some(), "summary.json lacks `{key}`");
+    }
+    assert_eq!(summary["flows"]["count"], 6);
+    assert_eq!(summary["switches"]["contention"], true);
+    // Four GPUs send 512 MB each through node 0's one NIC of 12.5 GB/s: 2.048e9 / 12.5e9 =
+    // 0.16384 s, plus the route latency (1 us PCIe, 500 ns NIC, 2 x 100 ns cable, 500 ns NIC,
+    // 1 us PCIe = 3.2 us).
+    let flows = read_csv(&dir.join("flows.csv"));
+    assert_eq!(flows[0], ["id", "src", "dst", "bytes", "start_s", "end_s"]);
+    let remote: Vec<f64> = flows[1..5].iter().map(|r| r[5].parse().unwrap()).collect();
+    for end in remote {
+        assert!((end - 0.1638432).abs() < 1e-12, "{end}");
+    }
+    let links = read_csv(&dir.join("links.csv"));
+    assert_eq!(links[0], ["link", "bytes", "busy_s", "mean_utilisation"]);
+    let nic = links.iter().find(|r| r[0] == "node[0].nic[0]").unwrap();
+    assert_eq!(nic[1], "2048000000.0");
+}
+
+#[test]
+fn same_scenario_twice_gives_identical_outputs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lassen = repo().join("scenarios/lassen-shared-nic.ron");
+    let run = |out: &str| {
+        let o = hetsim(
+            &["run", lassen.to_str().unwrap(), "--quiet", "--out", out],
+            tmp.path(),
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+    };
+    run("a");
+    run("b");
+    for f in ["flows.csv", "links.csv"] {
+        assert_eq!(
+            std::fs::read(tmp.path().join("a").join(f)).unwrap(),
+            std::fs::read(tmp.path().join("b").join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    let strip = |d: &str| {
+        let mut v: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(tmp.path().join(d).join("summary.json")).unwrap(),
+        )
+        .unwrap();
+        v.as_object_mut().unwrap().remove("wall_s");
+        v
+    };
+    assert_eq!(strip("a"), strip("b"));
+}
+
+#[test]
+fn overrides_and_switches_change_the_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let end = |args: &[&str]| -> f64 {
+        let mut all = vec!["run", "--quiet", "--out", "o"];
+        all.extend_from_slice(args);
+        let o = hetsim(&all, tmp.path());
+        assert!(o.status.success(), "{}", stderr(&o));
+        let s: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(tmp.path().join("o/summary.json")).unwrap())
+                .unwrap();
+        s["sim_time_s"].as_f64().unwrap()
+    };
+    let base = end(&[]);
+    // A NIC (and cable) twice as fast would halve the bottleneck to 2.048e9 / 25e9 = 0.08192 s,
+    // but then the node's PCIe host link (24 GB/s) binds: 2.048e9 / 24e9 s plus the 3.2 us
+    // latency. The upload (flow 5) is emptied so that it does not share node 1's host link.
+    let faster = end(&[
+        "--set",
+        "platform.node.nic.bandwidth=25GB/s",
+        "--set",
+        "platform.network.bandwidth=25GB/s",
+        "--set",
+        "workload.5.size=0",
+    ]);
+    assert!(
+        (faster - (2.048e9 / 24e9 + 3.2e-6)).abs() < 1e-9,
+        "{faster}"
+    );
+    // Without contention every remote flow runs alone at its route's bottleneck (12 GB/s).
+    let alone = end(&["--disable", "contention"]);
+    assert!(alone < base && faster < base, "{alone} {faster} {base}");
+}
+
+#[test]
+fn systems_lists_every_switch() {
+    let o = hetsim(&["systems"], &repo());
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("contention") && l.contains("on")),
+        "{text}"
+    );
+}
+
+#[test]
+fn validate_accepts_the_shipped_scenarios() {
+    for f in ["scenarios/demo.ron", "scenarios/lassen-shared-nic.ron"] {
+        let o = hetsim(&["validate", f], &repo());
+        assert!(o.status.success(), "{f}: {}", stderr(&o));
+    }
+}
+
+/// Writes `text` as a scenario, runs it, and expects exit code 2, no output files and an
+/// error that mentions every `expect` fragment.
+fn rejects(text: &str, extra: &[&str], expect: &[&str]) {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("bad.ron");
+    std::fs::write(&file, text).unwrap();
+    let mut args = vec!["run", "bad.ron", "--quiet", "--out", "out"];
+    args.extend_from_slice(extra);
+    let o = hetsim(&args, tmp.path());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(!tmp.path().join("out").exists(), "no output on bad input");
+    let e = stderr(&o);
+    for frag in expect {
+        assert!(e.contains(frag), "error lacks `{frag}`: {e}");
+    }
+    assert!(!e.contains("panicked"), "{e}");
+}
+
+const GOOD: &str = r#"Scenario(
+    name: "bad",
+    platform: Cluster(
+        nodes: 2,
+        node: NodeSpec(gpus: 2),
+        network: Star(bandwidth: "12.5GB/s", latency: "1us"),
+    ),
+    workload: Flows([FlowSpec(src: "node[0].gpu[0]", dst: "node[1].gpu[1]", size: "1MB")]),
+)"#;
+
+#[test]
+fn malformed_ron_is_rejected_with_its_position() {
+    rejects(
+        &GOOD.replace("nodes: 2,", "nodes: 2"),
+        &[],
+        &["bad.ron:", "platform"],
+    );
+}
+
+#[test]
+fn unknown_field_is_rejected_with_its_path() {
+    rejects(
+        &GOOD.replace("gpus: 2", "gpus: 2, gpsu: 3"),
+        &[],
+        &["bad.ron", "platform.Cluster.node", "gpsu"],
+    );
+}
+
+#[test]
+fn zero_or_negative_bandwidth_is_rejected() {
+    rejects(
+        &GOOD.replace("\"12.5GB/s\"", "0"),
+        &[],
+        &["platform.network.bandwidth", "positive"],
+    );
+    rejects(
+        &GOOD.replace("\"12.5GB/s\"", "\"-5GB/s\""),
+        &[],
+        &["platform.network.bandwidth", "positive"],
+    );
+}
+
+#[test]
+fn unknown_endpoint_is_rejected() {
+    rejects(
+        &GOOD.replace("node[1].gpu[1]", "node[1].gpu[7]"),
+        &[],
+        &["workload.Flows[0].dst", "GPU 7"],
+    );
+    rejects(
+        &GOOD.replace("node[1].gpu[1]", "node[9].host"),
+        &[],
+        &["workload.Flows[0].dst", "node 9"],
+    );
+}
+
+#[test]
+fn unroutable_pair_is_rejected() {
+    rejects(
+        &GOOD.replace("Star(bandwidth: \"12.5GB/s\", latency: \"1us\")", "None"),
+        &[],
+        &["unroutable", "no network"],
+    );
+}
+
+#[test]
+fn bad_overrides_and_switches_are_rejected() {
+    rejects(
+        GOOD,
+        &["--set", "platform.node.colour=red"],
+        &["--set", "colour"],
+    );
+    rejects(GOOD, &["--disable", "gravity"], &["gravity", "contention"]);
+}
+
+#[test]
+fn flow_case_with_unknown_link_is_rejected() {
+    let tmp = tempfile::tempdir().unwrap();
+    let case = tmp.path().join("case.json");
+    std::fs::write(&case, r#"{"links": [{"id": "l0", "bandwidth": 1e9}], "flows": [{"id": "f0", "route": ["l0", "l9"], "size": 10}]}"#).unwrap();
+    let o = hetsim(&["flows", case.to_str().unwrap()], tmp.path());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("unknown link `l9`"), "{}", stderr(&o));
+    assert!(o.stdout.is_empty());
+    std::fs::write(
+        &case,
+        r#"{"links": [{"id": "l0", "bandwidth": -1}], "flows": []}"#,
+    )
+    .unwrap();
+    let o = hetsim(&["flows", case.to_str().unwrap()], tmp.path());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("links[0].bandwidth"), "{}", stderr(&o));
+}
