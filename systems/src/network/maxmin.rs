@@ -18,6 +18,12 @@
 //! region, not the component. The result is the same allocation a full progressive filling
 //! computes (checked by property tests against a from-scratch solve).
 //!
+//! Each tracked constraint keeps running totals (rate of its frozen flows, count of its
+//! growing ones) that every change updates in O(1), and a compacted list of its untouched
+//! flows above the level. A flow that froze can only delay a fill, so such changes mark the
+//! key stale (a lower bound, recomputed when it reaches the top of the heap); a flow that
+//! grows can advance a fill, so that key is recomputed at once.
+//!
 //! Levels within a relative 1e-12 of a flow's old rate count as equal, so floating-point noise
 //! does not start cascades of no-op changes.
 
@@ -33,49 +39,73 @@ pub type FlowId = u32;
 const NONE: u32 = u32::MAX;
 const REL_TOL: f64 = 1e-12;
 
+/// A flow crossing a constraint, with the flow's rate in the current solution (a copy kept
+/// beside the id so that scans read one contiguous array).
+#[derive(Debug, Clone, Copy)]
+struct Member {
+    flow: FlowId,
+    rate: f64,
+}
+
 #[derive(Debug, Clone)]
 struct Constraint {
     capacity: f64,
-    /// Flows crossing it (unordered).
-    flows: Vec<FlowId>,
+    members: Vec<Member>,
     /// Saturation level in the current solution.
     level: f64,
     /// A flow's private bound (fat-pipe links), released with its flow.
     private: bool,
-    // Scratch of the current re-solve, valid while `epoch` matches.
+}
+
+/// Per-solve state of a tracked constraint (valid while `epoch` matches the solve's).
+#[derive(Debug, Clone, Copy, Default)]
+struct Track {
     epoch: u32,
     version: u32,
     filled: bool,
-    fill_level: f64,
-    /// Its key is a lower bound: flows froze on it since it was computed.
     stale: bool,
+    fill_level: f64,
+    /// Sum of the rates of flows known frozen (touched, or untouched below the level).
+    frozen: f64,
+    /// Touched flows still growing.
+    growing: u32,
+    /// Untouched flows not yet below the level: `arena[start..start + len]`.
+    start: u32,
+    len: u32,
 }
 
+/// Per-solve state of a touched flow.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Scratch {
     Growing,
+    /// Frozen at a new rate on this constraint (its constraints were told).
     Frozen(f64, ConsId),
+    /// Frozen at exactly its old rate on this constraint: nobody needs telling, and it
+    /// counts as untouched everywhere.
+    Kept(ConsId),
+}
+
+/// How a touched flow changed, as the constraints it crosses must account for it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Change {
+    /// Was assumed to freeze at its old rate; froze at this lower level instead.
+    FrozeBelow(f64),
+    /// Was growing; froze at this level.
+    FrozeGrowing(f64),
+    /// Was assumed to freeze at its old rate; keeps growing past it.
+    Grows,
+    /// Newly added (growing from zero), or removed from a seed constraint.
+    Added,
+    /// Froze at exactly its old rate (no one is told).
+    Kept,
 }
 
 #[derive(Debug, Clone, Default)]
 struct FlowSlot {
     cons: SmallVec<[ConsId; 6]>,
-    /// Position of this flow in each constraint's `flows`, parallel to `cons`.
+    /// Position of this flow in each constraint's `members`, parallel to `cons`.
     pos: SmallVec<[u32; 6]>,
-    rate: f64,
-    bottleneck: ConsId,
     alive: bool,
-    epoch: u32,
-    scratch: Option<Scratch>,
-}
-
-/// How a flow's change moves the fill level of the constraints it crosses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Change {
-    /// It froze (at or below what was assumed): fills can only come later.
-    Froze,
-    /// It keeps growing past what was assumed: fills may come sooner.
-    Grows,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -118,10 +148,8 @@ pub struct SolveStats {
     pub solves: u64,
     /// Constraints tracked (dirty), summed over solves.
     pub dirty: u64,
-    /// Fill-level computations (each costs the constraint's flow count).
+    /// Fill-level computations.
     pub rekeys: u64,
-    /// Flow visits made by those computations.
-    pub rekey_flows: u64,
     /// Flows touched (re-frozen or re-grown), summed over solves.
     pub touched: u64,
     /// Flows whose rate changed, summed over solves.
@@ -133,8 +161,14 @@ pub struct SolveStats {
 pub struct MaxMin {
     pub stats: SolveStats,
     cons: Vec<Constraint>,
+    track: Vec<Track>,
     free_private: Vec<ConsId>,
     flows: Vec<FlowSlot>,
+    // Hot per-flow arrays, by flow id.
+    rate: Vec<f64>,
+    bottleneck: Vec<ConsId>,
+    epoch_of: Vec<u32>,
+    scratch: Vec<Scratch>,
     free_flows: Vec<FlowId>,
     /// Constraints and flows changed since the last solve.
     dirty_seed: Vec<ConsId>,
@@ -142,10 +176,10 @@ pub struct MaxMin {
     epoch: u32,
     // Per-solve scratch, kept to reuse allocations.
     heap: BinaryHeap<Pending>,
+    arena: Vec<Member>,
     dirty: Vec<ConsId>,
     touched: Vec<FlowId>,
-    future: Vec<f64>,
-    moved: Vec<(FlowId, f64)>,
+    moved: Vec<(FlowId, Change)>,
     changed: Vec<FlowId>,
 }
 
@@ -159,15 +193,11 @@ impl MaxMin {
         debug_assert!(capacity > 0.0 && capacity.is_finite());
         self.cons.push(Constraint {
             capacity,
-            flows: Vec::new(),
+            members: Vec::new(),
             level: f64::INFINITY,
             private: false,
-            epoch: 0,
-            version: 0,
-            filled: false,
-            fill_level: 0.0,
-            stale: false,
         });
+        self.track.push(Track::default());
         (self.cons.len() - 1) as ConsId
     }
 
@@ -180,6 +210,10 @@ impl MaxMin {
     pub fn add_flow(&mut self, cons: &[ConsId], bound: Option<f64>) -> FlowId {
         let id = self.free_flows.pop().unwrap_or_else(|| {
             self.flows.push(FlowSlot::default());
+            self.rate.push(0.0);
+            self.bottleneck.push(NONE);
+            self.epoch_of.push(0);
+            self.scratch.push(Scratch::Growing);
             (self.flows.len() - 1) as FlowId
         });
         let mut list: SmallVec<[ConsId; 6]> = SmallVec::new();
@@ -194,19 +228,21 @@ impl MaxMin {
         assert!(!list.is_empty(), "a flow needs at least one constraint");
         let mut pos = SmallVec::new();
         for &c in &list {
-            let members = &mut self.cons[c as usize].flows;
+            let members = &mut self.cons[c as usize].members;
             pos.push(members.len() as u32);
-            members.push(id);
+            members.push(Member {
+                flow: id,
+                rate: 0.0,
+            });
         }
         self.flows[id as usize] = FlowSlot {
             cons: list,
             pos,
-            rate: 0.0,
-            bottleneck: NONE,
             alive: true,
-            epoch: 0,
-            scratch: None,
         };
+        self.rate[id as usize] = 0.0;
+        self.bottleneck[id as usize] = NONE;
+        self.epoch_of[id as usize] = 0;
         self.added.push(id);
         id
     }
@@ -232,10 +268,10 @@ impl MaxMin {
         let slot = std::mem::take(&mut self.flows[id as usize]);
         debug_assert!(slot.alive, "flow {id} removed twice");
         for (&c, &p) in slot.cons.iter().zip(&slot.pos) {
-            let members = &mut self.cons[c as usize].flows;
+            let members = &mut self.cons[c as usize].members;
             members.swap_remove(p as usize);
-            if let Some(&moved) = members.get(p as usize) {
-                let m = &mut self.flows[moved as usize];
+            if let Some(moved) = members.get(p as usize) {
+                let m = &mut self.flows[moved.flow as usize];
                 let k = m
                     .cons
                     .iter()
@@ -255,7 +291,7 @@ impl MaxMin {
     }
 
     pub fn rate(&self, id: FlowId) -> f64 {
-        self.flows[id as usize].rate
+        self.rate[id as usize]
     }
 
     /// The constraints a flow crosses (including a private bound, if any).
@@ -268,8 +304,8 @@ impl MaxMin {
     }
 
     /// The flows currently crossing a constraint.
-    pub fn members(&self, c: ConsId) -> &[FlowId] {
-        &self.cons[c as usize].flows
+    pub fn members(&self, c: ConsId) -> impl Iterator<Item = FlowId> + '_ {
+        self.cons[c as usize].members.iter().map(|m| m.flow)
     }
 
     /// Live flows.
@@ -294,7 +330,9 @@ impl MaxMin {
         }
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
-            self.reset_epochs();
+            self.track.iter_mut().for_each(|t| t.epoch = 0);
+            self.epoch_of.iter_mut().for_each(|e| *e = 0);
+            self.epoch = 1;
         }
         let added = std::mem::take(&mut self.added);
         for &f in &added {
@@ -302,10 +340,10 @@ impl MaxMin {
         }
         let seeds = std::mem::take(&mut self.dirty_seed);
         for &c in &seeds {
-            self.make_dirty(c, 0.0, Change::Grows);
+            self.notify(c, 0.0, Change::Added);
         }
         for &f in &added {
-            self.propagate(f, 0.0, Change::Grows);
+            self.propagate(f, 0.0, Change::Added);
         }
         self.fill();
         self.stats.solves += 1;
@@ -318,58 +356,52 @@ impl MaxMin {
         self.dirty_seed.clear();
     }
 
-    fn reset_epochs(&mut self) {
-        self.cons.iter_mut().for_each(|c| c.epoch = 0);
-        self.flows.iter_mut().for_each(|f| f.epoch = 0);
-        self.epoch = 1;
-    }
-
     /// Processes fill and expiry events in level order until none is left.
     fn fill(&mut self) {
         while let Some(p) = self.heap.pop() {
-            let c = &self.cons[p.cons as usize];
+            let t = self.track[p.cons as usize];
             match p.kind {
-                Kind::Fill if p.version == c.version && !c.filled && c.stale => {
+                Kind::Fill if p.version == t.version && !t.filled && t.stale => {
                     self.rekey(p.cons, p.level)
                 }
-                Kind::Fill if p.version == c.version && !c.filled => self.on_fill(p.cons, p.level),
-                Kind::Expire if !c.filled => self.on_expire(p.cons, p.level),
+                Kind::Fill if p.version == t.version && !t.filled => self.on_fill(p.cons, p.level),
+                Kind::Expire if !t.filled => self.on_expire(p.cons, p.level),
                 _ => {}
             }
         }
     }
 
+    fn is_touched(&self, g: FlowId) -> bool {
+        self.epoch_of[g as usize] == self.epoch
+    }
+
     /// A dirty constraint fills at `level`: every flow still growing through it freezes there.
     fn on_fill(&mut self, c: ConsId, level: f64) {
-        let k = &mut self.cons[c as usize];
-        k.filled = true;
-        k.fill_level = level;
+        let t = &mut self.track[c as usize];
+        t.filled = true;
+        t.fill_level = level;
         let mut moved = std::mem::take(&mut self.moved);
-        for &g in &self.cons[c as usize].flows {
-            let slot = &self.flows[g as usize];
-            let new_rate = if slot.epoch == self.epoch {
-                match slot.scratch {
-                    Some(Scratch::Growing) => Some(level),
-                    _ => None,
+        for m in &self.cons[c as usize].members {
+            let g = m.flow;
+            if self.is_touched(g) {
+                if self.scratch[g as usize] == Scratch::Growing {
+                    moved.push((g, Change::FrozeGrowing(level)));
                 }
-            } else if same_level(slot.rate, level) {
+            } else if same_level(m.rate, level) {
                 // Freezes here at its old rate: nothing downstream changes.
-                Some(slot.rate)
-            } else if slot.rate > level {
-                Some(level)
-            } else {
-                None
-            };
-            if let Some(rate) = new_rate {
-                moved.push((g, rate));
+                moved.push((g, Change::Kept));
+            } else if m.rate > level {
+                moved.push((g, Change::FrozeBelow(level)));
             }
         }
-        for &(g, rate) in &moved {
-            let changed =
-                self.flows[g as usize].epoch == self.epoch || rate != self.flows[g as usize].rate;
-            self.touch(g, Scratch::Frozen(rate, c));
-            if changed {
-                self.propagate(g, level, Change::Froze);
+        for &(g, change) in &moved {
+            match change {
+                Change::Kept => self.touch(g, Scratch::Kept(c)),
+                Change::FrozeBelow(rate) | Change::FrozeGrowing(rate) => {
+                    self.touch(g, Scratch::Frozen(rate, c));
+                    self.propagate(g, level, change);
+                }
+                Change::Grows | Change::Added => unreachable!("fills only freeze"),
             }
         }
         moved.clear();
@@ -380,10 +412,9 @@ impl MaxMin {
     /// to bottleneck keep growing.
     fn on_expire(&mut self, c: ConsId, level: f64) {
         let mut moved = std::mem::take(&mut self.moved);
-        for &g in &self.cons[c as usize].flows {
-            let slot = &self.flows[g as usize];
-            if slot.epoch != self.epoch && slot.bottleneck == c {
-                moved.push((g, level));
+        for m in &self.cons[c as usize].members {
+            if !self.is_touched(m.flow) && self.bottleneck[m.flow as usize] == c {
+                moved.push((m.flow, Change::Grows));
             }
         }
         for &(g, _) in &moved {
@@ -395,156 +426,222 @@ impl MaxMin {
     }
 
     fn touch(&mut self, g: FlowId, s: Scratch) {
-        let slot = &mut self.flows[g as usize];
-        if slot.epoch != self.epoch {
-            slot.epoch = self.epoch;
+        if self.epoch_of[g as usize] != self.epoch {
+            self.epoch_of[g as usize] = self.epoch;
             self.touched.push(g);
         }
-        slot.scratch = Some(s);
+        self.scratch[g as usize] = s;
     }
 
-    /// Flow `g` changed at `level`: every constraint it crosses must be re-keyed.
+    /// Flow `g` changed at `level`: every constraint it crosses must account for it.
     fn propagate(&mut self, g: FlowId, level: f64, change: Change) {
         for k in 0..self.flows[g as usize].cons.len() {
             let c = self.flows[g as usize].cons[k];
-            self.make_dirty(c, level, change);
+            self.notify(c, level, change);
+        }
+    }
+
+    /// Tells a constraint that one of its flows changed at `level`; starts tracking it if
+    /// needed, updates its totals, and re-keys it (lazily when the change can only delay it).
+    fn notify(&mut self, c: ConsId, level: f64, change: Change) {
+        let epoch = self.epoch;
+        let t = self.track[c as usize];
+        if t.epoch != epoch {
+            self.start_tracking(c, level);
+            if self.track[c as usize].filled {
+                return;
+            }
+        } else if t.filled {
+            return;
+        } else {
+            let t = &mut self.track[c as usize];
+            match change {
+                Change::FrozeBelow(x) => t.frozen += x,
+                Change::FrozeGrowing(x) => {
+                    t.frozen += x;
+                    t.growing -= 1;
+                }
+                Change::Grows => t.growing += 1,
+                // Adds and removals all happen before tracking starts: the first scan saw them.
+                Change::Added | Change::Kept => return,
+            }
+            if matches!(change, Change::FrozeBelow(_) | Change::FrozeGrowing(_)) {
+                // Also right when no fill is pending: a freeze cannot make it fill.
+                t.stale = true;
+                return;
+            }
+        }
+        self.push_fill(c, level);
+    }
+
+    /// Recomputes a constraint's fill level and pushes it.
+    fn push_fill(&mut self, c: ConsId, level: f64) {
+        let fill = self.fill_level_of(c, level).max(level);
+        let t = &mut self.track[c as usize];
+        t.stale = false;
+        t.version = t.version.wrapping_add(1);
+        if fill.is_finite() {
+            self.heap.push(Pending {
+                level: fill,
+                kind: Kind::Fill,
+                cons: c,
+                version: t.version,
+            });
+        }
+    }
+
+    /// First change on a constraint in this solve: totals from its members' current states.
+    fn start_tracking(&mut self, c: ConsId, level: f64) {
+        let k = &self.cons[c as usize];
+        let mut t = Track {
+            epoch: self.epoch,
+            version: self.track[c as usize].version,
+            start: self.arena.len() as u32,
+            ..Track::default()
+        };
+        self.dirty.push(c);
+        if k.level.is_finite() {
+            if k.level < level && !same_level(k.level, level) {
+                // Clean until now and already full below `level`: it filled as before.
+                t.filled = true;
+                t.fill_level = k.level;
+                self.track[c as usize] = t;
+                return;
+            }
+            self.heap.push(Pending {
+                level: k.level,
+                kind: Kind::Expire,
+                cons: c,
+                version: 0,
+            });
+        }
+        for m in &k.members {
+            match self.untouched_rate(m) {
+                Some(r) if r < level && !same_level(r, level) => t.frozen += r,
+                Some(_) => self.arena.push(*m),
+                None => match self.scratch[m.flow as usize] {
+                    Scratch::Growing => t.growing += 1,
+                    Scratch::Frozen(x, _) => t.frozen += x,
+                    Scratch::Kept(_) => unreachable!("kept flows count as untouched"),
+                },
+            }
+        }
+        t.len = self.arena.len() as u32 - t.start;
+        self.track[c as usize] = t;
+    }
+
+    /// The rate a member is assumed to freeze at, if it behaves as untouched (never touched,
+    /// or touched but frozen at exactly its old rate, which changes nothing downstream).
+    fn untouched_rate(&self, m: &Member) -> Option<f64> {
+        if !self.is_touched(m.flow) {
+            return Some(m.rate);
+        }
+        match self.scratch[m.flow as usize] {
+            Scratch::Kept(_) => Some(m.rate),
+            _ => None,
         }
     }
 
     /// A stale key reached the top: recompute it, and fill now if it still is the lowest.
     fn rekey(&mut self, c: ConsId, level: f64) {
-        self.cons[c as usize].stale = false;
         let raw = self.fill_level_of(c, level);
         debug_assert!(
             raw >= level * (1.0 - 1e-9),
             "a stale key is a lower bound: {raw} < {level}"
         );
         let fill = raw.max(level);
+        let t = &mut self.track[c as usize];
+        t.stale = false;
         if same_level(fill, level) {
-            self.on_fill(c, fill.max(level));
+            self.on_fill(c, fill);
         } else if fill.is_finite() {
-            let k = &mut self.cons[c as usize];
-            k.version = k.version.wrapping_add(1);
+            t.version = t.version.wrapping_add(1);
             self.heap.push(Pending {
                 level: fill,
                 kind: Kind::Fill,
                 cons: c,
-                version: k.version,
-            });
-        }
-    }
-
-    /// Starts tracking a constraint (or re-keys one already tracked) at the current `level`.
-    /// A flow that froze can only delay a tracked constraint's fill, so its key is kept as a
-    /// lower bound and recomputed when it reaches the top of the heap; a flow that grows can
-    /// advance the fill, so the key is recomputed at once.
-    fn make_dirty(&mut self, c: ConsId, level: f64, change: Change) {
-        let epoch = self.epoch;
-        let k = &mut self.cons[c as usize];
-        if k.epoch != epoch {
-            k.epoch = epoch;
-            k.filled = false;
-            self.dirty.push(c);
-            if k.level.is_finite() {
-                if k.level < level && !same_level(k.level, level) {
-                    // Clean until now and already full below `level`: it filled as before.
-                    k.filled = true;
-                    k.fill_level = k.level;
-                    return;
-                }
-                self.heap.push(Pending {
-                    level: k.level,
-                    kind: Kind::Expire,
-                    cons: c,
-                    version: 0,
-                });
-            }
-        } else if k.filled {
-            return;
-        } else if change == Change::Froze {
-            // Also right when no fill is pending: a freeze cannot make it fill.
-            k.stale = true;
-            return;
-        }
-        let k = &mut self.cons[c as usize];
-        k.stale = false;
-        k.version = k.version.wrapping_add(1);
-        let version = k.version;
-        let fill = self.fill_level_of(c, level).max(level);
-        if fill.is_finite() {
-            self.heap.push(Pending {
-                level: fill,
-                kind: Kind::Fill,
-                cons: c,
-                version,
+                version: t.version,
             });
         }
     }
 
     /// The level at which a tracked constraint fills if untouched flows freeze at their old
-    /// rates and growing flows keep growing; infinite if it never fills.
+    /// rates and growing flows keep growing; infinite if it never fills. Compacts the list of
+    /// untouched flows on the way: touched ones are already in the totals, and those below
+    /// the level are frozen for good.
     fn fill_level_of(&mut self, c: ConsId, level: f64) -> f64 {
-        let k = &self.cons[c as usize];
         self.stats.rekeys += 1;
-        self.stats.rekey_flows += k.flows.len() as u64;
-        let mut frozen = 0.0;
-        let mut growing = 0u32;
-        self.future.clear();
-        for &g in &k.flows {
-            let slot = &self.flows[g as usize];
-            if slot.epoch == self.epoch {
-                match slot.scratch {
-                    Some(Scratch::Frozen(r, _)) => frozen += r,
-                    _ => growing += 1,
+        let mut t = self.track[c as usize];
+        let (start, end) = (t.start as usize, (t.start + t.len) as usize);
+        let mut write = start;
+        for i in start..end {
+            let m = self.arena[i];
+            match self.untouched_rate(&m) {
+                Some(r) if r < level && !same_level(r, level) => t.frozen += r,
+                Some(_) => {
+                    self.arena[write] = m;
+                    write += 1;
                 }
-            } else if slot.rate <= level {
-                frozen += slot.rate;
-            } else {
-                self.future.push(slot.rate);
+                None => {}
             }
         }
-        self.future.sort_unstable_by(f64::total_cmp);
-        let mut next = 0;
+        t.len = (write - start) as u32;
+        self.track[c as usize] = t;
+        // Raise the candidate level, freezing every untouched flow below it, until none is.
+        let future = &self.arena[start..write];
+        let capacity = self.cons[c as usize].capacity;
+        let (mut frozen, mut slope) = (t.frozen, t.growing as usize + future.len());
+        let mut below = f64::NEG_INFINITY;
         loop {
-            let slope = growing as usize + self.future.len() - next;
             if slope == 0 {
                 return f64::INFINITY;
             }
-            let fill = (k.capacity - frozen) / slope as f64;
-            match self.future.get(next) {
-                Some(&r) if fill > r => {
-                    frozen += r;
-                    next += 1;
-                }
-                _ => return fill,
+            let fill = (capacity - frozen) / slope as f64;
+            let mut absorbed = false;
+            for m in future.iter().filter(|m| m.rate >= below && m.rate < fill) {
+                frozen += m.rate;
+                slope -= 1;
+                absorbed = true;
             }
+            if !absorbed {
+                return fill;
+            }
+            below = fill;
         }
     }
 
     /// Writes the new rates, bottlenecks and levels; lists the flows whose rate changed.
     fn commit(&mut self) {
-        for &g in &self.touched {
-            let slot = &mut self.flows[g as usize];
-            let Some(Scratch::Frozen(rate, b)) = slot.scratch else {
-                unreachable!("every touched flow freezes: each crosses a finite constraint")
+        for i in 0..self.touched.len() {
+            let g = self.touched[i];
+            let (rate, b) = match self.scratch[g as usize] {
+                Scratch::Frozen(rate, b) => (rate, b),
+                Scratch::Kept(b) => (self.rate[g as usize], b),
+                Scratch::Growing => {
+                    unreachable!("every touched flow freezes: each crosses a finite constraint")
+                }
             };
-            if rate != slot.rate || slot.bottleneck == NONE {
+            if rate != self.rate[g as usize] || self.bottleneck[g as usize] == NONE {
                 self.changed.push(g);
+                let f = &self.flows[g as usize];
+                for (&c, &p) in f.cons.iter().zip(&f.pos) {
+                    self.cons[c as usize].members[p as usize].rate = rate;
+                }
             }
-            slot.rate = rate;
-            slot.bottleneck = b;
-            slot.scratch = None;
+            self.rate[g as usize] = rate;
+            self.bottleneck[g as usize] = b;
         }
         for &c in &self.dirty {
-            let k = &mut self.cons[c as usize];
-            k.level = if k.filled {
-                k.fill_level
+            let t = &self.track[c as usize];
+            self.cons[c as usize].level = if t.filled {
+                t.fill_level
             } else {
                 f64::INFINITY
             };
         }
         self.touched.clear();
         self.dirty.clear();
+        self.arena.clear();
         self.changed.sort_unstable();
         self.stats.changed += self.changed.len() as u64;
     }
@@ -554,9 +651,9 @@ impl MaxMin {
     /// flow has a larger rate.
     pub fn check(&self, rel_tol: f64) -> Result<(), String> {
         let load = |c: &Constraint| {
-            c.flows
+            c.members
                 .iter()
-                .map(|&g| self.flows[g as usize].rate)
+                .map(|m| self.rate[m.flow as usize])
                 .sum::<f64>()
         };
         for (i, c) in self.cons.iter().enumerate() {
@@ -569,16 +666,16 @@ impl MaxMin {
             }
         }
         for g in self.flow_ids() {
-            let f = &self.flows[g as usize];
-            let ok = f.cons.iter().any(|&c| {
+            let rate = self.rate[g as usize];
+            let ok = self.flows[g as usize].cons.iter().any(|&c| {
                 let k = &self.cons[c as usize];
                 load(k) >= k.capacity * (1.0 - rel_tol)
-                    && k.flows
+                    && k.members
                         .iter()
-                        .all(|&h| self.flows[h as usize].rate <= f.rate * (1.0 + rel_tol))
+                        .all(|m| self.rate[m.flow as usize] <= rate * (1.0 + rel_tol))
             });
             if !ok {
-                return Err(format!("flow {g} (rate {}) has no bottleneck", f.rate));
+                return Err(format!("flow {g} (rate {rate}) has no bottleneck"));
             }
         }
         Ok(())
