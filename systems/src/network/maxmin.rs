@@ -64,6 +64,8 @@ struct Track {
     version: u32,
     filled: bool,
     stale: bool,
+    /// Waiting in `rekey_queue` for an eager re-key at the end of the current event.
+    queued: bool,
     fill_level: f64,
     /// Sum of the rates of flows known frozen (touched, or untouched below the level).
     frozen: f64,
@@ -150,6 +152,10 @@ pub struct SolveStats {
     pub dirty: u64,
     /// Fill-level computations.
     pub rekeys: u64,
+    /// ... of which stale keys popped from the heap.
+    pub stale_rekeys: u64,
+    /// Heap entries popped (fills and expiries, current or outdated).
+    pub pops: u64,
     /// Flows touched (re-frozen or re-grown), summed over solves.
     pub touched: u64,
     /// Flows whose rate changed, summed over solves.
@@ -180,6 +186,8 @@ pub struct MaxMin {
     dirty: Vec<ConsId>,
     touched: Vec<FlowId>,
     moved: Vec<(FlowId, Change)>,
+    /// Constraints whose fill may have come sooner: re-keyed once the event's changes are in.
+    rekey_queue: Vec<ConsId>,
     changed: Vec<FlowId>,
 }
 
@@ -345,6 +353,7 @@ impl MaxMin {
         for &f in &added {
             self.propagate(f, 0.0, Change::Added);
         }
+        self.flush_rekeys(0.0);
         self.fill();
         self.stats.solves += 1;
         self.stats.dirty += self.dirty.len() as u64;
@@ -359,6 +368,7 @@ impl MaxMin {
     /// Processes fill and expiry events in level order until none is left.
     fn fill(&mut self) {
         while let Some(p) = self.heap.pop() {
+            self.stats.pops += 1;
             let t = self.track[p.cons as usize];
             match p.kind {
                 Kind::Fill if p.version == t.version && !t.filled && t.stale => {
@@ -406,6 +416,7 @@ impl MaxMin {
         }
         moved.clear();
         self.moved = moved;
+        self.flush_rekeys(level);
     }
 
     /// A dirty constraint's old level passes without it filling: the untouched flows it used
@@ -423,6 +434,7 @@ impl MaxMin {
         }
         moved.clear();
         self.moved = moved;
+        self.flush_rekeys(level);
     }
 
     fn touch(&mut self, g: FlowId, s: Scratch) {
@@ -471,7 +483,24 @@ impl MaxMin {
                 return;
             }
         }
-        self.push_fill(c, level);
+        let t = &mut self.track[c as usize];
+        if !t.queued {
+            t.queued = true;
+            self.rekey_queue.push(c);
+        }
+    }
+
+    /// Re-keys the constraints queued by the changes of one event, once each.
+    fn flush_rekeys(&mut self, level: f64) {
+        let mut queue = std::mem::take(&mut self.rekey_queue);
+        for &c in &queue {
+            self.track[c as usize].queued = false;
+            if !self.track[c as usize].filled {
+                self.push_fill(c, level);
+            }
+        }
+        queue.clear();
+        self.rekey_queue = queue;
     }
 
     /// Recomputes a constraint's fill level and pushes it.
@@ -544,6 +573,7 @@ impl MaxMin {
 
     /// A stale key reached the top: recompute it, and fill now if it still is the lowest.
     fn rekey(&mut self, c: ConsId, level: f64) {
+        self.stats.stale_rekeys += 1;
         let raw = self.fill_level_of(c, level);
         debug_assert!(
             raw >= level * (1.0 - 1e-9),

@@ -28,6 +28,7 @@ use hetsim_engine::{
 
 use crate::platform::{Dir, LinkEntities, Route, Topology};
 use maxmin::{ConsId, MaxMin};
+use orx_priority_queue::{PriorityQueue, PriorityQueueDecKey, QuaternaryHeapOfIndices};
 
 /// The route a flow takes.
 #[derive(Component, Debug, Clone)]
@@ -49,23 +50,61 @@ hetsim_engine::entity_event!(
     "network.flow_finished"
 );
 
-/// A flow's last byte is through (re-timed whenever its rate changes).
+/// The earliest flow completion is due (one pending instance, re-timed after every solve).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct FlowComplete {
-    pub entity: Entity,
-    pub slot: u32,
+pub struct NextCompletion;
+
+impl SimEvent for NextCompletion {
+    const NAME: &'static str = "network.next_completion";
+    fn pack(&self) -> (Entity, u64) {
+        (Entity::PLACEHOLDER, 0)
+    }
+    fn unpack(_: Entity, _: u64) -> Self {
+        NextCompletion
+    }
 }
 
-impl SimEvent for FlowComplete {
-    const NAME: &'static str = "network.flow_complete";
-    fn pack(&self) -> (Entity, u64) {
-        (self.entity, self.slot as u64)
-    }
-    fn unpack(entity: Entity, arg: u64) -> Self {
-        FlowComplete {
-            entity,
-            slot: arg as u32,
+/// Completion times of the flows in progress, by slot: a d-ary heap with a position array,
+/// so that the hundreds of re-timings one solve may cause cost a sift each, not a hash.
+/// Ties at equal times break by slot, deterministically.
+struct Completions {
+    heap: QuaternaryHeapOfIndices<usize, (SimTime, u32)>,
+}
+
+impl Default for Completions {
+    fn default() -> Self {
+        Completions {
+            heap: QuaternaryHeapOfIndices::with_index_bound(1024),
         }
+    }
+}
+
+impl Completions {
+    fn set(&mut self, slot: u32, due: SimTime) {
+        if slot as usize >= self.heap.index_bound() {
+            let bound = (slot as usize + 1).next_power_of_two();
+            let old = std::mem::replace(
+                &mut self.heap,
+                QuaternaryHeapOfIndices::with_index_bound(bound),
+            );
+            self.heap = QuaternaryHeapOfIndices::from_iter_with_index_bound(
+                bound,
+                old.as_slice().iter().cloned(),
+            );
+        }
+        self.heap.update_key_or_push(&(slot as usize), (due, slot));
+    }
+
+    fn next_due(&self) -> Option<SimTime> {
+        self.heap.peek().map(|(_, (due, _))| *due)
+    }
+
+    /// Takes the earliest completion if it is due by `now`.
+    fn pop_due(&mut self, now: SimTime) -> Option<u32> {
+        if self.next_due()? > now {
+            return None;
+        }
+        self.heap.pop().map(|(slot, _)| slot as u32)
     }
 }
 
@@ -103,6 +142,7 @@ pub struct Network {
     /// Flows in progress, by slot (the solver's flow id when contention is on).
     active: Vec<Option<Active>>,
     free: Vec<u32>,
+    completions: Completions,
     stats: Vec<LinkStats>,
     in_flight: usize,
 }
@@ -125,7 +165,7 @@ impl Plugin for NetworkPlugin {
     fn build(&self, app: &mut App) {
         app.add_sim_event::<FlowStart>()
             .add_sim_event::<FlowReady>()
-            .add_sim_event::<FlowComplete>()
+            .add_sim_event::<NextCompletion>()
             .add_sim_event::<FlowFinished>()
             .register_switch(
                 "contention",
@@ -136,7 +176,13 @@ impl Plugin for NetworkPlugin {
             .add_systems(SimStartup, build_constraints.in_set(StartupSet::Models))
             .add_systems(
                 SimStep,
-                (begin_latency, admit_ready_flows, complete_flows, reshare_bandwidth)
+                (
+                    begin_latency,
+                    admit_ready_flows,
+                    complete_flows,
+                    reshare_bandwidth,
+                    schedule_next_completion,
+                )
                     .chain()
                     .in_set(SimSet::Network),
             )
@@ -224,24 +270,26 @@ fn admit_ready_flows(
                 .map(|h| topo.links[h.link as usize].bandwidth)
                 .fold(f64::INFINITY, f64::min);
             active.set_rate(alone, now);
-            cal.retime(active.due(now), FlowComplete { entity: e, slot });
+            net.completions.set(slot, active.due(now));
         }
         net.open(slot, active, now);
     }
 }
 
 fn complete_flows(
-    mut inbox: ResMut<Inbox<FlowComplete>>,
+    mut inbox: ResMut<Inbox<NextCompletion>>,
     mut net: ResMut<Network>,
-    mut cal: ResMut<Calendar>,
-    clock: Res<Clock>,
+    mut time: Timeline,
     switches: Res<Switches>,
     mut commands: Commands,
 ) {
+    if inbox.drain().count() == 0 {
+        return;
+    }
     let contention = switches.is_on("contention");
-    for FlowComplete { entity, slot } in inbox.drain() {
-        let active = net.close(slot, clock.now);
-        debug_assert_eq!(active.entity, entity);
+    let now = time.now();
+    while let Some(slot) = net.completions.pop_due(now) {
+        let active = net.close(slot, now);
         debug_assert!(
             active.remaining - active.rate * (active.end_s - active.since.as_secs_f64())
                 <= 1e-6 * active.size.max(1.0),
@@ -252,15 +300,15 @@ fn complete_flows(
         } else {
             net.free.push(slot);
         }
-        commands.entity(entity).insert(FlowDone {
+        commands.entity(active.entity).insert(FlowDone {
             end_s: active.end_s,
         });
-        cal.schedule(clock.now, FlowFinished(entity));
+        time.calendar.schedule(now, FlowFinished(active.entity));
     }
 }
 
 /// Re-solves the fair shares and re-times the completions of the flows whose rate changed.
-fn reshare_bandwidth(mut net: ResMut<Network>, mut cal: ResMut<Calendar>, clock: Res<Clock>) {
+fn reshare_bandwidth(mut net: ResMut<Network>, clock: Res<Clock>) {
     let now = clock.now;
     let net = &mut *net;
     net.solver.solve();
@@ -270,13 +318,17 @@ fn reshare_bandwidth(mut net: ResMut<Network>, mut cal: ResMut<Calendar>, clock:
             .as_mut()
             .expect("solver flows are active");
         active.set_rate(rate, now);
-        cal.retime(
-            active.due(now),
-            FlowComplete {
-                entity: active.entity,
-                slot,
-            },
-        );
+        net.completions.set(slot, active.due(now));
+    }
+}
+
+/// Keeps the one calendar event of the network at its earliest completion.
+fn schedule_next_completion(net: Res<Network>, mut cal: ResMut<Calendar>) {
+    match net.completions.next_due() {
+        Some(due) => cal.retime(due, NextCompletion),
+        None => {
+            cal.cancel(NextCompletion);
+        }
     }
 }
 
