@@ -136,7 +136,10 @@ pub fn solve(text: &str, label: &str, opts: &RunOptions) -> Result<BTreeMap<Stri
             .world()
             .resource::<hetsim_systems::network::Network>()
             .solver_stats();
-        eprintln!("{s:?} events={} steps={}", stats.events, stats.steps);
+        eprintln!(
+            "{s:?} events={} steps={} run_wall_s={:.3}",
+            stats.events, stats.steps, stats.wall_s
+        );
     }
     let report = hetsim_output::report(app.world_mut(), &scenario.name, scenario.seed, &stats);
     Ok(report.flows.into_iter().map(|f| (f.id, f.end_s)).collect())

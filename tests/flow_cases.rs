@@ -75,3 +75,17 @@ fn g_fatpipe_duplex() {
 fn perf_case_n1000_t0() {
     check("perf/case_n1000_t0");
 }
+
+/// The 10,000-flow reference cases; slow in a debug build, so run on demand:
+/// `cargo test --release --test flow_cases -- --ignored`.
+#[test]
+#[ignore]
+fn perf_case_n10000_stag() {
+    check("perf/case_n10000_stag");
+}
+
+#[test]
+#[ignore]
+fn perf_case_n10000_t0() {
+    check("perf/case_n10000_t0");
+}

@@ -1,0 +1,44 @@
+//! `hetsim flows` on the reference performance inputs and on generated ones.
+//!
+//! Targets (issue 2, SimGrid 3.32 on this kind of machine in brackets): case_n10000_stag under
+//! 0.2 s (12.5 s), case_n10000_t0 under 1.2 s (121 s). Each iteration parses the case, builds
+//! the app and runs it, as the command does.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use hetsim::RunOptions;
+use hetsim::flowcase::{Recipe, generate, solve};
+
+fn case(name: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/tests/data/flows/perf/{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("flows");
+    g.sample_size(10);
+    for name in ["case_n1000_t0", "case_n10000_stag"] {
+        let text = case(name);
+        g.bench_function(name, |b| {
+            b.iter(|| solve(&text, name, &RunOptions::default()).unwrap())
+        });
+    }
+    // The all-at-once recipe at a size that keeps a sample short; the 10,000-flow case is
+    // timed in the issue notes (it takes seconds per run).
+    let t0 = generate(Recipe {
+        flows: 3000,
+        links: 2000,
+        seed: 1,
+        stagger: 0.0,
+    })
+    .to_string();
+    g.bench_function("generated_n3000_t0", |b| {
+        b.iter(|| solve(&t0, "n3000_t0", &RunOptions::default()).unwrap())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
