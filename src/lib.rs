@@ -15,7 +15,9 @@ pub use hetsim_output as output;
 pub use hetsim_systems as systems;
 
 use hetsim_components::scenario::{Scenario, Workload};
-use hetsim_engine::{EnginePlugin, RunError, RunLimits, RunStats, SwitchInfo, Switches};
+use hetsim_engine::{
+    EnginePlugin, ModelInfo, Models, RunError, RunLimits, RunStats, SwitchInfo, Switches,
+};
 use hetsim_systems::network::NetworkPlugin;
 use hetsim_systems::platform::{PlatformConfig, PlatformPlugin};
 use hetsim_systems::workload::{FlowsPlugin, FlowsWorkload};
@@ -69,6 +71,15 @@ pub fn switches() -> Vec<SwitchInfo> {
         .iter()
         .cloned()
         .collect()
+}
+
+/// Every model with what it computes and what it simplifies.
+pub fn models() -> Vec<ModelInfo> {
+    plugins(0, RunLimits::default(), false)
+        .world()
+        .resource::<Models>()
+        .0
+        .clone()
 }
 
 /// Assembles the app for a scenario; errors are input errors.

@@ -44,7 +44,7 @@ enum Command {
         #[arg(long = "set", value_name = "PATH=VALUE")]
         set: Vec<String>,
     },
-    /// List the switches (model components that --disable can turn off).
+    /// List the switches (model components that --disable can turn off) and the models.
     Systems,
     /// Solve a flow case (JSON) and print each flow's completion time in seconds.
     Flows {
@@ -188,6 +188,10 @@ fn systems() {
             if s.default { "on" } else { "off" },
             s.doc
         );
+    }
+    println!("\nmodel            what it computes, and what it leaves out");
+    for m in hetsim::models() {
+        println!("{:<16} {}", m.name, m.doc);
     }
 }
 

@@ -24,7 +24,7 @@ pub use progress::Progress;
 pub use rng::SimRng;
 pub use run::{RunError, RunLimits, RunStats, run};
 pub use schedule::{SimFinish, SimSet, SimStartup, SimStep, StartupSet};
-pub use switches::{SwitchInfo, Switches, switch_off, switch_on};
+pub use switches::{ModelInfo, Models, SwitchInfo, Switches, switch_off, switch_on};
 
 /// The current simulated time.
 #[derive(Resource, Debug, Default, Clone, Copy)]
@@ -75,6 +75,7 @@ impl Plugin for EnginePlugin {
         app.init_resource::<Calendar>()
             .init_resource::<Clock>()
             .init_resource::<Switches>()
+            .init_resource::<Models>()
             .init_resource::<SimErrors>()
             .init_resource::<StallChecks>()
             .init_resource::<inbox::Routes>()
@@ -98,6 +99,8 @@ pub trait SimAppExt {
         default: bool,
         doc: &'static str,
     ) -> &mut Self;
+    /// Describes a model for `hetsim systems`: what it computes, and its simplifications.
+    fn describe_model(&mut self, name: &'static str, doc: &'static str) -> &mut Self;
     /// Registers a check that lists stuck work when the calendar runs dry.
     fn add_stall_check(
         &mut self,
@@ -140,6 +143,14 @@ impl SimAppExt for App {
             .resource_mut::<StallChecks>()
             .0
             .push(Arc::new(check));
+        self
+    }
+
+    fn describe_model(&mut self, name: &'static str, doc: &'static str) -> &mut Self {
+        self.world_mut()
+            .resource_mut::<Models>()
+            .0
+            .push(ModelInfo { name, doc });
         self
     }
 }

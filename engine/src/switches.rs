@@ -65,3 +65,14 @@ pub fn switch_on(name: &'static str) -> impl FnMut(Res<Switches>) -> bool + Clon
 pub fn switch_off(name: &'static str) -> impl FnMut(Res<Switches>) -> bool + Clone {
     move |s: Res<Switches>| !s.is_on(name)
 }
+
+/// A model as `hetsim systems` describes it: what it computes and what it leaves out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelInfo {
+    pub name: &'static str,
+    pub doc: &'static str,
+}
+
+/// Every model plugin registered in the app, in registration order.
+#[derive(Resource, Debug, Default, Clone)]
+pub struct Models(pub Vec<ModelInfo>);

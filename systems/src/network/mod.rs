@@ -172,6 +172,10 @@ impl Plugin for NetworkPlugin {
                 true,
                 "max-min fair sharing of link bandwidth; off: every flow gets its route's bottleneck bandwidth alone",
             )
+            .describe_model(
+                "network",
+                "fluid flows: each pays its route latency, then shares bandwidth with exact max-min fairness (SimGrid CM02 without TCP-gamma, latency or bandwidth factors), re-shared at every start and end. Simplified: no packet-level effects, no congestion control, no slow start",
+            )
             .init_resource::<Network>()
             .add_systems(SimStartup, build_constraints.in_set(StartupSet::Models))
             .add_systems(

@@ -17,7 +17,7 @@ use bevy_ecs::prelude::*;
 
 use hetsim_components::entities::*;
 use hetsim_components::scenario::PlatformSpec;
-use hetsim_engine::{SimErrors, SimStartup, StartupSet};
+use hetsim_engine::{SimAppExt, SimErrors, SimStartup, StartupSet};
 
 pub use topology::{Dir, Endpoint, Hop, LinkInfo, Route, Topology};
 
@@ -33,7 +33,11 @@ pub struct PlatformPlugin;
 
 impl Plugin for PlatformPlugin {
     fn build(&self, app: &mut App) {
-        app.add_systems(SimStartup, build_platform.in_set(StartupSet::Platform));
+        app.describe_model(
+            "platform",
+            "nodes of CPU cores, GPUs and NICs on the StarPU-SimGrid PCIe model (per-GPU up/down links and one shared host link), NVLink pairs or an NVSwitch; star or fat-tree (d-mod-k) networks. Simplified: one PCIe level, no NUMA distances, no switch-internal contention",
+        )
+        .add_systems(SimStartup, build_platform.in_set(StartupSet::Platform));
     }
 }
 

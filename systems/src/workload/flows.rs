@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use hetsim_components::entities::Flow;
 use hetsim_components::scenario::FlowSpec;
-use hetsim_engine::{Calendar, SimErrors, SimStartup, StartupSet};
+use hetsim_engine::{Calendar, SimAppExt, SimErrors, SimStartup, StartupSet};
 
 use crate::network::{FlowRoute, FlowStart};
 use crate::platform::{Route, Topology};
@@ -21,7 +21,8 @@ pub struct FlowsPlugin;
 
 impl Plugin for FlowsPlugin {
     fn build(&self, app: &mut App) {
-        app.init_resource::<FlowsWorkload>()
+        app.describe_model("workload.flows", "explicit transfers between named endpoints or over listed links, with sizes and start times")
+            .init_resource::<FlowsWorkload>()
             .add_systems(SimStartup, spawn_flows.in_set(StartupSet::Workload));
     }
 }
@@ -65,6 +66,12 @@ fn spawn_flows(world: &mut World) {
     }
     world.insert_resource(topo);
     if !errors.is_empty() {
+        const SHOWN: usize = 10;
+        let more = errors.len().saturating_sub(SHOWN);
+        errors.truncate(SHOWN);
+        if more > 0 {
+            errors.push(format!("... and {more} more bad flows"));
+        }
         world.resource_mut::<SimErrors>().0.extend(errors);
         return;
     }
