@@ -262,3 +262,17 @@ fn flow_case_with_unknown_link_is_rejected() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("links[0].bandwidth"), "{}", stderr(&o));
 }
+
+#[test]
+fn limits_stop_a_run_with_exit_code_1_and_no_outputs() {
+    let tmp = tempfile::tempdir().unwrap();
+    for limit in ["limits.max_events=3", "limits.max_time=1ms"] {
+        let o = hetsim(
+            &["run", "--quiet", "--out", "o", "--set", limit],
+            tmp.path(),
+        );
+        assert_eq!(o.status.code(), Some(1), "{limit}: {}", stderr(&o));
+        assert!(stderr(&o).contains("limit reached"), "{}", stderr(&o));
+        assert!(!tmp.path().join("o").exists());
+    }
+}

@@ -13,13 +13,17 @@ fn reference(caps: &[f64], routes: &[Vec<ConsId>]) -> Vec<f64> {
     let mut frozen = vec![false; routes.len()];
     let mut left: Vec<f64> = caps.to_vec();
     loop {
-        let mut best = f64::INFINITY;
-        for (c, &cap) in left.iter().enumerate() {
-            let n = routes
+        // Flows still growing through link `c`.
+        let growing = |frozen: &[bool], c: usize| {
+            routes
                 .iter()
                 .enumerate()
                 .filter(|(f, r)| !frozen[*f] && r.contains(&(c as ConsId)))
-                .count();
+                .count()
+        };
+        let mut best = f64::INFINITY;
+        for (c, &cap) in left.iter().enumerate() {
+            let n = growing(&frozen, c);
             if n > 0 {
                 best = best.min(cap / n as f64);
             }
@@ -29,11 +33,7 @@ fn reference(caps: &[f64], routes: &[Vec<ConsId>]) -> Vec<f64> {
         }
         let mut full = vec![false; caps.len()];
         for (c, &cap) in left.iter().enumerate() {
-            let n = routes
-                .iter()
-                .enumerate()
-                .filter(|(f, r)| !frozen[*f] && r.contains(&(c as ConsId)))
-                .count();
+            let n = growing(&frozen, c);
             full[c] = n > 0 && cap / n as f64 <= best * (1.0 + 1e-12);
         }
         for (f, r) in routes.iter().enumerate() {
