@@ -64,14 +64,14 @@ pub fn report(world: &mut World, scenario: &str, seed: u64, stats: &RunStats) ->
         "switches": switches,
         "flows": {
             "count": flows.len(),
-            "bytes": flows.iter().map(|f| f.bytes).sum::<f64>(),
-            "mean_completion_s": if durations.is_empty() { 0.0 } else { durations.iter().sum::<f64>() / durations.len() as f64 },
+            "bytes": flows.iter().map(|f| f.bytes).fold(0.0, |a, b| a + b),
+            "mean_completion_s": if durations.is_empty() { 0.0 } else { durations.iter().fold(0.0, |a, b| a + b) / durations.len() as f64 },
             "max_completion_s": durations.iter().copied().fold(0.0, f64::max),
             "last_end_s": flows.iter().map(|f| f.end_s).fold(0.0, f64::max),
         },
         "links": {
             "used": links.len(),
-            "bytes": links.iter().map(|l| l.bytes).sum::<f64>(),
+            "bytes": links.iter().map(|l| l.bytes).fold(0.0, |a, b| a + b),
             "max_mean_utilisation": links.iter().map(|l| l.mean_utilisation).fold(0.0, f64::max),
         },
     });
