@@ -5,8 +5,9 @@
 //! [`FlowStart`] at its start time. The flow then pays its route's latency without using
 //! bandwidth, joins the max-min solver ([`maxmin`]), and moves its bytes at its fair rate,
 //! re-shared at every start and completion. Only flows whose rate changed get their
-//! completion event re-timed. At the end the network schedules [`FlowFinished`] at the same
-//! time so that other models can react, and marks the entity with [`FlowDone`].
+//! completion event re-timed. At the end the network marks the entity with [`FlowDone`].
+//! (Models that must react to a completion at the same instant, such as MPI protocols, will
+//! get a notice event when they exist; an unconsumed notice would cost one step per flow.)
 //!
 //! Link sharing: `Shared` (one capacity for both directions), `SplitDuplex` (one per
 //! direction), `FatPipe` (each flow alone gets the full bandwidth: a private bound).
@@ -43,11 +44,6 @@ hetsim_engine::entity_event!(
     /// A flow's latency is paid: it starts sharing bandwidth.
     FlowReady,
     "network.flow_ready"
-);
-hetsim_engine::entity_event!(
-    /// A flow has delivered its last byte (a notice for other models, at the same time).
-    FlowFinished,
-    "network.flow_finished"
 );
 
 /// The earliest flow completion is due (one pending instance, re-timed after every solve).
@@ -166,7 +162,6 @@ impl Plugin for NetworkPlugin {
         app.add_sim_event::<FlowStart>()
             .add_sim_event::<FlowReady>()
             .add_sim_event::<NextCompletion>()
-            .add_sim_event::<FlowFinished>()
             .register_switch(
                 "contention",
                 true,
@@ -230,15 +225,14 @@ fn begin_latency(
 fn admit_ready_flows(
     mut inbox: ResMut<Inbox<FlowReady>>,
     mut net: ResMut<Network>,
-    mut time: Timeline,
+    clock: Res<Clock>,
     switches: Res<Switches>,
     topo: Res<Topology>,
     flows: Query<(&Flow, &FlowRoute)>,
     mut commands: Commands,
 ) {
     let contention = switches.is_on("contention");
-    let now = time.now();
-    let cal = &mut time.calendar;
+    let now = clock.now;
     for FlowReady(e) in inbox.drain() {
         let Ok((flow, route)) = flows.get(e) else {
             continue;
@@ -248,7 +242,6 @@ fn admit_ready_flows(
             commands.entity(e).insert(FlowDone {
                 end_s: now.as_secs_f64(),
             });
-            cal.schedule(now, FlowFinished(e));
             continue;
         }
         let slot = if contention {
@@ -283,7 +276,7 @@ fn admit_ready_flows(
 fn complete_flows(
     mut inbox: ResMut<Inbox<NextCompletion>>,
     mut net: ResMut<Network>,
-    mut time: Timeline,
+    clock: Res<Clock>,
     switches: Res<Switches>,
     mut commands: Commands,
 ) {
@@ -291,7 +284,7 @@ fn complete_flows(
         return;
     }
     let contention = switches.is_on("contention");
-    let now = time.now();
+    let now = clock.now;
     while let Some(slot) = net.completions.pop_due(now) {
         let active = net.close(slot, now);
         debug_assert!(
@@ -307,7 +300,6 @@ fn complete_flows(
         commands.entity(active.entity).insert(FlowDone {
             end_s: active.end_s,
         });
-        time.calendar.schedule(now, FlowFinished(active.entity));
     }
 }
 
