@@ -127,22 +127,27 @@ pub fn parse(text: &str, label: &str) -> Result<Scenario, Error> {
     })
 }
 
-/// Runs a flow case; returns each flow's completion time in seconds, by id.
-pub fn solve(text: &str, label: &str, opts: &RunOptions) -> Result<BTreeMap<String, f64>, Error> {
+/// What solving a flow case gives.
+#[derive(Debug, Clone)]
+pub struct CaseResult {
+    /// Each flow's completion time in seconds, by id.
+    pub ends: BTreeMap<String, f64>,
+    pub run: hetsim_engine::RunStats,
+    /// The max-min solver's work counters.
+    pub solver: hetsim_systems::network::maxmin::SolveStats,
+}
+
+/// Runs a flow case.
+pub fn solve(text: &str, label: &str, opts: &RunOptions) -> Result<CaseResult, Error> {
     let scenario = parse(text, label)?;
-    let (mut app, stats) = crate::simulate(&scenario, opts)?;
-    if std::env::var_os("HETSIM_SOLVER_STATS").is_some() {
-        let s = app
-            .world()
-            .resource::<hetsim_systems::network::Network>()
-            .solver_stats();
-        eprintln!(
-            "{s:?} events={} steps={} run_wall_s={:.3}",
-            stats.events, stats.steps, stats.wall_s
-        );
-    }
-    let report = hetsim_output::report(app.world_mut(), &scenario.name, scenario.seed, &stats);
-    Ok(report.flows.into_iter().map(|f| (f.id, f.end_s)).collect())
+    let (mut app, run) = crate::simulate(&scenario, opts)?;
+    let solver = app
+        .world()
+        .resource::<hetsim_systems::network::Network>()
+        .solver_stats();
+    let report = hetsim_output::report(app.world_mut(), &scenario.name, scenario.seed, &run);
+    let ends = report.flows.into_iter().map(|f| (f.id, f.end_s)).collect();
+    Ok(CaseResult { ends, run, solver })
 }
 
 /// How to make a random flow case like the reference performance inputs.

@@ -51,6 +51,9 @@ enum Command {
         case: PathBuf,
         #[arg(long, value_name = "NAME")]
         disable: Vec<String>,
+        /// Print the run's and the max-min solver's work counters on stderr.
+        #[arg(long)]
+        stats: bool,
     },
     /// Print a random flow case (JSON) made like the reference performance inputs.
     Flowgen {
@@ -81,7 +84,11 @@ fn main() -> ExitCode {
             systems();
             Ok(())
         }
-        Command::Flows { case, disable } => flows(&case, disable),
+        Command::Flows {
+            case,
+            disable,
+            stats,
+        } => flows(&case, disable, stats),
         Command::Flowgen {
             flows,
             links,
@@ -195,11 +202,11 @@ fn systems() {
     }
 }
 
-fn flows(case: &Path, disable: Vec<String>) -> Result<(), Error> {
+fn flows(case: &Path, disable: Vec<String>, stats: bool) -> Result<(), Error> {
     let label = case.display().to_string();
     let text = std::fs::read_to_string(case)
         .map_err(|e| Error::Input(format!("{label}: cannot read the file: {e}")))?;
-    let times = hetsim::flowcase::solve(
+    let result = hetsim::flowcase::solve(
         &text,
         &label,
         &RunOptions {
@@ -207,7 +214,15 @@ fn flows(case: &Path, disable: Vec<String>) -> Result<(), Error> {
             progress: false,
         },
     )?;
-    let out = serde_json::json!({ "flows": times });
+    if stats {
+        let r = &result.run;
+        eprintln!(
+            "run: {} events, {} steps, {:.3} s of run loop",
+            r.events, r.steps, r.wall_s
+        );
+        eprintln!("solver: {:?}", result.solver);
+    }
+    let out = serde_json::json!({ "flows": result.ends });
     println!(
         "{}",
         serde_json::to_string_pretty(&out).expect("JSON of numbers")

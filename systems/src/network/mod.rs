@@ -27,7 +27,7 @@ use hetsim_engine::{
     StartupSet, Switches, Timeline,
 };
 
-use crate::platform::{Dir, LinkEntities, Route, Topology};
+use crate::platform::{Hop, LinkEntities, Route, Topology};
 use maxmin::{ConsId, MaxMin};
 use orx_priority_queue::{PriorityQueue, PriorityQueueDecKey, QuaternaryHeapOfIndices};
 
@@ -360,14 +360,21 @@ impl Network {
         (cons, bound)
     }
 
-    fn stat_index(&self, link: u32, dir: Dir, topo_shared: bool) -> (usize, usize) {
-        (link as usize, if topo_shared { 0 } else { dir.index() })
+    /// Where a hop's traffic is counted: its link, and its direction (always 0 on links
+    /// whose one capacity serves both directions).
+    fn stat_slot(&self, hop: &Hop) -> (usize, usize) {
+        let [a, b] = self
+            .cons
+            .get(hop.link as usize)
+            .copied()
+            .unwrap_or([NO_CONS, NO_CONS]);
+        let shared = a == b && a != NO_CONS;
+        (hop.link as usize, if shared { 0 } else { hop.dir.index() })
     }
 
     fn open(&mut self, slot: u32, active: Active, now: SimTime) {
         for h in &active.route.hops {
-            let shared = self.is_shared(h.link);
-            let (l, d) = self.stat_index(h.link, h.dir, shared);
+            let (l, d) = self.stat_slot(h);
             let s = &mut self.stats[l];
             if s.active[d] == 0 {
                 s.since[d] = now;
@@ -386,8 +393,7 @@ impl Network {
             .take()
             .expect("a completing flow is active");
         for h in &active.route.hops {
-            let shared = self.is_shared(h.link);
-            let (l, d) = self.stat_index(h.link, h.dir, shared);
+            let (l, d) = self.stat_slot(h);
             let s = &mut self.stats[l];
             s.bytes[d] += active.size;
             s.active[d] -= 1;
@@ -397,15 +403,6 @@ impl Network {
         }
         self.in_flight -= 1;
         active
-    }
-
-    fn is_shared(&self, link: u32) -> bool {
-        let [a, b] = self
-            .cons
-            .get(link as usize)
-            .copied()
-            .unwrap_or([NO_CONS, NO_CONS]);
-        a == b && a != NO_CONS
     }
 }
 
