@@ -39,9 +39,16 @@ pub enum SimSet {
     Record,
 }
 
-pub(crate) fn startup_schedule() -> Schedule {
-    let mut s = Schedule::new(SimStartup);
+/// A schedule run on one thread: at this grain a multi-threaded executor costs 2-3x more
+/// (DESIGN.md).
+fn single_threaded(label: impl ScheduleLabel) -> Schedule {
+    let mut s = Schedule::new(label);
     s.set_executor(bevy_ecs::schedule::SingleThreadedExecutor::new());
+    s
+}
+
+pub(crate) fn startup_schedule() -> Schedule {
+    let mut s = single_threaded(SimStartup);
     s.configure_sets(
         (
             StartupSet::Platform,
@@ -54,15 +61,11 @@ pub(crate) fn startup_schedule() -> Schedule {
 }
 
 pub(crate) fn finish_schedule() -> Schedule {
-    let mut s = Schedule::new(SimFinish);
-    s.set_executor(bevy_ecs::schedule::SingleThreadedExecutor::new());
-    s
+    single_threaded(SimFinish)
 }
 
 pub(crate) fn step_schedule() -> Schedule {
-    let mut s = Schedule::new(SimStep);
-    // One thread: at this grain a multi-threaded executor costs 2-3x more (DESIGN.md).
-    s.set_executor(bevy_ecs::schedule::SingleThreadedExecutor::new());
+    let mut s = single_threaded(SimStep);
     s.configure_sets(
         (
             SimSet::Workload,
