@@ -85,18 +85,13 @@ pub struct Calendar {
     retimable: PriorityQueue<RawEvent, Reverse<(SimTime, u64)>, FixedState>,
     seq: u64,
     kinds: HashMap<TypeId, EventKind, FixedState>,
-    names: Vec<&'static str>,
 }
 
 impl Calendar {
     /// Registers an event type (idempotent) and returns its kind.
     pub fn register<E: SimEvent>(&mut self) -> EventKind {
-        let next = EventKind(self.names.len() as u16);
-        let kind = *self.kinds.entry(TypeId::of::<E>()).or_insert(next);
-        if kind == next {
-            self.names.push(E::NAME);
-        }
-        kind
+        let next = EventKind(self.kinds.len() as u16);
+        *self.kinds.entry(TypeId::of::<E>()).or_insert(next)
     }
 
     /// The kind of a registered event type.
@@ -105,10 +100,6 @@ impl Calendar {
             .kinds
             .get(&TypeId::of::<E>())
             .unwrap_or_else(|| panic!("event `{}` was not registered by its plugin", E::NAME))
-    }
-
-    pub fn kind_name(&self, kind: EventKind) -> &'static str {
-        self.names[kind.0 as usize]
     }
 
     fn raw<E: SimEvent>(&self, event: &E) -> RawEvent {

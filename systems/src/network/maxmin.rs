@@ -302,20 +302,6 @@ impl MaxMin {
         self.rate[id as usize]
     }
 
-    /// The constraints a flow crosses (including a private bound, if any).
-    pub fn route(&self, id: FlowId) -> &[ConsId] {
-        &self.flows[id as usize].cons
-    }
-
-    pub fn capacity(&self, c: ConsId) -> f64 {
-        self.cons[c as usize].capacity
-    }
-
-    /// The flows currently crossing a constraint.
-    pub fn members(&self, c: ConsId) -> impl Iterator<Item = FlowId> + '_ {
-        self.cons[c as usize].members.iter().map(|m| m.flow)
-    }
-
     /// Live flows.
     pub fn flow_ids(&self) -> impl Iterator<Item = FlowId> + '_ {
         self.flows

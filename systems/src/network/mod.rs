@@ -140,18 +140,12 @@ pub struct Network {
     free: Vec<u32>,
     completions: Completions,
     stats: Vec<LinkStats>,
-    in_flight: usize,
 }
 
 impl Network {
     /// The max-min solver's work counters.
     pub fn solver_stats(&self) -> maxmin::SolveStats {
         self.solver.stats
-    }
-
-    /// Flows currently moving bytes.
-    pub fn in_flight(&self) -> usize {
-        self.in_flight
     }
 }
 
@@ -385,7 +379,6 @@ impl Network {
             self.active.resize(slot as usize + 1, None);
         }
         self.active[slot as usize] = Some(active);
-        self.in_flight += 1;
     }
 
     fn close(&mut self, slot: u32, now: SimTime) -> Active {
@@ -401,7 +394,6 @@ impl Network {
                 s.busy[d] += now.saturating_sub(s.since[d]).as_secs_f64();
             }
         }
-        self.in_flight -= 1;
         active
     }
 }
