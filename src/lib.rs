@@ -16,7 +16,7 @@ pub use hetsim_systems as systems;
 
 use hetsim_components::scenario::{Scenario, Workload};
 use hetsim_engine::{
-    EnginePlugin, ModelInfo, Models, RunError, RunLimits, RunStats, SwitchInfo, Switches,
+    EnginePlugin, ModelInfo, Models, Recorder, RunError, RunLimits, RunStats, SwitchInfo, Switches,
 };
 use hetsim_systems::network::NetworkPlugin;
 use hetsim_systems::platform::{PlatformConfig, PlatformPlugin};
@@ -101,6 +101,8 @@ pub fn build_app(scenario: &Scenario, opts: &RunOptions) -> Result<App, Error> {
             .set(name, false)
             .map_err(|e| Error::Input(format!("--disable {name}: {e}")))?;
     }
+    let record = switches.is_on("record") && scenario.output.needs_recording();
+    world.resource_mut::<Recorder>().set_on(record);
     world.insert_resource(PlatformConfig(scenario.platform.clone()));
     match &scenario.workload {
         Workload::Flows(flows) => world.insert_resource(FlowsWorkload(flows.clone())),

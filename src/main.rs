@@ -144,27 +144,22 @@ fn run(
     let dir = out
         .or_else(|| scenario.output.dir.clone().map(PathBuf::from))
         .unwrap_or_else(|| Path::new("results").join(&scenario.name));
-    let files = hetsim::output::Files {
-        flows_csv: scenario.output.flows_csv,
-        links_csv: scenario.output.links_csv,
-    };
-    let written = hetsim::output::write(&dir, &report, files)
+    let written = hetsim::output::write(&dir, &report, &scenario.output)
         .map_err(|e| Error::Run(format!("cannot write outputs to {}: {e}", dir.display())))?;
     let s = &report.summary;
     println!(
-        "{}: {} flows, {:.3} GB moved, simulated {:.6} s in {:.3} s wall ({} events); wrote {}",
+        "{}: {} flows, {:.3} GB moved, simulated {:.6} s in {:.3} s wall ({} events)",
         scenario.name,
         s["flows"]["count"],
         s["flows"]["bytes"].as_f64().unwrap_or(0.0) / 1e9,
         s["sim_time_s"].as_f64().unwrap_or(0.0),
         s["wall_s"].as_f64().unwrap_or(0.0),
         s["events"],
-        written
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
     );
+    println!("wrote:");
+    for p in &written {
+        println!("  {}", p.display());
+    }
     Ok(())
 }
 

@@ -34,8 +34,27 @@ fn demo_runs_and_writes_its_outputs() {
     assert!(o.status.success(), "{}", stderr(&o));
     let dir = tmp.path().join("results/demo");
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(stdout.lines().count(), 1, "one human line: {stdout}");
-    assert!(stdout.contains("summary.json"), "{stdout}");
+    // A result line, then where each output went.
+    for name in [
+        "summary.json",
+        "flows.csv",
+        "links.csv",
+        "intervals.csv",
+        "trace.json",
+        "paje.trace",
+        "timeline.svg",
+        "timeline.png",
+        "link_utilisation.svg",
+        "link_utilisation.png",
+    ] {
+        let path = dir.join(name);
+        assert!(path.is_file(), "{name} written");
+        assert!(
+            stdout.contains(&path.strip_prefix(tmp.path()).unwrap().display().to_string()),
+            "{name} reported: {stdout}"
+        );
+    }
+    assert_eq!(stdout.lines().count(), 12, "{stdout}");
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
     for key in [

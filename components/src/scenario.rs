@@ -310,16 +310,46 @@ pub struct FlowSpec {
     pub start: Duration,
 }
 
-/// Which output files to write.
+/// Which output files to write (`summary.json` always).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OutputSpec {
+    /// Where to write; `--out` wins; default `results/<scenario name>/`.
     #[serde(default)]
     pub dir: Option<String>,
     #[serde(default = "yes")]
     pub flows_csv: bool,
     #[serde(default = "yes")]
     pub links_csv: bool,
+    /// `timeline.svg` and `timeline.png`: a Gantt chart, one row per resource.
+    #[serde(default = "yes")]
+    pub timeline: bool,
+    /// `link_utilisation.svg` and `.png`: utilisation over time of the busiest links.
+    #[serde(default = "yes")]
+    pub link_plot: bool,
+    /// `trace.json` in the Chrome trace-event format (Perfetto, chrome://tracing).
+    #[serde(default = "yes")]
+    pub trace_json: bool,
+    /// `paje.trace` for ViTE.
+    #[serde(default = "yes")]
+    pub paje: bool,
+    /// `intervals.csv`: every state interval, one row each.
+    #[serde(default = "yes")]
+    pub intervals_csv: bool,
+    /// Width of the timeline pictures in pixels; what falls into one pixel column is aggregated.
+    #[serde(default = "default_width")]
+    pub width: u32,
+}
+
+fn default_width() -> u32 {
+    1600
+}
+
+impl OutputSpec {
+    /// Whether any requested output needs the recorder.
+    pub fn needs_recording(&self) -> bool {
+        self.timeline || self.link_plot || self.trace_json || self.paje || self.intervals_csv
+    }
 }
 
 impl Default for OutputSpec {
@@ -328,6 +358,12 @@ impl Default for OutputSpec {
             dir: None,
             flows_csv: true,
             links_csv: true,
+            timeline: true,
+            link_plot: true,
+            trace_json: true,
+            paje: true,
+            intervals_csv: true,
+            width: default_width(),
         }
     }
 }

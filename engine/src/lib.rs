@@ -8,6 +8,7 @@
 pub mod calendar;
 pub mod inbox;
 pub mod progress;
+pub mod record;
 pub mod rng;
 pub mod run;
 pub mod schedule;
@@ -21,6 +22,7 @@ pub use calendar::{Calendar, EventKind, RawEvent, SimEvent};
 pub use hetsim_components::SimTime;
 pub use inbox::Inbox;
 pub use progress::Progress;
+pub use record::{Recorder, ResourceKind};
 pub use rng::SimRng;
 pub use run::{RunError, RunLimits, RunStats, run};
 pub use schedule::{SimFinish, SimSet, SimStartup, SimStep, StartupSet};
@@ -79,12 +81,18 @@ impl Plugin for EnginePlugin {
             .init_resource::<SimErrors>()
             .init_resource::<StallChecks>()
             .init_resource::<inbox::Routes>()
+            .init_resource::<Recorder>()
             .insert_resource(SimRng::new(self.seed))
             .insert_resource(self.limits)
             .insert_resource(Progress::new(self.progress))
             .add_schedule(schedule::startup_schedule())
             .add_schedule(schedule::step_schedule())
-            .add_schedule(schedule::finish_schedule());
+            .add_schedule(schedule::finish_schedule())
+            .register_switch(
+                "record",
+                true,
+                "record intervals, transfers and counters for timelines and traces; off: summaries and tables only",
+            );
     }
 }
 

@@ -1,9 +1,16 @@
-//! hetsim's outputs: the run summary, flows and link tables.
+//! hetsim's outputs: the run summary, flows and link tables, and from the recorder the
+//! timeline pictures, traces (Chrome `trace.json`, `paje.trace`) and `intervals.csv`.
 //!
 //! Everything is read from the world after a run; rows come in a fixed order (flows in
 //! workload order, links in platform order) and JSON keys are sorted, so the same scenario and
 //! seed give byte-identical files (apart from `wall_s`). Files are written next to their final
 //! name and renamed only once all of them are complete: a failed write leaves no partial set.
+
+pub mod chrome;
+pub mod intervals;
+pub mod order;
+pub mod paje;
+pub mod plot;
 
 use bevy_ecs::prelude::*;
 use serde::Serialize;
@@ -11,6 +18,8 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
 use hetsim_components::entities::{Flow, FlowDone, Link, LinkUsage};
+use hetsim_components::scenario::OutputSpec;
+use hetsim_engine::record::{Recorder, ResourceKind};
 use hetsim_engine::{RunStats, Switches};
 use hetsim_systems::platform::LinkEntities;
 
@@ -38,9 +47,12 @@ pub struct LinkRow {
 /// What a run produced, ready to print or write.
 #[derive(Debug, Clone)]
 pub struct Report {
+    pub scenario: String,
     pub summary: Value,
     pub flows: Vec<FlowRow>,
     pub links: Vec<LinkRow>,
+    /// What systems recorded, when the run recorded.
+    pub record: Option<Recorder>,
 }
 
 /// Collects the report of a finished run.
@@ -75,10 +87,15 @@ pub fn report(world: &mut World, scenario: &str, seed: u64, stats: &RunStats) ->
             "max_mean_utilisation": links.iter().map(|l| l.mean_utilisation).fold(0.0, f64::max),
         },
     });
+    let record = world
+        .remove_resource::<Recorder>()
+        .filter(|r| r.is_on() && !r.is_empty());
     Report {
+        scenario: scenario.to_string(),
         summary,
         flows,
         links,
+        record,
     }
 }
 
@@ -136,53 +153,198 @@ fn link_rows(world: &mut World, sim_time_s: f64) -> Vec<LinkRow> {
         .collect()
 }
 
-/// Which files to write.
-#[derive(Debug, Clone, Copy)]
-pub struct Files {
-    pub flows_csv: bool,
-    pub links_csv: bool,
+/// Writes the report into `dir` as `spec` asks; returns the files written. Files are staged
+/// under temporary names and renamed only once all are complete.
+pub fn write(dir: &Path, report: &Report, spec: &OutputSpec) -> std::io::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let mut staged = Staged::new(dir);
+    let result = stage_all(&mut staged, report, spec);
+    match result {
+        Ok(()) => staged.commit(),
+        Err(e) => {
+            staged.abandon();
+            Err(e)
+        }
+    }
 }
 
-/// Writes the report into `dir`; returns the files written.
-pub fn write(dir: &Path, report: &Report, files: Files) -> std::io::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir)?;
-    let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
-    let mut stage = |name: &str, bytes: Vec<u8>| -> std::io::Result<()> {
-        let fin = dir.join(name);
-        let tmp = dir.join(format!(".{name}.partial"));
-        std::fs::write(&tmp, bytes)?;
-        staged.push((tmp, fin));
-        Ok(())
+fn stage_all(st: &mut Staged, report: &Report, spec: &OutputSpec) -> std::io::Result<()> {
+    let mut summary = serde_json::to_vec_pretty(&report.summary).map_err(std::io::Error::other)?;
+    summary.push(b'\n');
+    st.bytes("summary.json", summary)?;
+    if spec.flows_csv {
+        st.bytes(
+            "flows.csv",
+            csv_bytes(&report.flows, "id,src,dst,bytes,start_s,end_s")?,
+        )?;
+    }
+    if spec.links_csv {
+        st.bytes(
+            "links.csv",
+            csv_bytes(&report.links, "link,bytes,busy_s,mean_utilisation")?,
+        )?;
+    }
+    let Some(rec) = &report.record else {
+        return Ok(());
     };
-    let result = (|| {
-        let mut summary =
-            serde_json::to_vec_pretty(&report.summary).map_err(std::io::Error::other)?;
-        summary.push(b'\n');
-        stage("summary.json", summary)?;
-        if files.flows_csv {
-            stage(
-                "flows.csv",
-                csv_bytes(&report.flows, "id,src,dst,bytes,start_s,end_s")?,
-            )?;
+    if spec.intervals_csv {
+        st.bytes("intervals.csv", intervals::csv(rec)?)?;
+    }
+    if spec.trace_json {
+        st.bytes("trace.json", chrome::trace_json(rec, &report.scenario)?)?;
+    }
+    if spec.paje {
+        st.bytes("paje.trace", paje::paje_trace(rec)?)?;
+    }
+    if spec.timeline
+        && let Some(g) =
+            plot::Gantt::build(rec, &format!("{}: timeline", report.scenario), spec.width)
+    {
+        st.bytes("timeline.svg", plot::svg(&g)?)?;
+        st.file("timeline.png", |p| plot::png(&g, p))?;
+    }
+    if spec.link_plot
+        && let Some(c) = link_utilisation(rec, &report.scenario, spec.width)
+    {
+        st.bytes("link_utilisation.svg", plot::svg(&c)?)?;
+        st.file("link_utilisation.png", |p| plot::png(&c, p))?;
+    }
+    Ok(())
+}
+
+/// Files written under temporary names, renamed together.
+struct Staged {
+    dir: PathBuf,
+    files: Vec<(PathBuf, PathBuf)>,
+}
+
+impl Staged {
+    fn new(dir: &Path) -> Self {
+        Staged {
+            dir: dir.to_path_buf(),
+            files: Vec::new(),
         }
-        if files.links_csv {
-            stage(
-                "links.csv",
-                csv_bytes(&report.links, "link,bytes,busy_s,mean_utilisation")?,
-            )?;
+    }
+
+    fn bytes(&mut self, name: &str, bytes: Vec<u8>) -> std::io::Result<()> {
+        self.file(name, |p| std::fs::write(p, &bytes))
+    }
+
+    /// Writes through `write` into a temporary path that keeps the final extension (the PNG
+    /// encoder picks its format from it).
+    fn file(
+        &mut self,
+        name: &str,
+        write: impl FnOnce(&Path) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        let tmp = self.dir.join(format!(".partial.{name}"));
+        self.files.push((tmp.clone(), self.dir.join(name)));
+        write(&tmp)
+    }
+
+    fn commit(self) -> std::io::Result<Vec<PathBuf>> {
+        for (tmp, fin) in &self.files {
+            std::fs::rename(tmp, fin)?;
         }
-        Ok(())
-    })();
-    if let Err(e) = result {
-        for (tmp, _) in &staged {
+        Ok(self.files.into_iter().map(|(_, f)| f).collect())
+    }
+
+    fn abandon(self) {
+        for (tmp, _) in &self.files {
             let _ = std::fs::remove_file(tmp);
         }
-        return Err(e);
     }
-    for (tmp, fin) in &staged {
-        std::fs::rename(tmp, fin)?;
+}
+
+/// How many links the utilisation picture shows.
+const BUSIEST_LINKS: usize = 8;
+
+/// Utilisation over time of the busiest links (by mean utilisation), from the `utilisation`
+/// counters; `None` when no link was sampled. With more samples than pixels, each pixel column
+/// shows the mean over its time span (the note says so).
+pub fn link_utilisation(rec: &Recorder, scenario: &str, width: u32) -> Option<plot::Panels> {
+    let counter = rec
+        .counters()
+        .iter()
+        .position(|c| c.name == "utilisation")? as u32;
+    let end = rec
+        .intervals()
+        .iter()
+        .map(|i| i.end)
+        .chain(rec.samples().iter().map(|s| s.at))
+        .max()?
+        .as_secs_f64();
+    let mut series: Vec<Vec<(f64, f64)>> = vec![Vec::new(); rec.resources().len()];
+    for s in rec.samples() {
+        if s.counter.0 == counter && rec.resource_info(s.resource).kind == ResourceKind::Link {
+            let pts = &mut series[s.resource.index()];
+            let t = s.at.as_secs_f64();
+            // The last sample at one instant holds.
+            if pts.last().is_some_and(|p: &(f64, f64)| p.0 == t) {
+                pts.pop();
+            }
+            pts.push((t, s.value));
+        }
     }
-    Ok(staged.into_iter().map(|(_, f)| f).collect())
+    let integral = |pts: &[(f64, f64)]| -> f64 {
+        pts.iter()
+            .enumerate()
+            .map(|(i, &(t, v))| v * (pts.get(i + 1).map_or(end, |p| p.0) - t))
+            .sum()
+    };
+    let mut ranked: Vec<(usize, f64)> = series
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| !p.is_empty())
+        .map(|(i, p)| (i, integral(p)))
+        .collect();
+    if ranked.is_empty() || end <= 0.0 {
+        return None;
+    }
+    let total = ranked.len();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    ranked.truncate(BUSIEST_LINKS);
+    let (scale, unit) = plot::time_unit(end);
+    let bins = (width as usize).saturating_sub(120).max(50);
+    let mut binned = false;
+    let lines: Vec<plot::Series> = ranked
+        .iter()
+        .map(|&(i, _)| {
+            let pts = &series[i];
+            let drawn = if pts.len() > bins {
+                binned = true;
+                plot::lines::binned_mean(pts, end, bins)
+            } else {
+                plot::lines::steps(pts, end)
+            };
+            plot::Series {
+                label: rec.resources()[i].name.clone(),
+                points: drawn.into_iter().map(|(t, v)| (t / scale, v)).collect(),
+            }
+        })
+        .collect();
+    let mut note = format!(
+        "the {} busiest of {total} links by mean utilisation",
+        ranked.len()
+    );
+    if binned {
+        note.push_str("; each pixel column shows the mean over its time span");
+    }
+    let y_max = lines
+        .iter()
+        .flat_map(|l: &plot::Series| l.points.iter().map(|p| p.1))
+        .fold(100.0f64, f64::max);
+    Some(plot::Panels {
+        title: format!("{scenario}: link utilisation"),
+        note: Some(note),
+        x_desc: format!("simulated time ({unit})"),
+        y_desc: "% of bw".to_string(),
+        x_end: end / scale,
+        // Headroom for the panel title above a full line.
+        y_max: y_max * 1.3,
+        series: lines,
+        width,
+    })
 }
 
 /// CSV of `rows`; `header` is what serde would write, for when there are no rows.

@@ -22,6 +22,7 @@ use std::sync::Arc;
 use hetsim_components::SimTime;
 use hetsim_components::entities::{Flow, FlowDone, LinkUsage};
 use hetsim_components::scenario::Sharing;
+use hetsim_engine::record::{Interval, Recorder, ResourceKind, Sample, Transfer};
 use hetsim_engine::{
     Calendar, Clock, Inbox, SimAppExt, SimEvent, SimFinish, SimSet, SimStartup, SimStep,
     StartupSet, Switches, Timeline,
@@ -140,6 +141,40 @@ pub struct Network {
     free: Vec<u32>,
     completions: Completions,
     stats: Vec<LinkStats>,
+    /// What the recorder is owed since the last step (`None` when nothing is recorded).
+    log: Option<Box<LinkLog>>,
+}
+
+/// Link activity waiting to be handed to the [`Recorder`] at the end of a step.
+#[derive(Debug, Default)]
+struct LinkLog {
+    /// Busy periods that ended: (link, direction, start, end).
+    busy: Vec<(u32, usize, SimTime, SimTime)>,
+    /// Sum of the rates of the flows crossing each link direction, in bytes/s.
+    rate: Vec<[f64; 2]>,
+    /// Link directions whose rate changed this step.
+    touched: Vec<(u32, usize)>,
+    touched_mark: Vec<[bool; 2]>,
+    /// Flows that ended this step, with their exact end in seconds.
+    done: Vec<(Entity, f64)>,
+}
+
+impl LinkLog {
+    fn new(links: usize) -> Self {
+        LinkLog {
+            rate: vec![[0.0; 2]; links],
+            touched_mark: vec![[false; 2]; links],
+            ..Default::default()
+        }
+    }
+
+    fn add_rate(&mut self, link: usize, dir: usize, delta: f64) {
+        self.rate[link][dir] += delta;
+        if !self.touched_mark[link][dir] {
+            self.touched_mark[link][dir] = true;
+            self.touched.push((link as u32, dir));
+        }
+    }
 }
 
 impl Network {
@@ -179,14 +214,22 @@ impl Plugin for NetworkPlugin {
                     .chain()
                     .in_set(SimSet::Network),
             )
+            .add_systems(SimStep, record_link_activity.in_set(SimSet::Record))
             .add_systems(SimFinish, publish_link_usage)
             .add_stall_check(stuck_flows);
     }
 }
 
 /// One solver constraint per shared link, two per split-duplex link, none for fat pipes.
-fn build_constraints(topo: Option<Res<Topology>>, mut net: ResMut<Network>) {
+fn build_constraints(
+    topo: Option<Res<Topology>>,
+    mut net: ResMut<Network>,
+    recorder: Res<Recorder>,
+) {
     let Some(topo) = topo else { return };
+    if recorder.is_on() {
+        net.log = Some(Box::new(LinkLog::new(topo.links.len())));
+    }
     net.cons = topo
         .links
         .iter()
@@ -236,6 +279,9 @@ fn admit_ready_flows(
             commands.entity(e).insert(FlowDone {
                 end_s: now.as_secs_f64(),
             });
+            if let Some(log) = &mut net.log {
+                log.done.push((e, now.as_secs_f64()));
+            }
             continue;
         }
         let slot = if contention {
@@ -294,6 +340,9 @@ fn complete_flows(
         commands.entity(active.entity).insert(FlowDone {
             end_s: active.end_s,
         });
+        if let Some(log) = &mut net.log {
+            log.done.push((active.entity, active.end_s));
+        }
     }
 }
 
@@ -307,8 +356,15 @@ fn reshare_bandwidth(mut net: ResMut<Network>, clock: Res<Clock>) {
         let active = net.active[slot as usize]
             .as_mut()
             .expect("solver flows are active");
+        let old = active.rate;
         active.set_rate(rate, now);
         net.completions.set(slot, active.due(now));
+        if let Some(log) = net.log.as_deref_mut() {
+            for h in &active.route.hops {
+                let (l, d) = stat_slot(&net.cons, h);
+                log.add_rate(l, d, rate - old);
+            }
+        }
     }
 }
 
@@ -354,26 +410,19 @@ impl Network {
         (cons, bound)
     }
 
-    /// Where a hop's traffic is counted: its link, and its direction (always 0 on links
-    /// whose one capacity serves both directions).
-    fn stat_slot(&self, hop: &Hop) -> (usize, usize) {
-        let [a, b] = self
-            .cons
-            .get(hop.link as usize)
-            .copied()
-            .unwrap_or([NO_CONS, NO_CONS]);
-        let shared = a == b && a != NO_CONS;
-        (hop.link as usize, if shared { 0 } else { hop.dir.index() })
-    }
-
     fn open(&mut self, slot: u32, active: Active, now: SimTime) {
         for h in &active.route.hops {
-            let (l, d) = self.stat_slot(h);
+            let (l, d) = stat_slot(&self.cons, h);
             let s = &mut self.stats[l];
             if s.active[d] == 0 {
                 s.since[d] = now;
             }
             s.active[d] += 1;
+            if let Some(log) = self.log.as_deref_mut()
+                && active.rate != 0.0
+            {
+                log.add_rate(l, d, active.rate);
+            }
         }
         if self.active.len() <= slot as usize {
             self.active.resize(slot as usize + 1, None);
@@ -386,15 +435,116 @@ impl Network {
             .take()
             .expect("a completing flow is active");
         for h in &active.route.hops {
-            let (l, d) = self.stat_slot(h);
+            let (l, d) = stat_slot(&self.cons, h);
             let s = &mut self.stats[l];
             s.bytes[d] += active.size;
             s.active[d] -= 1;
             if s.active[d] == 0 {
                 s.busy[d] += now.saturating_sub(s.since[d]).as_secs_f64();
             }
+            if let Some(log) = self.log.as_deref_mut() {
+                log.add_rate(l, d, -active.rate);
+                if s.active[d] == 0 {
+                    log.busy.push((l as u32, d, s.since[d], now));
+                }
+            }
         }
         active
+    }
+}
+
+/// Where a hop's traffic is counted: its link, and its direction (always 0 on links whose one
+/// capacity serves both directions).
+fn stat_slot(cons: &[[ConsId; 2]], hop: &Hop) -> (usize, usize) {
+    let [a, b] = cons
+        .get(hop.link as usize)
+        .copied()
+        .unwrap_or([NO_CONS, NO_CONS]);
+    let shared = a == b && a != NO_CONS;
+    (hop.link as usize, if shared { 0 } else { hop.dir.index() })
+}
+
+/// The timeline row of a link direction: the link's name, with `:up` or `:down` when each
+/// direction has its own capacity.
+fn link_row(topo: &Topology, link: usize, dir: usize) -> String {
+    let info = &topo.links[link];
+    match info.sharing {
+        Sharing::Shared => info.name.clone(),
+        _ => format!("{}:{}", info.name, ["up", "down"][dir]),
+    }
+}
+
+/// The kind of an endpoint row, from its name.
+fn endpoint_kind(name: &str) -> ResourceKind {
+    if name.contains(".gpu[") {
+        ResourceKind::Gpu
+    } else if name.ends_with(".host") {
+        ResourceKind::Host
+    } else if name.contains(".nic[") {
+        ResourceKind::Nic
+    } else if name.contains(".cpu[") {
+        ResourceKind::CpuCore
+    } else {
+        ResourceKind::Other
+    }
+}
+
+/// Hands the step's link activity to the recorder: ended busy periods (state `busy`), link
+/// utilisation samples (counter `utilisation`, % of bandwidth), and finished flows as transfers
+/// from their source to their destination.
+fn record_link_activity(
+    mut net: ResMut<Network>,
+    mut rec: ResMut<Recorder>,
+    clock: Res<Clock>,
+    topo: Option<Res<Topology>>,
+    flows: Query<&Flow>,
+) {
+    let (Some(log), Some(topo)) = (net.log.as_deref_mut(), topo) else {
+        return;
+    };
+    let busy = rec.name_id("busy");
+    for (l, d, start, end) in log.busy.drain(..) {
+        let resource = rec.resource(ResourceKind::Link, &link_row(&topo, l as usize, d));
+        rec.interval(Interval {
+            resource,
+            state: busy,
+            label: None,
+            start,
+            end,
+        });
+    }
+    let utilisation = rec.counter_id("utilisation", "%");
+    for (l, d) in log.touched.drain(..) {
+        let (l, d) = (l as usize, d);
+        log.touched_mark[l][d] = false;
+        let bandwidth = topo.links[l].bandwidth;
+        let mut rate = log.rate[l][d];
+        // Sums of rates drift by rounding; an idle link is exactly idle.
+        if rate.abs() <= 1e-9 * bandwidth {
+            rate = 0.0;
+            log.rate[l][d] = 0.0;
+        }
+        let resource = rec.resource(ResourceKind::Link, &link_row(&topo, l, d));
+        rec.sample(Sample {
+            resource,
+            counter: utilisation,
+            at: clock.now,
+            value: 100.0 * rate / bandwidth,
+        });
+    }
+    for (e, end_s) in log.done.drain(..) {
+        let Ok(flow) = flows.get(e) else { continue };
+        let from = rec.resource(endpoint_kind(&flow.src), &flow.src);
+        let to = rec.resource(endpoint_kind(&flow.dst), &flow.dst);
+        let label = rec.name_id(&flow.id);
+        rec.transfer(Transfer {
+            from,
+            to,
+            label,
+            bytes: flow.size,
+            start: flow.start,
+            end: SimTime::from_secs_saturating(end_s).max(flow.start),
+        });
     }
 }
 

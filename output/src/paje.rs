@@ -1,0 +1,267 @@
+//! `paje.trace`: the Paje trace format that ViTE (and pajeng, StarVZ) read, as StarPU and
+//! SimGrid write it.
+//!
+//! Containers: the root `0` > one container per group (a node, or the network) > one per
+//! resource. Every container is created at time 0, before any event uses it, and destroyed at
+//! the end. State intervals become `PajePushState`/`PajePopState` pairs, transfers become
+//! `PajeStartLink`/`PajeEndLink` pairs in the root container (keyed by transfer), and counter
+//! samples become `PajeSetVariable`. Events are written in time order; at equal times ends
+//! come before starts so that back-to-back intervals nest correctly.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+
+use hetsim_components::SimTime;
+use hetsim_engine::record::{Recorder, ResourceKind};
+
+const HEADER: &str = "\
+%EventDef PajeDefineContainerType 0
+%       Alias string
+%       Type string
+%       Name string
+%EndEventDef
+%EventDef PajeDefineVariableType 1
+%       Alias string
+%       Type string
+%       Name string
+%       Color color
+%EndEventDef
+%EventDef PajeDefineStateType 2
+%       Alias string
+%       Type string
+%       Name string
+%EndEventDef
+%EventDef PajeDefineLinkType 3
+%       Alias string
+%       Type string
+%       StartContainerType string
+%       EndContainerType string
+%       Name string
+%EndEventDef
+%EventDef PajeDefineEntityValue 4
+%       Alias string
+%       Type string
+%       Name string
+%       Color color
+%EndEventDef
+%EventDef PajeCreateContainer 5
+%       Time date
+%       Alias string
+%       Type string
+%       Container string
+%       Name string
+%EndEventDef
+%EventDef PajeDestroyContainer 6
+%       Time date
+%       Type string
+%       Name string
+%EndEventDef
+%EventDef PajeSetVariable 7
+%       Time date
+%       Type string
+%       Container string
+%       Value double
+%EndEventDef
+%EventDef PajePushState 8
+%       Time date
+%       Type string
+%       Container string
+%       Value string
+%EndEventDef
+%EventDef PajePopState 9
+%       Time date
+%       Type string
+%       Container string
+%EndEventDef
+%EventDef PajeStartLink 10
+%       Time date
+%       Type string
+%       Container string
+%       Value string
+%       StartContainer string
+%       Key string
+%EndEventDef
+%EventDef PajeEndLink 11
+%       Time date
+%       Type string
+%       Container string
+%       Value string
+%       EndContainer string
+%       Key string
+%EndEventDef
+";
+
+/// A Paje string field: quoted, without the characters that would break a line.
+fn q(s: &str) -> String {
+    let clean: String = s
+        .chars()
+        .map(|c| if c == '"' || c == '\n' { '\'' } else { c })
+        .collect();
+    format!("\"{clean}\"")
+}
+
+fn secs(t: SimTime) -> f64 {
+    t.as_secs_f64()
+}
+
+fn kind_type(kind: ResourceKind) -> String {
+    format!("T_{}", kind.as_str())
+}
+
+/// One timed line, sorted by (time, phase, order of emission).
+struct Timed {
+    at: SimTime,
+    /// 0 = ends (pop, end link), 1 = starts and values, 2 = ends of empty intervals.
+    phase: u8,
+    line: String,
+}
+
+/// The whole trace file.
+pub fn paje_trace(rec: &Recorder) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(4096 + 80 * rec.intervals().len());
+    out.extend_from_slice(HEADER.as_bytes());
+
+    // Types: a group type, one container and one state type per resource kind in use, one
+    // variable type per (kind, counter), one link type per (from kind, to kind).
+    let kinds: BTreeSet<ResourceKind> = rec.resources().iter().map(|r| r.kind).collect();
+    writeln!(out, "0 T_group 0 {}", q("Group"))?;
+    for &k in &kinds {
+        writeln!(out, "0 {} T_group {}", kind_type(k), q(k.as_str()))?;
+        writeln!(out, "2 S_{} {} {}", k.as_str(), kind_type(k), q("State"))?;
+    }
+    let mut variables = BTreeSet::new();
+    for s in rec.samples() {
+        variables.insert((rec.resource_info(s.resource).kind, s.counter));
+    }
+    for &(k, c) in &variables {
+        let info = rec.counter_info(c);
+        writeln!(
+            out,
+            "1 V_{}_{} {} {} \"0 0 1\"",
+            k.as_str(),
+            c.0,
+            kind_type(k),
+            q(&format!("{} ({})", info.name, info.unit))
+        )?;
+    }
+    let mut link_types = BTreeSet::new();
+    for t in rec.transfers() {
+        link_types.insert((rec.resource_info(t.from).kind, rec.resource_info(t.to).kind));
+    }
+    for &(a, b) in &link_types {
+        writeln!(
+            out,
+            "3 L_{}_{} 0 {} {} {}",
+            a.as_str(),
+            b.as_str(),
+            kind_type(a),
+            kind_type(b),
+            q("Transfer")
+        )?;
+    }
+    // State values with their legend colours, per state type.
+    let mut values = BTreeSet::new();
+    for iv in rec.intervals() {
+        values.insert((rec.resource_info(iv.resource).kind, iv.state));
+    }
+    for &(k, state) in &values {
+        let name = rec.name(state);
+        let [r, g, b] = crate::plot::state_rgb(name);
+        writeln!(
+            out,
+            "4 E_{}_{} S_{} {} \"{:.3} {:.3} {:.3}\"",
+            k.as_str(),
+            state.0,
+            k.as_str(),
+            q(name),
+            r as f64 / 255.0,
+            g as f64 / 255.0,
+            b as f64 / 255.0
+        )?;
+    }
+
+    // Containers, all at time 0.
+    let groups = crate::order::groups_in_order(rec);
+    for (g, (group, members)) in groups.iter().enumerate() {
+        writeln!(out, "5 0 G{g} T_group 0 {}", q(group))?;
+        for id in members {
+            let info = rec.resource_info(*id);
+            writeln!(
+                out,
+                "5 0 R{} {} G{g} {}",
+                id.0,
+                kind_type(info.kind),
+                q(&info.name)
+            )?;
+        }
+    }
+
+    // Timed events.
+    let mut timed: Vec<Timed> = Vec::new();
+    let mut end = SimTime::ZERO;
+    for iv in crate::intervals::sorted(rec) {
+        let k = rec.resource_info(iv.resource).kind.as_str();
+        let value = format!("E_{k}_{}", iv.state.0);
+        timed.push(Timed {
+            at: iv.start,
+            phase: 1,
+            line: format!("8 {} S_{k} R{} {value}", secs(iv.start), iv.resource.0),
+        });
+        timed.push(Timed {
+            at: iv.end,
+            // An empty interval pops after its own push.
+            phase: if iv.end == iv.start { 2 } else { 0 },
+            line: format!("9 {} S_{k} R{}", secs(iv.end), iv.resource.0),
+        });
+        end = end.max(iv.end);
+    }
+    for (n, t) in rec.transfers().iter().enumerate() {
+        let ty = format!(
+            "L_{}_{}",
+            rec.resource_info(t.from).kind.as_str(),
+            rec.resource_info(t.to).kind.as_str()
+        );
+        let label = q(rec.name(t.label));
+        timed.push(Timed {
+            at: t.start,
+            phase: 1,
+            line: format!("10 {} {ty} 0 {label} R{} t{n}", secs(t.start), t.from.0),
+        });
+        timed.push(Timed {
+            at: t.end,
+            phase: 0,
+            line: format!("11 {} {ty} 0 {label} R{} t{n}", secs(t.end), t.to.0),
+        });
+        end = end.max(t.end);
+    }
+    for s in rec.samples() {
+        let k = rec.resource_info(s.resource).kind.as_str();
+        let v = if s.value.is_finite() { s.value } else { 0.0 };
+        timed.push(Timed {
+            at: s.at,
+            phase: 1,
+            line: format!(
+                "7 {} V_{k}_{} R{} {v}",
+                secs(s.at),
+                s.counter.0,
+                s.resource.0
+            ),
+        });
+        end = end.max(s.at);
+    }
+    timed.sort_by_key(|t| (t.at, t.phase));
+    for t in &timed {
+        out.extend_from_slice(t.line.as_bytes());
+        out.push(b'\n');
+    }
+
+    // Containers end with the trace, innermost first.
+    for (g, (_, members)) in groups.iter().enumerate() {
+        for id in members {
+            let kind = rec.resource_info(*id).kind;
+            writeln!(out, "6 {} {} R{}", secs(end), kind_type(kind), id.0)?;
+        }
+        writeln!(out, "6 {} T_group G{g}", secs(end))?;
+    }
+    Ok(out)
+}

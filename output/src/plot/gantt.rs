@@ -1,0 +1,318 @@
+//! The timeline picture: a Gantt chart with one row per resource, coloured by state.
+//!
+//! Millions of intervals draw in seconds because nothing finer than a pixel is drawn: each
+//! row's time axis is cut into one bin per pixel column, the time each state covers in a bin is
+//! summed, and the bin is painted with its dominant state, paler when the resource was busy
+//! for only part of it. Runs of equal bins become one rectangle. The caption says so. At most
+//! [`MAX_ROWS`] rows are drawn (the busiest), at most [`MAX_STATES`] colours (others: `other`).
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use hetsim_engine::record::{Recorder, ResId};
+
+use super::{Figure, err, state_rgb, time_unit};
+
+pub const MAX_ROWS: usize = 120;
+pub const MAX_STATES: usize = 15;
+
+/// One drawn rectangle: columns `[from, to)` of a row, a state, a shade 1..=4 (4 = full).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cell {
+    pub from: u32,
+    pub to: u32,
+    pub state: u16,
+    pub shade: u8,
+}
+
+/// A Gantt chart ready to draw.
+#[derive(Debug, Clone)]
+pub struct Gantt {
+    pub title: String,
+    pub notes: Vec<String>,
+    /// Row names, top to bottom.
+    pub rows: Vec<String>,
+    pub cells: Vec<Vec<Cell>>,
+    /// State names and colours, in legend order.
+    pub states: Vec<(String, [u8; 3])>,
+    pub bins: u32,
+    /// Seconds per bin.
+    pub bin_s: f64,
+    pub end_s: f64,
+    width: u32,
+    label_w: u32,
+    row_h: u32,
+}
+
+const HEADER_H: u32 = 96;
+const AXIS_H: u32 = 50;
+const RIGHT: u32 = 30;
+
+impl Gantt {
+    /// Aggregates the recorder's intervals into a chart `width` pixels wide; `None` when
+    /// there are no intervals.
+    pub fn build(rec: &Recorder, title: &str, width: u32) -> Option<Gantt> {
+        let intervals = rec.intervals();
+        let end = intervals.iter().map(|i| i.end).max()?;
+        let end_s = end.as_secs_f64().max(1e-12);
+
+        // Rows: resources with intervals, the busiest MAX_ROWS, in display order.
+        let mut busy = vec![0.0f64; rec.resources().len()];
+        let mut count = vec![0u32; rec.resources().len()];
+        let mut state_time = vec![0.0f64; intervals.iter().map(|i| i.state.index() + 1).max()?];
+        for iv in intervals {
+            let d = iv.end.saturating_sub(iv.start).as_secs_f64();
+            busy[iv.resource.index()] += d;
+            count[iv.resource.index()] += 1;
+            state_time[iv.state.index()] += d;
+        }
+        let mut used: Vec<ResId> = (0..busy.len() as u32)
+            .map(ResId)
+            .filter(|r| count[r.index()] > 0)
+            .collect();
+        let total_rows = used.len();
+        if used.len() > MAX_ROWS {
+            used.sort_by(|a, b| busy[b.index()].total_cmp(&busy[a.index()]).then(a.cmp(b)));
+            used.truncate(MAX_ROWS);
+        }
+        let order = crate::order::resources_in_order(rec);
+        let mut row_of = vec![u32::MAX; busy.len()];
+        let mut rows = Vec::new();
+        let mut keep = vec![false; busy.len()];
+        for id in &used {
+            keep[id.index()] = true;
+        }
+        for id in order {
+            if keep[id.index()] {
+                row_of[id.index()] = rows.len() as u32;
+                rows.push(rec.resource_info(id).name.clone());
+            }
+        }
+
+        // States: the MAX_STATES longest keep a colour, the rest are `other`.
+        let mut by_time: Vec<usize> = (0..state_time.len())
+            .filter(|&s| intervals.iter().any(|i| i.state.index() == s))
+            .collect();
+        by_time.sort_by(|&a, &b| state_time[b].total_cmp(&state_time[a]).then(a.cmp(&b)));
+        let mut slot = vec![MAX_STATES as u16; state_time.len()];
+        let mut states = Vec::new();
+        for (k, &s) in by_time.iter().take(MAX_STATES).enumerate() {
+            slot[s] = k as u16;
+            let name = rec
+                .name(hetsim_engine::record::NameId(s as u32))
+                .to_string();
+            let rgb = state_rgb(&name);
+            states.push((name, rgb));
+        }
+        let has_other = by_time.len() > MAX_STATES;
+        if has_other {
+            states.push(("other".to_string(), state_rgb("other")));
+        }
+        let n_states = states.len();
+
+        let label_w = (rows.iter().map(|r| r.chars().count()).max().unwrap_or(4) as u32 * 7 + 16)
+            .clamp(60, 400);
+        let bins = width.saturating_sub(label_w + RIGHT + 20).max(50);
+        let bin_s = end_s / bins as f64;
+
+        // Coverage per (row, bin, state).
+        let mut cover = vec![vec![0.0f32; bins as usize * n_states]; rows.len()];
+        let mut per_bin = vec![0u32; rows.len() * bins as usize];
+        for iv in intervals {
+            let r = row_of[iv.resource.index()];
+            if r == u32::MAX {
+                continue;
+            }
+            let s = slot[iv.state.index()] as usize;
+            let (a, b) = (iv.start.as_secs_f64(), iv.end.as_secs_f64());
+            let first = ((a / bin_s) as u32).min(bins - 1);
+            let last = ((b / bin_s) as u32).min(bins - 1);
+            let row = &mut cover[r as usize];
+            for c in first..=last {
+                let (lo, hi) = (c as f64 * bin_s, (c + 1) as f64 * bin_s);
+                let overlap = (b.min(hi) - a.max(lo)).max(0.0);
+                // An instant still marks its pixel, faintly.
+                let overlap = if b == a { bin_s * 0.01 } else { overlap };
+                row[c as usize * n_states + s] += (overlap / bin_s) as f32;
+                per_bin[r as usize * bins as usize + c as usize] += 1;
+            }
+        }
+        let crowded = per_bin.iter().any(|&n| n > 1);
+        let cells = cover
+            .iter()
+            .map(|row| cells_of_row(row, n_states, bins))
+            .collect();
+
+        let (scale, unit) = time_unit(end_s);
+        let mut notes = vec![format!(
+            "{} intervals on {} resources; one pixel column = {:.3} {unit}{}",
+            intervals.len(),
+            total_rows,
+            bin_s / scale,
+            if crowded {
+                ": its dominant state is shown, paler when the resource was busy only part of it"
+            } else {
+                ""
+            }
+        )];
+        if total_rows > rows.len() {
+            notes.push(format!(
+                "showing the {} busiest of {total_rows} resources",
+                rows.len()
+            ));
+        }
+        let row_h = if rows.len() <= 20 { 24 } else { 14 };
+        Some(Gantt {
+            title: title.to_string(),
+            notes,
+            rows,
+            cells,
+            states,
+            bins,
+            bin_s,
+            end_s,
+            width,
+            label_w,
+            row_h,
+        })
+    }
+}
+
+/// Dominant state and shade per bin, runs merged.
+fn cells_of_row(cover: &[f32], n_states: usize, bins: u32) -> Vec<Cell> {
+    let mut cells: Vec<Cell> = Vec::new();
+    for c in 0..bins {
+        let per_state = &cover[c as usize * n_states..(c as usize + 1) * n_states];
+        let total: f32 = per_state.iter().sum();
+        if total <= 0.0 {
+            continue;
+        }
+        let (state, _) = per_state
+            .iter()
+            .enumerate()
+            .fold(
+                (0, f32::MIN),
+                |best, (i, &v)| if v > best.1 { (i, v) } else { best },
+            );
+        let shade = ((total.min(1.0) * 4.0).ceil() as u8).clamp(1, 4);
+        match cells.last_mut() {
+            Some(last) if last.to == c && last.state == state as u16 && last.shade == shade => {
+                last.to = c + 1
+            }
+            _ => cells.push(Cell {
+                from: c,
+                to: c + 1,
+                state: state as u16,
+                shade,
+            }),
+        }
+    }
+    cells
+}
+
+/// The colour mixed with white: shade 4 is the colour, shade 1 a pale tint.
+fn tint([r, g, b]: [u8; 3], shade: u8) -> RGBColor {
+    let k = 0.25 + 0.75 * (shade as f64 / 4.0);
+    let mix = |c: u8| (255.0 - (255.0 - c as f64) * k).round() as u8;
+    RGBColor(mix(r), mix(g), mix(b))
+}
+
+impl Figure for Gantt {
+    fn size(&self) -> (u32, u32) {
+        (
+            self.width,
+            HEADER_H + AXIS_H + 20 + self.rows.len() as u32 * self.row_h,
+        )
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        root.fill(&WHITE).map_err(err)?;
+        let (header, body) = root.split_vertically(HEADER_H);
+        header
+            .draw_text(
+                &self.title,
+                &("sans-serif", 22)
+                    .into_font()
+                    .style(FontStyle::Bold)
+                    .color(&BLACK),
+                (12, 8),
+            )
+            .map_err(err)?;
+        for (i, note) in self.notes.iter().enumerate() {
+            header
+                .draw_text(
+                    note,
+                    &("sans-serif", 13).into_font().color(&RGBColor(80, 80, 80)),
+                    (12, 36 + 16 * i as i32),
+                )
+                .map_err(err)?;
+        }
+        // The legend: one swatch per state, in one line under the notes.
+        let mut x = 12i32;
+        let y = HEADER_H as i32 - 22;
+        for (name, rgb) in &self.states {
+            let c = RGBColor(rgb[0], rgb[1], rgb[2]);
+            header
+                .draw(&Rectangle::new([(x, y), (x + 14, y + 14)], c.filled()))
+                .map_err(err)?;
+            header
+                .draw_text(
+                    name,
+                    &("sans-serif", 14).into_font().color(&BLACK),
+                    (x + 18, y),
+                )
+                .map_err(err)?;
+            x += 30 + 8 * name.chars().count() as i32;
+        }
+
+        let (scale, unit) = time_unit(self.end_s);
+        let n = self.rows.len() as i32;
+        let mut chart = ChartBuilder::on(&body)
+            .margin_right(RIGHT)
+            .margin_bottom(10)
+            .x_label_area_size(AXIS_H)
+            .y_label_area_size(self.label_w)
+            .build_cartesian_2d(0.0..self.end_s / scale, (0..n).into_segmented())
+            .map_err(err)?;
+        let label_font = if self.row_h >= 20 { 14 } else { 11 };
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(self.rows.len())
+            .y_label_style(("sans-serif", label_font))
+            .y_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) => self
+                    .rows
+                    .get((n - 1 - i) as usize)
+                    .cloned()
+                    .unwrap_or_default(),
+                _ => String::new(),
+            })
+            .x_desc(format!("simulated time ({unit})"))
+            .x_label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 15))
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(err)?;
+        let bin = self.bin_s / scale;
+        let gap = if self.row_h >= 10 { 2 } else { 0 };
+        for (r, cells) in self.cells.iter().enumerate() {
+            let y = n - 1 - r as i32;
+            chart
+                .draw_series(cells.iter().map(|c| {
+                    let color = tint(self.states[c.state as usize].1, c.shade);
+                    let mut rect = Rectangle::new(
+                        [
+                            (c.from as f64 * bin, SegmentValue::Exact(y)),
+                            (c.to as f64 * bin, SegmentValue::Exact(y + 1)),
+                        ],
+                        color.filled(),
+                    );
+                    rect.set_margin(gap, gap, 0, 0);
+                    rect
+                }))
+                .map_err(err)?;
+        }
+        Ok(())
+    }
+}

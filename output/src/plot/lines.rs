@@ -1,0 +1,302 @@
+//! Line charts: a link's utilisation over time, a metric against a swept parameter.
+
+use plotters::coord::Shift;
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
+use plotters::prelude::*;
+
+use super::{Figure, err, series_rgb};
+
+/// One line of a chart.
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub label: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A chart of several lines with a legend.
+#[derive(Debug, Clone)]
+pub struct LineChart {
+    pub title: String,
+    pub note: Option<String>,
+    pub x_desc: String,
+    pub y_desc: String,
+    pub log_x: bool,
+    pub log_y: bool,
+    /// Draw points as markers too (sparse data such as study results).
+    pub markers: bool,
+    pub series: Vec<Series>,
+    pub size: (u32, u32),
+}
+
+impl LineChart {
+    fn range(&self, pick: impl Fn(&(f64, f64)) -> f64, log: bool, pad: bool) -> (f64, f64) {
+        let vals = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(&pick))
+            .filter(|v| v.is_finite() && (!log || *v > 0.0));
+        let (mut lo, mut hi) = vals.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+            (a.min(v), b.max(v))
+        });
+        if !lo.is_finite() {
+            (lo, hi) = (if log { 1.0 } else { 0.0 }, 1.0);
+        }
+        if log {
+            if hi <= lo {
+                (lo, hi) = (lo / 2.0, hi * 2.0);
+            }
+            (lo / 1.2, hi * 1.2)
+        } else {
+            let lo = lo.min(0.0);
+            let pad = match (pad, hi > lo) {
+                (_, false) => 1.0,
+                (true, true) => (hi - lo) * 0.05,
+                (false, true) => 0.0,
+            };
+            (lo, hi + pad)
+        }
+    }
+
+    fn draw_on<DB, X, Y>(&self, root: &DrawingArea<DB, Shift>, x: X, y: Y) -> Result<(), String>
+    where
+        DB: DrawingBackend,
+        X: AsRangedCoord<Value = f64>,
+        Y: AsRangedCoord<Value = f64>,
+        X::CoordDescType: ValueFormatter<f64>,
+        Y::CoordDescType: ValueFormatter<f64>,
+    {
+        root.fill(&WHITE).map_err(err)?;
+        let area = match &self.note {
+            Some(note) => {
+                let (top, rest) = root.split_vertically(root.dim_in_pixel().1 - 26);
+                rest.draw_text(
+                    note,
+                    &("sans-serif", 13).into_font().color(&RGBColor(80, 80, 80)),
+                    (12, 4),
+                )
+                .map_err(err)?;
+                top
+            }
+            None => root.clone(),
+        };
+        let mut chart = ChartBuilder::on(&area)
+            .caption(
+                &self.title,
+                ("sans-serif", 22).into_font().style(FontStyle::Bold),
+            )
+            .margin(12)
+            .x_label_area_size(50)
+            .y_label_area_size(70)
+            .build_cartesian_2d(x, y)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc(&self.x_desc)
+            .y_desc(&self.y_desc)
+            .label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 15))
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(err)?;
+        for (i, s) in self.series.iter().enumerate() {
+            let color = series_rgb(i);
+            let pts: Vec<(f64, f64)> = s
+                .points
+                .iter()
+                .copied()
+                .filter(|(a, b)| {
+                    a.is_finite()
+                        && b.is_finite()
+                        && (!self.log_x || *a > 0.0)
+                        && (!self.log_y || *b > 0.0)
+                })
+                .collect();
+            chart
+                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                .map_err(err)?
+                .label(&s.label)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3))
+                });
+            if self.markers {
+                chart
+                    .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
+                    .map_err(err)?;
+            }
+        }
+        if self.series.len() > 1 || self.series.iter().any(|s| !s.label.is_empty()) {
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperRight)
+                .background_style(WHITE.mix(0.85))
+                .border_style(RGBColor(180, 180, 180))
+                .label_font(("sans-serif", 14))
+                .draw()
+                .map_err(err)?;
+        }
+        Ok(())
+    }
+}
+
+impl Figure for LineChart {
+    fn size(&self) -> (u32, u32) {
+        self.size
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let (x0, x1) = self.range(|p| p.0, self.log_x, false);
+        let (y0, y1) = self.range(|p| p.1, self.log_y, true);
+        match (self.log_x, self.log_y) {
+            (false, false) => self.draw_on(root, x0..x1, y0..y1),
+            (true, false) => self.draw_on(root, (x0..x1).log_scale(), y0..y1),
+            (false, true) => self.draw_on(root, x0..x1, (y0..y1).log_scale()),
+            (true, true) => self.draw_on(root, (x0..x1).log_scale(), (y0..y1).log_scale()),
+        }
+    }
+}
+
+/// Points of a piecewise-constant signal drawn as steps: each sample holds until the next.
+pub fn steps(samples: &[(f64, f64)], end: f64) -> Vec<(f64, f64)> {
+    let mut pts = Vec::with_capacity(samples.len() * 2 + 1);
+    for (i, &(t, v)) in samples.iter().enumerate() {
+        if i > 0 {
+            pts.push((t, samples[i - 1].1));
+        }
+        pts.push((t, v));
+    }
+    if let Some(&(t, v)) = samples.last()
+        && end > t
+    {
+        pts.push((end, v));
+    }
+    pts
+}
+
+/// The mean of a piecewise-constant signal over `bins` equal bins of `[0, end]`: what one pixel
+/// column shows when there are more samples than pixels.
+pub fn binned_mean(samples: &[(f64, f64)], end: f64, bins: usize) -> Vec<(f64, f64)> {
+    let w = end / bins as f64;
+    let mut sum = vec![0.0; bins];
+    for (i, &(t, v)) in samples.iter().enumerate() {
+        let until = samples.get(i + 1).map_or(end, |s| s.0).min(end);
+        let mut a = t;
+        while a < until {
+            let b = ((a / w).floor() as usize).min(bins - 1);
+            let hi = ((b + 1) as f64 * w).min(until);
+            sum[b] += v * (hi - a);
+            if hi <= a {
+                break;
+            }
+            a = hi;
+        }
+    }
+    let means: Vec<(f64, f64)> = sum
+        .iter()
+        .enumerate()
+        .map(|(b, s)| (b as f64 * w, s / w))
+        .collect();
+    steps(&means, end)
+}
+
+/// Small multiples: one strip per series, stacked, sharing the time axis, so that lines at
+/// the same value do not hide each other (link utilisation).
+#[derive(Debug, Clone)]
+pub struct Panels {
+    pub title: String,
+    pub note: Option<String>,
+    pub x_desc: String,
+    pub y_desc: String,
+    pub x_end: f64,
+    pub y_max: f64,
+    pub series: Vec<Series>,
+    pub width: u32,
+}
+
+const PANEL_H: u32 = 110;
+const PANELS_TOP: u32 = 70;
+const PANELS_BOTTOM: u32 = 60;
+
+impl Figure for Panels {
+    fn size(&self) -> (u32, u32) {
+        (
+            self.width,
+            PANELS_TOP + PANELS_BOTTOM + PANEL_H * self.series.len().max(1) as u32,
+        )
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        root.fill(&WHITE).map_err(err)?;
+        let (header, rest) = root.split_vertically(PANELS_TOP);
+        header
+            .draw_text(
+                &self.title,
+                &("sans-serif", 22)
+                    .into_font()
+                    .style(FontStyle::Bold)
+                    .color(&BLACK),
+                (12, 8),
+            )
+            .map_err(err)?;
+        if let Some(note) = &self.note {
+            header
+                .draw_text(
+                    note,
+                    &("sans-serif", 13).into_font().color(&RGBColor(80, 80, 80)),
+                    (12, 38),
+                )
+                .map_err(err)?;
+        }
+        let n = self.series.len();
+        let mut area = rest;
+        for (i, s) in self.series.iter().enumerate() {
+            let last = i + 1 == n;
+            let h = PANEL_H + if last { PANELS_BOTTOM } else { 0 };
+            let (panel, below) = area.split_vertically(h);
+            area = below;
+            let mut chart = ChartBuilder::on(&panel)
+                .margin_right(30)
+                .margin_top(6)
+                .x_label_area_size(if last { PANELS_BOTTOM } else { 0 })
+                .y_label_area_size(70)
+                .build_cartesian_2d(0.0..self.x_end, 0.0..self.y_max)
+                .map_err(err)?;
+            let mut mesh = chart.configure_mesh();
+            mesh.y_labels(3)
+                .y_desc(&self.y_desc)
+                .label_style(("sans-serif", 12))
+                .axis_desc_style(("sans-serif", 12))
+                .light_line_style(RGBColor(240, 240, 240));
+            if last {
+                mesh.x_desc(&self.x_desc).x_label_style(("sans-serif", 14));
+            } else {
+                mesh.x_labels(0);
+            }
+            mesh.draw().map_err(err)?;
+            let color = series_rgb(i);
+            chart
+                .draw_series(AreaSeries::new(
+                    s.points.iter().copied(),
+                    0.0,
+                    color.mix(0.25).filled(),
+                ))
+                .map_err(err)?;
+            chart
+                .draw_series(LineSeries::new(
+                    s.points.iter().copied(),
+                    color.stroke_width(2),
+                ))
+                .map_err(err)?;
+            panel
+                .draw_text(
+                    &s.label,
+                    &("sans-serif", 14)
+                        .into_font()
+                        .style(FontStyle::Bold)
+                        .color(&BLACK),
+                    (84, 10),
+                )
+                .map_err(err)?;
+        }
+        Ok(())
+    }
+}

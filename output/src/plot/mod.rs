@@ -1,0 +1,137 @@
+//! Pictures with plotters, pure Rust: the DejaVu fonts are registered from bytes (no
+//! fontconfig), and every figure is drawn once per backend (SVG text, PNG file).
+
+pub mod gantt;
+pub mod lines;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::path::Path;
+use std::sync::Once;
+
+pub use gantt::Gantt;
+pub use lines::{LineChart, Panels, Series};
+
+/// Registers DejaVu Sans as plotters' `sans-serif` (once per process).
+pub fn ensure_fonts() {
+    static FONTS: Once = Once::new();
+    FONTS.call_once(|| {
+        // The bytes are DejaVu's own TTF files; a failure here is a packaging bug.
+        let _ = plotters::style::register_font(
+            "sans-serif",
+            FontStyle::Normal,
+            dejavu::sans::regular(),
+        );
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Bold, dejavu::sans::bold());
+    });
+}
+
+/// A figure that can draw itself on any plotters backend.
+pub trait Figure {
+    fn size(&self) -> (u32, u32);
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
+}
+
+/// The figure as SVG text.
+pub fn svg<F: Figure>(fig: &F) -> std::io::Result<Vec<u8>> {
+    ensure_fonts();
+    let mut text = String::new();
+    {
+        let root = SVGBackend::with_string(&mut text, fig.size()).into_drawing_area();
+        fig.draw(&root).map_err(std::io::Error::other)?;
+        root.present()
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+    }
+    Ok(text.into_bytes())
+}
+
+/// Draws the figure into a PNG file at `path` (its name must end in `.png`).
+pub fn png<F: Figure>(fig: &F, path: &Path) -> std::io::Result<()> {
+    ensure_fonts();
+    let root = BitMapBackend::new(path, fig.size()).into_drawing_area();
+    fig.draw(&root).map_err(std::io::Error::other)?;
+    root.present()
+        .map_err(|e| std::io::Error::other(e.to_string()))
+}
+
+fn err<E: std::fmt::Display>(e: E) -> String {
+    e.to_string()
+}
+
+/// Colours of well-known states (Tableau-like, distinguishable); others get one of the
+/// palette by a stable hash of their name, so a state has one colour in every picture.
+pub fn state_rgb(state: &str) -> [u8; 3] {
+    const KNOWN: &[(&str, [u8; 3])] = &[
+        ("busy", [31, 119, 180]),
+        ("compute", [44, 160, 44]),
+        ("send", [255, 127, 14]),
+        ("recv", [148, 103, 189]),
+        ("wait", [214, 39, 40]),
+        ("copy", [140, 86, 75]),
+        ("transfer", [255, 127, 14]),
+        ("overhead", [127, 127, 127]),
+        ("POTRF", [214, 39, 40]),
+        ("TRSM", [31, 119, 180]),
+        ("SYRK", [255, 127, 14]),
+        ("GEMM", [44, 160, 44]),
+        ("GETRF", [148, 103, 189]),
+        ("other", [160, 160, 160]),
+    ];
+    if let Some((_, c)) = KNOWN.iter().find(|(n, _)| *n == state) {
+        return *c;
+    }
+    const PALETTE: &[[u8; 3]] = &[
+        [31, 119, 180],
+        [255, 127, 14],
+        [44, 160, 44],
+        [214, 39, 40],
+        [148, 103, 189],
+        [140, 86, 75],
+        [227, 119, 194],
+        [188, 189, 34],
+        [23, 190, 207],
+        [174, 199, 232],
+        [255, 187, 120],
+        [152, 223, 138],
+        [255, 152, 150],
+        [197, 176, 213],
+        [196, 156, 148],
+        [247, 182, 210],
+    ];
+    // FNV-1a: stable across runs and platforms.
+    let h = state.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100000001b3)
+    });
+    PALETTE[(h % PALETTE.len() as u64) as usize]
+}
+
+/// Series colours for line charts, in order.
+pub fn series_rgb(i: usize) -> RGBColor {
+    const SERIES: &[[u8; 3]] = &[
+        [31, 119, 180],
+        [255, 127, 14],
+        [44, 160, 44],
+        [214, 39, 40],
+        [148, 103, 189],
+        [140, 86, 75],
+        [227, 119, 194],
+        [127, 127, 127],
+        [188, 189, 34],
+        [23, 190, 207],
+    ];
+    let [r, g, b] = SERIES[i % SERIES.len()];
+    RGBColor(r, g, b)
+}
+
+/// A time unit that keeps axis numbers readable: (seconds per unit, name).
+pub fn time_unit(span_s: f64) -> (f64, &'static str) {
+    if span_s >= 10.0 {
+        (1.0, "s")
+    } else if span_s >= 10e-3 {
+        (1e-3, "ms")
+    } else if span_s >= 10e-6 {
+        (1e-6, "µs")
+    } else {
+        (1e-9, "ns")
+    }
+}
