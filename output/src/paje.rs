@@ -164,9 +164,10 @@ pub fn paje_trace(rec: &Recorder) -> std::io::Result<Vec<u8>> {
     for iv in rec.intervals() {
         values.insert((rec.resource_info(iv.resource).kind, iv.state));
     }
+    let colours = crate::plot::state_colours(rec);
     for &(k, state) in &values {
         let name = rec.name(state);
-        let [r, g, b] = crate::plot::state_rgb(name);
+        let [r, g, b] = colours[&state];
         writeln!(
             out,
             "4 E_{}_{} S_{} {} \"{:.3} {:.3} {:.3}\"",

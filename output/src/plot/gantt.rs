@@ -11,7 +11,7 @@ use plotters::prelude::*;
 
 use hetsim_engine::record::{Recorder, ResId};
 
-use super::{Figure, err, state_rgb, time_unit};
+use super::{Figure, err, other_rgb, state_colours, time_unit};
 
 pub const MAX_ROWS: usize = 120;
 pub const MAX_STATES: usize = 15;
@@ -94,19 +94,17 @@ impl Gantt {
             .filter(|&s| intervals.iter().any(|i| i.state.index() == s))
             .collect();
         by_time.sort_by(|&a, &b| state_time[b].total_cmp(&state_time[a]).then(a.cmp(&b)));
+        let colours = state_colours(rec);
         let mut slot = vec![MAX_STATES as u16; state_time.len()];
         let mut states = Vec::new();
         for (k, &s) in by_time.iter().take(MAX_STATES).enumerate() {
             slot[s] = k as u16;
-            let name = rec
-                .name(hetsim_engine::record::NameId(s as u32))
-                .to_string();
-            let rgb = state_rgb(&name);
-            states.push((name, rgb));
+            let id = hetsim_engine::record::NameId(s as u32);
+            states.push((rec.name(id).to_string(), colours[&id]));
         }
         let has_other = by_time.len() > MAX_STATES;
         if has_other {
-            states.push(("other".to_string(), state_rgb("other")));
+            states.push(("other".to_string(), other_rgb()));
         }
         let n_states = states.len();
 
@@ -194,7 +192,7 @@ fn cells_of_row(cover: &[f32], n_states: usize, bins: u32) -> Vec<Cell> {
                 (0, f32::MIN),
                 |best, (i, &v)| if v > best.1 { (i, v) } else { best },
             );
-        let shade = ((total.min(1.0) * 4.0).ceil() as u8).clamp(1, 4);
+        let shade = ((total.min(1.0) * 4.0).round() as u8).clamp(1, 4);
         match cells.last_mut() {
             Some(last) if last.to == c && last.state == state as u16 && last.shade == shade => {
                 last.to = c + 1
@@ -314,5 +312,81 @@ impl Figure for Gantt {
                 .map_err(err)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hetsim_components::SimTime;
+    use hetsim_engine::record::{Interval, ResourceKind};
+
+    fn rec_with(intervals: &[(u32, &str, u64, u64)]) -> Recorder {
+        let mut rec = Recorder::default();
+        for &(r, state, a, b) in intervals {
+            let resource = rec.resource(ResourceKind::Gpu, &format!("node[0].gpu[{r}]"));
+            let state = rec.name_id(state);
+            rec.interval(Interval {
+                resource,
+                state,
+                label: None,
+                start: SimTime::from_nanos(a),
+                end: SimTime::from_nanos(b),
+            });
+        }
+        rec
+    }
+
+    #[test]
+    fn an_interval_fills_the_columns_it_covers() {
+        // Over [0, 1000] ns, gpu[0] busy from 0 to 500 ns: the first half of the bins, full
+        // shade; gpu[1] busy all along.
+        let rec = rec_with(&[(0, "compute", 0, 500), (1, "send", 0, 1000)]);
+        let g = Gantt::build(&rec, "t", 1000).unwrap();
+        assert_eq!(g.rows, vec!["node[0].gpu[0]", "node[0].gpu[1]"]);
+        let half = g.bins / 2;
+        assert_eq!(
+            g.cells[0],
+            vec![Cell {
+                from: 0,
+                to: half,
+                state: g.states.iter().position(|s| s.0 == "compute").unwrap() as u16,
+                shade: 4
+            }]
+        );
+        assert_eq!(g.cells[1].len(), 1);
+        assert_eq!((g.cells[1][0].from, g.cells[1][0].to), (0, g.bins));
+    }
+
+    #[test]
+    fn many_intervals_draw_no_more_cells_than_pixels() {
+        // 100,000 intervals of 10 ns with 10 ns gaps, alternating two states, on one row.
+        let iv: Vec<(u32, &str, u64, u64)> = (0..100_000u64)
+            .map(|i| (0, if i % 2 == 0 { "a" } else { "b" }, i * 20, i * 20 + 10))
+            .collect();
+        let rec = rec_with(&iv);
+        let g = Gantt::build(&rec, "t", 800).unwrap();
+        assert!(g.cells[0].len() <= g.bins as usize);
+        // Half of each column is busy: every cell is drawn at half shade (2 of 4).
+        assert!(
+            g.cells[0].iter().all(|c| c.shade == 2),
+            "{:?}",
+            &g.cells[0][..3]
+        );
+        assert!(g.notes[0].contains("dominant state"));
+    }
+
+    #[test]
+    fn rows_beyond_the_limit_keep_the_busiest() {
+        let iv: Vec<(u32, &str, u64, u64)> = (0..(MAX_ROWS as u32 + 10))
+            .map(|r| (r, "busy", 0, 1 + r as u64))
+            .collect();
+        let g = Gantt::build(&rec_with(&iv), "t", 800).unwrap();
+        assert_eq!(g.rows.len(), MAX_ROWS);
+        assert!(
+            !g.rows.contains(&"node[0].gpu[0]".to_string()),
+            "the idlest is left out"
+        );
+        assert!(g.notes[1].contains(&format!("{} busiest of {}", MAX_ROWS, MAX_ROWS + 10)));
     }
 }

@@ -6,8 +6,11 @@ pub mod lines;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Once;
+
+use hetsim_engine::record::{NameId, Recorder};
 
 pub use gantt::Gantt;
 pub use lines::{LineChart, Panels, Series};
@@ -58,51 +61,74 @@ fn err<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
 }
 
-/// Colours of well-known states (Tableau-like, distinguishable); others get one of the
-/// palette by a stable hash of their name, so a state has one colour in every picture.
-pub fn state_rgb(state: &str) -> [u8; 3] {
-    const KNOWN: &[(&str, [u8; 3])] = &[
-        ("busy", [31, 119, 180]),
-        ("compute", [44, 160, 44]),
-        ("send", [255, 127, 14]),
-        ("recv", [148, 103, 189]),
-        ("wait", [214, 39, 40]),
-        ("copy", [140, 86, 75]),
-        ("transfer", [255, 127, 14]),
-        ("overhead", [127, 127, 127]),
-        ("POTRF", [214, 39, 40]),
-        ("TRSM", [31, 119, 180]),
-        ("SYRK", [255, 127, 14]),
-        ("GEMM", [44, 160, 44]),
-        ("GETRF", [148, 103, 189]),
-        ("other", [160, 160, 160]),
-    ];
-    if let Some((_, c)) = KNOWN.iter().find(|(n, _)| *n == state) {
-        return *c;
+/// Colours of well-known states (Tableau-like, distinguishable).
+const KNOWN: &[(&str, [u8; 3])] = &[
+    ("busy", [31, 119, 180]),
+    ("compute", [44, 160, 44]),
+    ("send", [255, 127, 14]),
+    ("recv", [148, 103, 189]),
+    ("wait", [214, 39, 40]),
+    ("copy", [140, 86, 75]),
+    ("overhead", [127, 127, 127]),
+    ("POTRF", [214, 39, 40]),
+    ("TRSM", [31, 119, 180]),
+    ("SYRK", [255, 127, 14]),
+    ("GEMM", [44, 160, 44]),
+    ("GETRF", [148, 103, 189]),
+    ("other", [190, 190, 190]),
+];
+
+/// Colours for the other states, in order of use.
+const PALETTE: &[[u8; 3]] = &[
+    [23, 190, 207],
+    [227, 119, 194],
+    [188, 189, 34],
+    [140, 86, 75],
+    [148, 103, 189],
+    [255, 127, 14],
+    [44, 160, 44],
+    [214, 39, 40],
+    [31, 119, 180],
+    [174, 199, 232],
+    [255, 187, 120],
+    [152, 223, 138],
+    [255, 152, 150],
+    [197, 176, 213],
+    [196, 156, 148],
+    [247, 182, 210],
+];
+
+/// One colour per state of the recording, the same in every picture and trace of a run:
+/// well-known states keep theirs, the others take the first palette colour no state of this
+/// run uses yet, in order of first appearance.
+pub fn state_colours(rec: &Recorder) -> HashMap<NameId, [u8; 3]> {
+    let mut states: Vec<NameId> = rec.intervals().iter().map(|i| i.state).collect();
+    states.sort();
+    states.dedup();
+    let mut colours = HashMap::new();
+    let mut taken = Vec::new();
+    for &s in &states {
+        if let Some((_, c)) = KNOWN.iter().find(|(n, _)| *n == rec.name(s)) {
+            colours.insert(s, *c);
+            taken.push(*c);
+        }
     }
-    const PALETTE: &[[u8; 3]] = &[
-        [31, 119, 180],
-        [255, 127, 14],
-        [44, 160, 44],
-        [214, 39, 40],
-        [148, 103, 189],
-        [140, 86, 75],
-        [227, 119, 194],
-        [188, 189, 34],
-        [23, 190, 207],
-        [174, 199, 232],
-        [255, 187, 120],
-        [152, 223, 138],
-        [255, 152, 150],
-        [197, 176, 213],
-        [196, 156, 148],
-        [247, 182, 210],
-    ];
-    // FNV-1a: stable across runs and platforms.
-    let h = state.bytes().fold(0xcbf29ce484222325u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x100000001b3)
-    });
-    PALETTE[(h % PALETTE.len() as u64) as usize]
+    let mut free = PALETTE.iter().filter(|c| !taken.contains(c)).cycle();
+    for &s in &states {
+        colours
+            .entry(s)
+            .or_insert_with(|| *free.next().expect("the palette is not empty"));
+    }
+    colours
+}
+
+/// The colour of the aggregate `other` state.
+pub fn other_rgb() -> [u8; 3] {
+    KNOWN
+        .iter()
+        .find(|(n, _)| *n == "other")
+        .map(|(_, c)| *c)
+        .unwrap_or([190; 3])
 }
 
 /// Series colours for line charts, in order.
