@@ -38,6 +38,32 @@ enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Run a study: a grid of scenario variants in parallel; writes results.csv and plots.
+    Study {
+        /// A RON study file.
+        study: PathBuf,
+        /// Output folder (default: results/<study name>/, or .../shard-I-of-N for a shard).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Runs in parallel (default: the machine's cores).
+        #[arg(long, short)]
+        jobs: Option<usize>,
+        /// Run only slice I of N (1-based), e.g. --shard 2/8 in a job array; merge with `hetsim merge`.
+        #[arg(long, value_name = "I/N")]
+        shard: Option<hetsim::study::Shard>,
+        /// No progress display.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Join the results of a study's shards and draw its plots.
+    Merge {
+        /// Shard output folders (each with study.json and results.csv).
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Output folder (default: results/<study name>/).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Check a scenario without running it.
     Validate {
         scenario: PathBuf,
@@ -80,6 +106,14 @@ fn main() -> ExitCode {
             quiet,
         } => run(scenario.as_deref(), out, &set, disable, quiet),
         Command::Validate { scenario, set } => validate(&scenario, &set),
+        Command::Study {
+            study,
+            out,
+            jobs,
+            shard,
+            quiet,
+        } => run_study(&study, out, jobs, shard, quiet),
+        Command::Merge { dirs, out } => merge(&dirs, out),
         Command::Systems => {
             systems();
             Ok(())
@@ -156,11 +190,82 @@ fn run(
         s["wall_s"].as_f64().unwrap_or(0.0),
         s["events"],
     );
+    print_written(&written);
+    Ok(())
+}
+
+fn run_study(
+    file: &Path,
+    out: Option<PathBuf>,
+    jobs: Option<usize>,
+    shard: Option<hetsim::study::Shard>,
+    quiet: bool,
+) -> Result<(), Error> {
+    use hetsim::study;
+    let spec = study::load_study(file)?;
+    let runs = study::plan(&spec)?.len();
+    let jobs = jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get));
+    let opts = study::StudyOptions {
+        jobs,
+        shard,
+        progress: !quiet,
+    };
+    let started = std::time::Instant::now();
+    let table = study::run_study(&spec, file, &opts)?;
+    let wall = started.elapsed().as_secs_f64();
+    let dir = out.unwrap_or_else(|| {
+        let root = Path::new("results").join(&spec.name);
+        match shard {
+            Some(s) => root.join(format!("shard-{}-of-{}", s.index, s.count)),
+            None => root,
+        }
+    });
+    let json = study::study_json(&spec, runs, shard);
+    let written = hetsim::output::study::write(&dir, &json, &spec, &table, shard.is_none())
+        .map_err(|e| Error::Run(format!("cannot write to {}: {e}", dir.display())))?;
+    let failed = table.rows.iter().filter(|r| r.error.is_some()).count();
+    println!(
+        "{}: {} runs{} ({failed} failed) in {wall:.2} s wall with {jobs} jobs",
+        spec.name,
+        table.rows.len(),
+        shard.map_or(String::new(), |s| format!(
+            " of {runs} (shard {}/{})",
+            s.index, s.count
+        )),
+    );
+    print_written(&written);
+    Ok(())
+}
+
+fn merge(dirs: &[PathBuf], out: Option<PathBuf>) -> Result<(), Error> {
+    let (spec, runs, table, missing) = hetsim::study::merge(dirs)?;
+    if !missing.is_empty() {
+        eprintln!(
+            "warning: {} of {runs} runs are in no shard (first: {:?})",
+            missing.len(),
+            &missing[..missing.len().min(10)]
+        );
+    }
+    let dir = out.unwrap_or_else(|| Path::new("results").join(&spec.name));
+    let json = hetsim::study::study_json(&spec, runs, None);
+    let written = hetsim::output::study::write(&dir, &json, &spec, &table, true)
+        .map_err(|e| Error::Run(format!("cannot write to {}: {e}", dir.display())))?;
+    println!(
+        "{}: merged {} runs of {runs} from {} folders",
+        spec.name,
+        table.rows.len(),
+        dirs.len()
+    );
+    print_written(&written);
+    Ok(())
+}
+
+fn print_written(written: &[PathBuf]) {
     println!("wrote:");
-    for p in &written {
+    for p in written {
         println!("  {}", p.display());
     }
-    Ok(())
 }
 
 fn validate(file: &Path, set: &[String]) -> Result<(), Error> {

@@ -4,6 +4,7 @@
 pub mod entities;
 pub mod load;
 pub mod scenario;
+pub mod study;
 pub mod time;
 pub mod units;
 

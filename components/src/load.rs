@@ -189,13 +189,15 @@ fn parse_override_value(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
 }
 
-/// Sets `path` (dot-separated; list indices as numbers) in a JSON image of the scenario.
+/// Sets `path` (dot-separated; list indices as numbers, `Flows.0` or `Flows[0]`) in a JSON
+/// image of the scenario.
 fn set_path(root: &mut Value, path: &str, value: Value) -> Result<(), String> {
     if path.is_empty() {
         return Err("empty field path".into());
     }
     let mut node = root;
-    let segments: Vec<&str> = path.split('.').collect();
+    let dotted = path.replace('[', ".").replace(']', "");
+    let segments: Vec<&str> = dotted.split('.').collect();
     for (i, seg) in segments.iter().enumerate() {
         node = step_through_variant(node, seg);
         let last = i + 1 == segments.len();

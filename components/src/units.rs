@@ -269,6 +269,24 @@ impl fmt::Display for Duration {
     }
 }
 
+/// Reads any quantity hetsim knows (a bare number, or a size, duration, bandwidth, compute
+/// rate or cost per byte with its unit) as SI base units; used where the kind is not known
+/// in advance, such as a study's parameter values.
+pub fn parse_any_quantity(text: &str) -> Option<f64> {
+    if let Ok(v) = text.trim().parse::<f64>() {
+        return Some(v);
+    }
+    [
+        parse_size,
+        parse_time,
+        parse_bandwidth,
+        parse_flop_rate,
+        parse_per_byte,
+    ]
+    .iter()
+    .find_map(|parse| parse(text).ok())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,6 +11,7 @@ pub mod intervals;
 pub mod order;
 pub mod paje;
 pub mod plot;
+pub mod study;
 
 use bevy_ecs::prelude::*;
 use serde::Serialize;
@@ -210,6 +211,35 @@ fn stage_all(st: &mut Staged, report: &Report, spec: &OutputSpec) -> std::io::Re
         st.file("link_utilisation.png", |p| plot::png(&c, p))?;
     }
     Ok(())
+}
+
+/// A PNG to write: its file name and what draws it into a path.
+pub(crate) type PngJob = (String, Box<dyn Fn(&Path) -> std::io::Result<()>>);
+
+/// Writes named byte files and PNG drawings into `dir`, all or nothing.
+pub(crate) fn write_files(
+    dir: &Path,
+    files: Vec<(String, Vec<u8>)>,
+    pngs: Vec<PngJob>,
+) -> std::io::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let mut staged = Staged::new(dir);
+    let result = (|| {
+        for (name, bytes) in files {
+            staged.bytes(&name, bytes)?;
+        }
+        for (name, draw) in pngs {
+            staged.file(&name, |p| draw(p))?;
+        }
+        Ok(())
+    })();
+    match result {
+        Ok(()) => staged.commit(),
+        Err(e) => {
+            staged.abandon();
+            Err(e)
+        }
+    }
 }
 
 /// Files written under temporary names, renamed together.

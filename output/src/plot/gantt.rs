@@ -270,7 +270,7 @@ impl Figure for Gantt {
             .margin_bottom(10)
             .x_label_area_size(AXIS_H)
             .y_label_area_size(self.label_w)
-            .build_cartesian_2d(0.0..self.end_s / scale, (0..n).into_segmented())
+            .build_cartesian_2d(0.0..self.end_s / scale, (0..n - 1).into_segmented())
             .map_err(err)?;
         let label_font = if self.row_h >= 20 { 14 } else { 11 };
         chart

@@ -91,6 +91,8 @@ impl LineChart {
             .map_err(err)?;
         chart
             .configure_mesh()
+            .x_label_formatter(&|v| si(*v))
+            .y_label_formatter(&|v| si(*v))
             .x_desc(&self.x_desc)
             .y_desc(&self.y_desc)
             .label_style(("sans-serif", 14))
@@ -298,5 +300,48 @@ impl Figure for Panels {
                 .map_err(err)?;
         }
         Ok(())
+    }
+}
+
+/// A number with an SI prefix, short enough for an axis label (`3.13G`, `250m`, `0`).
+pub fn si(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    const PREFIXES: [(f64, &str); 10] = [
+        (1e12, "T"),
+        (1e9, "G"),
+        (1e6, "M"),
+        (1e3, "k"),
+        (1.0, ""),
+        (1e-3, "m"),
+        (1e-6, "µ"),
+        (1e-9, "n"),
+        (1e-12, "p"),
+        (1e-15, "f"),
+    ];
+    let (scale, prefix) = PREFIXES
+        .iter()
+        .copied()
+        .find(|(s, _)| v.abs() >= *s * 0.9995)
+        .unwrap_or((1e-15, "f"));
+    let x = v / scale;
+    let text = format!("{x:.3}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text}{prefix}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::si;
+
+    #[test]
+    fn si_labels() {
+        assert_eq!(si(3.125e9), "3.125G");
+        assert_eq!(si(5e10), "50G");
+        assert_eq!(si(0.25), "250m");
+        assert_eq!(si(1.0), "1");
+        assert_eq!(si(0.0), "0");
+        assert_eq!(si(-2e-6), "-2µ");
     }
 }

@@ -1,6 +1,7 @@
 //! Pictures with plotters, pure Rust: the DejaVu fonts are registered from bytes (no
 //! fontconfig), and every figure is drawn once per backend (SVG text, PNG file).
 
+pub mod bars;
 pub mod gantt;
 pub mod lines;
 
@@ -12,6 +13,7 @@ use std::sync::Once;
 
 use hetsim_engine::record::{NameId, Recorder};
 
+pub use bars::{Bar, BarChart};
 pub use gantt::Gantt;
 pub use lines::{LineChart, Panels, Series};
 

@@ -1,0 +1,340 @@
+//! A study's results: the table (`results.csv`), its plots (one per metric against the swept
+//! parameter, one line per variant and combination of the other parameters, averaged over
+//! seeds) and the ablation chart (each variant against the full model).
+//!
+//! The table is written the same way by `hetsim study` and by `hetsim merge` (which reads the
+//! shards' tables back), so a study split in shards and merged gives the same bytes.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use hetsim_components::study::Study;
+use hetsim_components::units::parse_any_quantity;
+
+use crate::plot::{self, Bar, BarChart, LineChart, Series};
+
+/// One run of a study.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StudyRow {
+    /// Position in the full grid (the same in every shard).
+    pub run: usize,
+    /// Parameter values as given to `--set`.
+    pub values: Vec<String>,
+    pub variant: String,
+    /// Switches turned off, joined with `+`.
+    pub disabled: String,
+    pub seed: u64,
+    /// One per metric; `None` when the run failed.
+    pub metrics: Vec<Option<f64>>,
+    /// Why the run failed.
+    pub error: Option<String>,
+}
+
+/// All rows of a study (or of a shard), in run order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StudyTable {
+    pub params: Vec<String>,
+    pub metrics: Vec<String>,
+    pub rows: Vec<StudyRow>,
+}
+
+impl StudyTable {
+    pub fn header(&self) -> Vec<String> {
+        let mut h = vec!["run".to_string()];
+        h.extend(self.params.iter().cloned());
+        h.extend(["variant", "disabled", "seed"].map(String::from));
+        h.extend(self.metrics.iter().cloned());
+        h.extend(["status", "error"].map(String::from));
+        h
+    }
+
+    /// `results.csv`.
+    pub fn to_csv(&self) -> std::io::Result<Vec<u8>> {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(self.header())?;
+        for r in &self.rows {
+            let mut rec = vec![r.run.to_string()];
+            rec.extend(r.values.iter().cloned());
+            rec.extend([r.variant.clone(), r.disabled.clone(), r.seed.to_string()]);
+            rec.extend(
+                r.metrics
+                    .iter()
+                    .map(|m| m.map_or(String::new(), |v| v.to_string())),
+            );
+            rec.push(if r.error.is_some() { "failed" } else { "ok" }.to_string());
+            rec.push(r.error.clone().unwrap_or_default());
+            w.write_record(rec)?;
+        }
+        w.into_inner()
+            .map_err(|e| std::io::Error::other(e.to_string()))
+    }
+
+    /// Reads a `results.csv` written by [`StudyTable::to_csv`] for the same study.
+    pub fn from_csv(text: &str, params: &[String], metrics: &[String]) -> Result<Self, String> {
+        let mut table = StudyTable {
+            params: params.to_vec(),
+            metrics: metrics.to_vec(),
+            rows: Vec::new(),
+        };
+        let mut r = csv::Reader::from_reader(text.as_bytes());
+        let header: Vec<String> = r
+            .headers()
+            .map_err(|e| e.to_string())?
+            .iter()
+            .map(String::from)
+            .collect();
+        if header != table.header() {
+            return Err(format!(
+                "the columns are {header:?}, expected {:?}",
+                table.header()
+            ));
+        }
+        let (np, nm) = (params.len(), metrics.len());
+        for (i, rec) in r.records().enumerate() {
+            let rec = rec.map_err(|e| e.to_string())?;
+            let line = i + 2;
+            let field = |k: usize| rec.get(k).unwrap_or("").to_string();
+            let run = field(0)
+                .parse()
+                .map_err(|_| format!("line {line}: run `{}` is not a number", field(0)))?;
+            let seed = field(np + 3)
+                .parse()
+                .map_err(|_| format!("line {line}: seed `{}` is not a number", field(np + 3)))?;
+            let metrics = (0..nm)
+                .map(|m| {
+                    let t = field(np + 4 + m);
+                    if t.is_empty() {
+                        Ok(None)
+                    } else {
+                        t.parse()
+                            .map(Some)
+                            .map_err(|_| format!("line {line}: metric `{t}` is not a number"))
+                    }
+                })
+                .collect::<Result<_, String>>()?;
+            let status = field(np + 4 + nm);
+            let error = field(np + 5 + nm);
+            table.rows.push(StudyRow {
+                run,
+                values: (0..np).map(|p| field(1 + p)).collect(),
+                variant: field(np + 1),
+                disabled: field(np + 2),
+                seed,
+                metrics,
+                error: (status != "ok").then_some(error),
+            });
+        }
+        Ok(table)
+    }
+}
+
+/// A metric's name as a file name.
+fn file_stem(metric: &str) -> String {
+    metric
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Mean of the values, `None` when there are none.
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// Whether values read better on a log axis (positive, spanning a decade or more).
+fn wants_log(values: impl Iterator<Item = f64>) -> bool {
+    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+        (a.min(v), b.max(v))
+    });
+    lo > 0.0 && hi / lo >= 10.0
+}
+
+/// The chart of one metric against the x parameter; `None` without a numeric x parameter.
+pub fn metric_chart(study: &Study, table: &StudyTable, metric: usize) -> Option<LineChart> {
+    let xp = match &study.x {
+        Some(x) => study
+            .params
+            .iter()
+            .position(|p| p.label() == x || p.path == *x)?,
+        None => 0,
+    };
+    let param = study.params.get(xp)?;
+    // Lines: variant x the other parameters' values; points: x -> mean over seeds.
+    // (variant order, label) -> x bits -> (x, values over seeds).
+    type Points = BTreeMap<u64, (f64, Vec<f64>)>;
+    let mut lines: BTreeMap<(usize, String), Points> = BTreeMap::new();
+    let variant_rank = |name: &str| {
+        study
+            .variants
+            .iter()
+            .position(|v| v.name == name)
+            .unwrap_or(usize::MAX)
+    };
+    for r in &table.rows {
+        let (Some(x), Some(y)) = (parse_any_quantity(&r.values[xp]), r.metrics[metric]) else {
+            continue;
+        };
+        let others: Vec<String> = study
+            .params
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != xp)
+            .map(|(i, p)| format!("{}={}", p.label(), r.values[i]))
+            .collect();
+        let mut label = r.variant.clone();
+        if !others.is_empty() {
+            label = format!("{label}, {}", others.join(", "));
+        }
+        lines
+            .entry((variant_rank(&r.variant), label))
+            .or_default()
+            .entry(x.to_bits())
+            .or_insert_with(|| (x, Vec::new()))
+            .1
+            .push(y);
+    }
+    if lines.is_empty() {
+        return None;
+    }
+    let series: Vec<Series> = lines
+        .into_iter()
+        .map(|((_, label), pts)| {
+            let mut points: Vec<(f64, f64)> = pts
+                .into_values()
+                .filter_map(|(x, ys)| mean(&ys).map(|y| (x, y)))
+                .collect();
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            Series { label, points }
+        })
+        .collect();
+    let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
+    let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
+    let (log_x, log_y) = (wants_log(xs), wants_log(ys));
+    let seeds = study.seeds.len().max(1);
+    Some(LineChart {
+        title: format!("{}: {}", study.name, table.metrics[metric]),
+        note: Some(format!(
+            "one line per variant{}; {}",
+            if study.params.len() > 1 {
+                " and combination of the other parameters"
+            } else {
+                ""
+            },
+            if seeds > 1 {
+                format!("each point is the mean of {seeds} seeds")
+            } else {
+                "one run per point".to_string()
+            }
+        )),
+        x_desc: format!(
+            "{} (SI units{})",
+            param.label(),
+            if log_x { ", log scale" } else { "" }
+        ),
+        y_desc: format!(
+            "{}{}",
+            table.metrics[metric],
+            if log_y { " (log scale)" } else { "" }
+        ),
+        log_x,
+        log_y,
+        markers: true,
+        series,
+        size: (1200, 720),
+    })
+}
+
+/// Each variant against the reference (the first variant that disables nothing, else the
+/// first): the mean over the grid points both ran of (variant / reference - 1), in %, per
+/// metric. `None` with a single variant.
+pub fn ablation_chart(study: &Study, table: &StudyTable) -> Option<BarChart> {
+    if study.variants.len() < 2 {
+        return None;
+    }
+    let reference = study
+        .variants
+        .iter()
+        .find(|v| v.disable.is_empty() && v.set.is_empty())
+        .unwrap_or(&study.variants[0]);
+    // Grid point = parameter values and seed.
+    let key = |r: &StudyRow| (r.values.clone(), r.seed);
+    let reference_rows: BTreeMap<_, &StudyRow> = table
+        .rows
+        .iter()
+        .filter(|r| r.variant == reference.name)
+        .map(|r| (key(r), r))
+        .collect();
+    let mut bars = Vec::new();
+    for v in study.variants.iter().filter(|v| v.name != reference.name) {
+        for (m, metric) in table.metrics.iter().enumerate() {
+            let changes: Vec<f64> = table
+                .rows
+                .iter()
+                .filter(|r| r.variant == v.name)
+                .filter_map(|r| {
+                    let base = reference_rows.get(&key(r))?.metrics[m]?;
+                    let val = r.metrics[m]?;
+                    (base != 0.0).then(|| 100.0 * (val / base - 1.0))
+                })
+                .collect();
+            bars.push(Bar {
+                label: format!("{} / {metric}", v.name),
+                group: m,
+                value: mean(&changes).unwrap_or(f64::NAN),
+            });
+        }
+    }
+    Some(BarChart {
+        title: format!("{}: ablations against `{}`", study.name, reference.name),
+        note: Some(
+            "bar = mean over the grid of (metric with the variant / metric of the full model - 1)"
+                .to_string(),
+        ),
+        x_desc: format!("change against `{}` (%)", reference.name),
+        groups: table.metrics.clone(),
+        bars,
+        width: 1200,
+    })
+}
+
+/// Writes `results.csv`, `study.json` and (when `plots`) the charts into `dir`, staged like a
+/// run's outputs; returns the files written.
+pub fn write(
+    dir: &Path,
+    study_json: &[u8],
+    study: &Study,
+    table: &StudyTable,
+    plots: bool,
+) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<(String, Vec<u8>)> = vec![
+        ("results.csv".into(), table.to_csv()?),
+        ("study.json".into(), study_json.to_vec()),
+    ];
+    let mut pngs: Vec<crate::PngJob> = Vec::new();
+    if plots {
+        for m in 0..table.metrics.len() {
+            if let Some(chart) = metric_chart(study, table, m) {
+                let stem = file_stem(&table.metrics[m]);
+                files.push((format!("{stem}.svg"), plot::svg(&chart)?));
+                pngs.push((
+                    format!("{stem}.png"),
+                    Box::new(move |p| plot::png(&chart, p)),
+                ));
+            }
+        }
+        if let Some(chart) = ablation_chart(study, table) {
+            files.push(("ablation.svg".into(), plot::svg(&chart)?));
+            pngs.push((
+                "ablation.png".into(),
+                Box::new(move |p| plot::png(&chart, p)),
+            ));
+        }
+    }
+    crate::write_files(dir, files, pngs)
+}

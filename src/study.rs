@@ -1,0 +1,397 @@
+//! `hetsim study`: runs a study's grid in parallel and collects each run's metrics.
+//!
+//! The grid is parameters x variants x seeds (the first parameter varying slowest), numbered
+//! from 0. `--shard i/n` keeps the runs whose number is `i-1` modulo `n`, so shards balance
+//! and any set of shards merges back into the same table (`hetsim merge`). A run that fails
+//! (a bad override, a stuck simulation, a missing metric) is a row with status `failed` and
+//! its error; the others go on. Runs do not record timelines and write no files of their own.
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+use serde_json::Value as Json;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use hetsim_components::load::{from_ron, load_scenario};
+use hetsim_components::study::Study;
+use hetsim_output::study::{StudyRow, StudyTable};
+
+use crate::{Error, RunOptions, simulate_report};
+
+/// One run of the grid.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSpec {
+    pub run: usize,
+    /// `--set` text of each parameter's value.
+    pub values: Vec<String>,
+    pub variant: usize,
+    pub seed: Option<u64>,
+}
+
+/// A slice of the grid: shard `index` (1-based) of `count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("expected i/n with 1 <= i <= n (e.g. 2/8), got `{s}`");
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count) = (i.parse().map_err(|_| bad())?, n.parse().map_err(|_| bad())?);
+        if index == 0 || index > count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+/// Reads a study file.
+pub fn load_study(file: &Path) -> Result<Study, Error> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| Error::Input(format!("{}: {e}", file.display())))?;
+    let study: Study = from_ron(&text, &file.display().to_string(), "")
+        .map_err(|e| Error::Input(e.to_string()))?;
+    if study.metrics.is_empty() {
+        return Err(Error::Input(format!(
+            "{}: metrics: expected at least one metric (a path into summary.json, e.g. sim_time_s)",
+            file.display()
+        )));
+    }
+    if study.variants.is_empty() {
+        return Err(Error::Input(format!(
+            "{}: variants: expected at least one variant",
+            file.display()
+        )));
+    }
+    if let Some(x) = &study.x
+        && !study.params.iter().any(|p| p.label() == x || p.path == *x)
+    {
+        return Err(Error::Input(format!(
+            "{}: x: `{x}` is not one of the parameters",
+            file.display()
+        )));
+    }
+    Ok(study)
+}
+
+/// Every run of the study, in order.
+pub fn plan(study: &Study) -> Result<Vec<RunSpec>, Error> {
+    let values: Vec<Vec<String>> = study
+        .params
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            p.values
+                .expand()
+                .map(|v| v.iter().map(|x| x.text()).collect())
+                .map_err(|e| Error::Input(format!("params[{i}].values: {e}")))
+        })
+        .collect::<Result<_, _>>()?;
+    let seeds: Vec<Option<u64>> = if study.seeds.is_empty() {
+        vec![None]
+    } else {
+        study.seeds.iter().copied().map(Some).collect()
+    };
+    let mut points: Vec<Vec<String>> = vec![Vec::new()];
+    for vals in &values {
+        points = points
+            .into_iter()
+            .flat_map(|p| {
+                vals.iter().map(move |v| {
+                    let mut q = p.clone();
+                    q.push(v.clone());
+                    q
+                })
+            })
+            .collect();
+    }
+    let mut runs = Vec::new();
+    for point in &points {
+        for variant in 0..study.variants.len() {
+            for &seed in &seeds {
+                runs.push(RunSpec {
+                    run: runs.len(),
+                    values: point.clone(),
+                    variant,
+                    seed,
+                });
+            }
+        }
+    }
+    Ok(runs)
+}
+
+/// Runs one point of the grid and reads its metrics.
+pub fn run_one(study: &Study, base: &Path, spec: &RunSpec) -> StudyRow {
+    let variant = &study.variants[spec.variant];
+    let mut row = StudyRow {
+        run: spec.run,
+        values: spec.values.clone(),
+        variant: variant.name.clone(),
+        disabled: variant.disable.join("+"),
+        seed: 0,
+        metrics: vec![None; study.metrics.len()],
+        error: None,
+    };
+    match metrics_of(study, base, spec) {
+        Ok((seed, m)) => {
+            row.seed = seed;
+            row.metrics = m.into_iter().map(Some).collect();
+        }
+        Err((seed, e)) => {
+            row.seed = seed;
+            row.error = Some(e);
+        }
+    }
+    row
+}
+
+fn metrics_of(
+    study: &Study,
+    base: &Path,
+    spec: &RunSpec,
+) -> Result<(u64, Vec<f64>), (u64, String)> {
+    let variant = &study.variants[spec.variant];
+    let seed0 = spec.seed.unwrap_or(0);
+    let mut overrides: Vec<String> = study
+        .params
+        .iter()
+        .zip(&spec.values)
+        .map(|(p, v)| format!("{}={v}", p.path))
+        .collect();
+    overrides.extend(variant.set.iter().cloned());
+    let mut scenario = load_scenario(base, &overrides).map_err(|e| (seed0, e.to_string()))?;
+    if let Some(seed) = spec.seed {
+        scenario.seed = seed;
+    }
+    let seed = scenario.seed;
+    // A study reads summaries only: no recording.
+    scenario.output.timeline = false;
+    scenario.output.link_plot = false;
+    scenario.output.trace_json = false;
+    scenario.output.paje = false;
+    scenario.output.intervals_csv = false;
+    let opts = RunOptions {
+        disable: variant.disable.clone(),
+        progress: false,
+    };
+    let report = simulate_report(&scenario, &opts).map_err(|e| (seed, e.to_string()))?;
+    let metrics = study
+        .metrics
+        .iter()
+        .map(|m| metric(&report.summary, m))
+        .collect::<Result<_, _>>()
+        .map_err(|e| (seed, e))?;
+    Ok((seed, metrics))
+}
+
+/// A number at a dotted path of the summary.
+fn metric(summary: &Json, path: &str) -> Result<f64, String> {
+    let mut v = summary;
+    for key in path.split('.') {
+        v = v.get(key).ok_or_else(|| {
+            let known: Vec<&str> = v
+                .as_object()
+                .map(|o| o.keys().map(String::as_str).collect())
+                .unwrap_or_default();
+            format!(
+                "metric `{path}`: no `{key}` in the summary (there: {})",
+                known.join(", ")
+            )
+        })?;
+    }
+    match v {
+        Json::Number(n) => n
+            .as_f64()
+            .ok_or_else(|| format!("metric `{path}` is not a number")),
+        Json::Bool(b) => Ok(f64::from(u8::from(*b))),
+        _ => Err(format!("metric `{path}` is not a number: {v}")),
+    }
+}
+
+/// How to run a study.
+#[derive(Debug, Clone)]
+pub struct StudyOptions {
+    pub jobs: usize,
+    pub shard: Option<Shard>,
+    pub progress: bool,
+}
+
+/// Runs the study (or its shard) and returns its table.
+pub fn run_study(
+    study: &Study,
+    study_file: &Path,
+    opts: &StudyOptions,
+) -> Result<StudyTable, Error> {
+    let base = study_file
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(&study.base);
+    if !base.is_file() {
+        return Err(Error::Input(format!(
+            "{}: base: no scenario file at {}",
+            study_file.display(),
+            base.display()
+        )));
+    }
+    let mut runs = plan(study)?;
+    if let Some(s) = opts.shard {
+        runs.retain(|r| r.run % s.count == s.index - 1);
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.jobs.max(1))
+        .build()
+        .map_err(|e| Error::Run(format!("cannot start {} jobs: {e}", opts.jobs)))?;
+    let display = Display::new(opts.progress, runs.len(), opts.jobs.max(1));
+    let rows: Vec<StudyRow> = pool.install(|| {
+        runs.par_iter()
+            .map(|spec| {
+                display.start(spec, study);
+                let row = run_one(study, &base, spec);
+                display.done(&row);
+                row
+            })
+            .collect()
+    });
+    display.finish();
+    Ok(StudyTable {
+        params: study.params.iter().map(|p| p.label().to_string()).collect(),
+        metrics: study.metrics.clone(),
+        rows,
+    })
+}
+
+/// The multi-progress display: one bar over all runs, one line per job with its current run.
+struct Display {
+    _multi: MultiProgress,
+    total: ProgressBar,
+    jobs: Vec<ProgressBar>,
+    failed: AtomicUsize,
+}
+
+impl Display {
+    fn new(visible: bool, runs: usize, jobs: usize) -> Self {
+        let target = if visible {
+            ProgressDrawTarget::stderr_with_hz(8)
+        } else {
+            ProgressDrawTarget::hidden()
+        };
+        let multi = MultiProgress::with_draw_target(target);
+        let total = multi.add(ProgressBar::new(runs as u64));
+        total.set_style(
+            ProgressStyle::with_template("{elapsed} [{bar:40}] {pos}/{len} runs, {msg}")
+                .expect("a valid template")
+                .progress_chars("=> "),
+        );
+        total.set_message("0 failed");
+        let jobs = (0..jobs)
+            .map(|_| {
+                let b = multi.add(ProgressBar::new_spinner());
+                b.set_style(
+                    ProgressStyle::with_template("  {spinner} {msg}").expect("a valid template"),
+                );
+                b
+            })
+            .collect();
+        Display {
+            _multi: multi,
+            total,
+            jobs,
+            failed: AtomicUsize::new(0),
+        }
+    }
+
+    fn job(&self) -> Option<&ProgressBar> {
+        self.jobs.get(rayon::current_thread_index().unwrap_or(0))
+    }
+
+    fn start(&self, spec: &RunSpec, study: &Study) {
+        if let Some(b) = self.job() {
+            b.set_message(format!(
+                "run {}: {} {}",
+                spec.run,
+                study.variants[spec.variant].name,
+                spec.values.join(" ")
+            ));
+            b.tick();
+        }
+    }
+
+    fn done(&self, row: &StudyRow) {
+        self.total.inc(1);
+        if row.error.is_some() {
+            let failed = self.failed.fetch_add(1, Ordering::Relaxed) + 1;
+            self.total.set_message(format!("{failed} failed"));
+        }
+    }
+
+    fn finish(&self) {
+        for b in &self.jobs {
+            b.finish_and_clear();
+        }
+        self.total.finish_and_clear();
+    }
+}
+
+/// The study as written next to its results (for `hetsim merge`).
+pub fn study_json(study: &Study, runs: usize, shard: Option<Shard>) -> Vec<u8> {
+    let mut v = serde_json::json!({
+        "study": study,
+        "runs": runs,
+    });
+    if let Some(s) = shard {
+        v["shard"] = serde_json::json!(format!("{}/{}", s.index, s.count));
+    }
+    let mut bytes = serde_json::to_vec_pretty(&v).expect("a study serialises");
+    bytes.push(b'\n');
+    bytes
+}
+
+/// Reads shard folders back: their study (all the same) and their rows, merged in run order.
+pub fn merge(dirs: &[PathBuf]) -> Result<(Study, usize, StudyTable, Vec<usize>), Error> {
+    let mut merged: Option<(Study, usize, StudyTable)> = None;
+    for dir in dirs {
+        let path = dir.join("study.json");
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
+        let v: Json = serde_json::from_str(&text)
+            .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
+        let study: Study = serde_json::from_value(v["study"].clone())
+            .map_err(|e| Error::Input(format!("{}: study: {e}", path.display())))?;
+        let runs = v["runs"].as_u64().unwrap_or(0) as usize;
+        let results = dir.join("results.csv");
+        let csv = std::fs::read_to_string(&results)
+            .map_err(|e| Error::Input(format!("{}: {e}", results.display())))?;
+        let params: Vec<String> = study.params.iter().map(|p| p.label().to_string()).collect();
+        let table = StudyTable::from_csv(&csv, &params, &study.metrics)
+            .map_err(|e| Error::Input(format!("{}: {e}", results.display())))?;
+        match &mut merged {
+            None => merged = Some((study, runs, table)),
+            Some((s, _, t)) => {
+                if *s != study {
+                    return Err(Error::Input(format!(
+                        "{}: a different study than {}",
+                        path.display(),
+                        dirs[0].join("study.json").display()
+                    )));
+                }
+                t.rows.extend(table.rows);
+            }
+        }
+    }
+    let (study, runs, mut table) =
+        merged.ok_or_else(|| Error::Input("merge: expected at least one folder".into()))?;
+    table.rows.sort_by_key(|r| r.run);
+    if let Some(w) = table.rows.windows(2).find(|w| w[0].run == w[1].run) {
+        return Err(Error::Input(format!(
+            "merge: run {} appears in two shards",
+            w[0].run
+        )));
+    }
+    let present: std::collections::BTreeSet<usize> = table.rows.iter().map(|r| r.run).collect();
+    let missing = (0..runs).filter(|r| !present.contains(r)).collect();
+    Ok((study, runs, table, missing))
+}

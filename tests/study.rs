@@ -1,0 +1,174 @@
+//! `hetsim study` and `hetsim merge` through the CLI, on the hand-computed scenario of
+//! tests/data/scenarios/known-intervals.ron.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn hetsim(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hetsim"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap()
+}
+
+fn ok(o: &Output) -> String {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A study folder: the base scenario next to a study of 3 sizes x 2 start times x 2 variants.
+fn study_dir(size_values: &str) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let known =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/scenarios/known-intervals.ron");
+    std::fs::copy(known, tmp.path().join("known.ron")).unwrap();
+    let study = format!(
+        r#"Study(
+    name: "grid",
+    base: "known.ron",
+    params: [
+        Param(path: "workload.Flows[0].size", name: "a_size", values: List([{size_values}])),
+        Param(path: "workload.Flows[2].start", name: "c_start", values: Linear(from: 3, to: 4, step: 1)),
+    ],
+    variants: [Variant(name: "full"), Variant(name: "alone", disable: ["contention"])],
+    metrics: ["sim_time_s", "flows.max_completion_s"],
+)"#
+    );
+    std::fs::write(tmp.path().join("grid.ron"), study).unwrap();
+    tmp
+}
+
+fn rows(dir: &Path) -> Vec<Vec<String>> {
+    let mut r = csv::Reader::from_path(dir.join("results.csv")).unwrap();
+    r.records()
+        .map(|x| x.unwrap().iter().map(String::from).collect())
+        .collect()
+}
+
+#[test]
+fn a_two_by_three_by_two_grid_gives_twelve_rows_with_known_values() {
+    let tmp = study_dir(r#""1GB", "2GB", "3GB""#);
+    let out = ok(&hetsim(
+        &["study", "grid.ron", "--out", "res", "-q"],
+        tmp.path(),
+    ));
+    assert!(out.contains("12 runs (0 failed)"), "{out}");
+    let res = tmp.path().join("res");
+    let rows = rows(&res);
+    assert_eq!(rows.len(), 12);
+    // Columns: run, a_size, c_start, variant, disabled, seed, sim_time_s, max_completion, status.
+    // Run 0: a = 1 GB, c at 3 s, full model: a and b share l0 until 2 s, c ends at 3.5 s.
+    assert_eq!(rows[0][..6], ["0", "1GB", "3", "full", "", "0"]);
+    assert_eq!(rows[0][6], "3.5");
+    // Run 1: the same without contention: a and b end at 1 s, c still at 3.5 s; the longest
+    // flow takes 1 s.
+    assert_eq!(rows[1][..5], ["1", "1GB", "3", "alone", "contention"]);
+    assert_eq!(rows[1][7], "1");
+    // Run 10: a = 3 GB, c at 4 s, full: a and b share l0 (0.5 GB/s each) until b ends at 2 s,
+    // then a alone has 2 GB left: ends at 4 s; c ends at 4.5 s; the longest flow is a, 4 s.
+    assert_eq!(rows[10][..4], ["10", "3GB", "4", "full"]);
+    assert_eq!((rows[10][6].as_str(), rows[10][7].as_str()), ("4.5", "4"));
+    assert!(rows.iter().all(|r| r[8] == "ok"));
+    for f in [
+        "sim_time_s.png",
+        "sim_time_s.svg",
+        "flows_max_completion_s.png",
+        "ablation.png",
+    ] {
+        assert!(res.join(f).is_file(), "{f}");
+    }
+}
+
+#[test]
+fn three_shards_merged_equal_one_run() {
+    let tmp = study_dir(r#""1GB", "2GB", "3GB""#);
+    ok(&hetsim(
+        &["study", "grid.ron", "--out", "whole", "-q", "--jobs", "2"],
+        tmp.path(),
+    ));
+    let mut shards: Vec<String> = Vec::new();
+    for i in 1..=3 {
+        let dir = format!("shard{i}");
+        let spec = format!("{i}/3");
+        ok(&hetsim(
+            &["study", "grid.ron", "--out", &dir, "-q", "--shard", &spec],
+            tmp.path(),
+        ));
+        assert_eq!(rows(&tmp.path().join(&dir)).len(), 4, "a third of 12 runs");
+        shards.push(dir);
+    }
+    let mut args = vec!["merge", "--out", "merged"];
+    args.extend(shards.iter().map(String::as_str));
+    let out = ok(&hetsim(&args, tmp.path()));
+    assert!(out.contains("merged 12 runs of 12"), "{out}");
+    let read = |d: &str| std::fs::read(tmp.path().join(d).join("results.csv")).unwrap();
+    assert_eq!(read("merged"), read("whole"));
+    assert!(tmp.path().join("merged/sim_time_s.png").is_file());
+}
+
+#[test]
+fn a_failed_run_is_reported_and_the_others_go_on() {
+    let tmp = study_dir(r#""1GB", "lots", "3GB""#);
+    let out = ok(&hetsim(
+        &["study", "grid.ron", "--out", "res", "-q"],
+        tmp.path(),
+    ));
+    assert!(out.contains("(4 failed)"), "{out}");
+    let rows = rows(&tmp.path().join("res"));
+    assert_eq!(rows.len(), 12);
+    for r in &rows {
+        if r[1] == "lots" {
+            assert_eq!(r[8], "failed");
+            assert!(
+                r[9].contains("size"),
+                "the error names what was expected: {}",
+                r[9]
+            );
+            assert_eq!(r[6], "", "no metric for a failed run");
+        } else {
+            assert_eq!(r[8], "ok", "{r:?}");
+        }
+    }
+}
+
+#[test]
+fn bad_study_files_are_input_errors() {
+    let tmp = study_dir(r#""1GB""#);
+    std::fs::write(
+        tmp.path().join("bad.ron"),
+        r#"Study(name: "x", base: "known.ron", metrics: ["sim_time_s"], colour: 3)"#,
+    )
+    .unwrap();
+    let o = hetsim(&["study", "bad.ron", "-q"], tmp.path());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("colour"));
+    let o = hetsim(&["study", "grid.ron", "--shard", "4/3"], tmp.path());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        !tmp.path().join("results").exists(),
+        "no output on bad input"
+    );
+}
+
+#[test]
+fn the_shipped_nic_study_runs() {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("nic");
+    let o = Command::new(env!("CARGO_BIN_EXE_hetsim"))
+        .args(["study", "-q", "--out"])
+        .arg(&out)
+        .arg(repo.join("scenarios/nic-study.ron"))
+        .output()
+        .unwrap();
+    let text = ok(&o);
+    // 5 NIC bandwidths x 2 sizes x 2 variants.
+    assert!(text.contains("20 runs (0 failed)"), "{text}");
+    let rows = rows(&out);
+    // Without contention no flow waits for another, so no run is slower than the full model.
+    for pair in rows.chunks(2) {
+        let (full, alone): (f64, f64) = (pair[0][6].parse().unwrap(), pair[1][6].parse().unwrap());
+        assert!(alone <= full, "{pair:?}");
+    }
+}
