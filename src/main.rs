@@ -8,6 +8,14 @@ use hetsim::components::load::load_scenario;
 use hetsim::components::scenario::Scenario;
 use hetsim::{Error, RunOptions};
 
+/// `println!` that does not panic when stdout is closed early (`hetsim ... | head -1`).
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
 #[derive(Parser)]
 #[command(
     name = "hetsim",
@@ -140,7 +148,7 @@ fn main() -> ExitCode {
                     seed,
                     stagger,
                 });
-                println!("{case}");
+                say!("{case}");
                 Ok(())
             }
         }
@@ -181,7 +189,7 @@ fn run(
     let written = hetsim::output::write(&dir, &report, &scenario.output)
         .map_err(|e| Error::Run(format!("cannot write outputs to {}: {e}", dir.display())))?;
     let s = &report.summary;
-    println!(
+    say!(
         "{}: {} flows, {:.3} GB moved, simulated {:.6} s in {:.3} s wall ({} events)",
         scenario.name,
         s["flows"]["count"],
@@ -225,7 +233,7 @@ fn run_study(
     let written = hetsim::output::study::write(&dir, &json, &spec, &table, shard.is_none())
         .map_err(|e| Error::Run(format!("cannot write to {}: {e}", dir.display())))?;
     let failed = table.rows.iter().filter(|r| r.error.is_some()).count();
-    println!(
+    say!(
         "{}: {} runs{} ({failed} failed) in {wall:.2} s wall with {jobs} jobs",
         spec.name,
         table.rows.len(),
@@ -251,7 +259,7 @@ fn merge(dirs: &[PathBuf], out: Option<PathBuf>) -> Result<(), Error> {
     let json = hetsim::study::study_json(&spec, runs, None);
     let written = hetsim::output::study::write(&dir, &json, &spec, &table, true)
         .map_err(|e| Error::Run(format!("cannot write to {}: {e}", dir.display())))?;
-    println!(
+    say!(
         "{}: merged {} runs of {runs} from {} folders",
         spec.name,
         table.rows.len(),
@@ -262,9 +270,9 @@ fn merge(dirs: &[PathBuf], out: Option<PathBuf>) -> Result<(), Error> {
 }
 
 fn print_written(written: &[PathBuf]) {
-    println!("wrote:");
+    say!("wrote:");
     for p in written {
-        println!("  {}", p.display());
+        say!("  {}", p.display());
     }
 }
 
@@ -282,23 +290,23 @@ fn validate(file: &Path, set: &[String]) -> Result<(), Error> {
             errors.join("\n")
         )));
     }
-    println!("{}: valid scenario `{}`", file.display(), scenario.name);
+    say!("{}: valid scenario `{}`", file.display(), scenario.name);
     Ok(())
 }
 
 fn systems() {
-    println!("{:<14} {:<8} description", "switch", "default");
+    say!("{:<14} {:<8} description", "switch", "default");
     for s in hetsim::switches() {
-        println!(
+        say!(
             "{:<14} {:<8} {}",
             s.name,
             if s.default { "on" } else { "off" },
             s.doc
         );
     }
-    println!("\nmodel            what it computes, and what it leaves out");
+    say!("\nmodel            what it computes, and what it leaves out");
     for m in hetsim::models() {
-        println!("{:<16} {}", m.name, m.doc);
+        say!("{:<16} {}", m.name, m.doc);
     }
 }
 
@@ -323,7 +331,7 @@ fn flows(case: &Path, disable: Vec<String>, stats: bool) -> Result<(), Error> {
         eprintln!("solver: {:?}", result.solver);
     }
     let out = serde_json::json!({ "flows": result.ends });
-    println!(
+    say!(
         "{}",
         serde_json::to_string_pretty(&out).expect("JSON of numbers")
     );

@@ -172,3 +172,23 @@ fn the_shipped_nic_study_runs() {
         assert!(alone <= full, "{pair:?}");
     }
 }
+
+#[test]
+fn the_shipped_lassen_study_runs_its_64_runs() {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("lassen");
+    let o = Command::new(env!("CARGO_BIN_EXE_hetsim"))
+        .args(["study", "-q", "--jobs", "2", "--out"])
+        .arg(&out)
+        .arg(repo.join("scenarios/lassen-study.ron"))
+        .output()
+        .unwrap();
+    let text = ok(&o);
+    assert!(text.contains("64 runs (0 failed)"), "{text}");
+    let rows = rows(&out);
+    // The four GPUs of a node share one NIC: at 25 Gb/s (3.125 GB/s) each 64 MB transfer gets
+    // a quarter, so the remote transfers take 4 x 64e6 / 3.125e9 = 81.92 ms plus latencies.
+    let t: f64 = rows[0][6].parse().unwrap();
+    assert!((t - 0.08192).abs() < 1e-4, "{t}");
+}

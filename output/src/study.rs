@@ -166,9 +166,10 @@ pub fn metric_chart(study: &Study, table: &StudyTable, metric: usize) -> Option<
     };
     let param = study.params.get(xp)?;
     // Lines: variant x the other parameters' values; points: x -> mean over seeds.
-    // (variant order, label) -> x bits -> (x, values over seeds).
+    // (variant order, line order, label) -> x bits -> (x, values over seeds).
     type Points = BTreeMap<u64, (f64, Vec<f64>)>;
-    let mut lines: BTreeMap<(usize, String), Points> = BTreeMap::new();
+    let mut lines: BTreeMap<(usize, usize, String), Points> = BTreeMap::new();
+    let mut order: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let variant_rank = |name: &str| {
         study
             .variants
@@ -191,8 +192,11 @@ pub fn metric_chart(study: &Study, table: &StudyTable, metric: usize) -> Option<
         if !others.is_empty() {
             label = format!("{label}, {}", others.join(", "));
         }
+        // Lines in variant order, then in the order the grid reaches them.
+        let seen = order.len();
+        let rank = *order.entry(label.clone()).or_insert(seen);
         lines
-            .entry((variant_rank(&r.variant), label))
+            .entry((variant_rank(&r.variant), rank, label))
             .or_default()
             .entry(x.to_bits())
             .or_insert_with(|| (x, Vec::new()))
@@ -204,7 +208,7 @@ pub fn metric_chart(study: &Study, table: &StudyTable, metric: usize) -> Option<
     }
     let series: Vec<Series> = lines
         .into_iter()
-        .map(|((_, label), pts)| {
+        .map(|((_, _, label), pts)| {
             let mut points: Vec<(f64, f64)> = pts
                 .into_values()
                 .filter_map(|(x, ys)| mean(&ys).map(|y| (x, y)))
