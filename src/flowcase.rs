@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use hetsim_components::SimTime;
 use hetsim_components::scenario::{
-    Explicit, FlowSpec, NamedLink, PlatformSpec, Scenario, Sharing, Workload,
+    Explicit, FlowSpec, NamedLink, OutputSpec, PlatformSpec, Scenario, Sharing, Workload,
 };
 use hetsim_components::units::{Bandwidth, Bytes, Duration};
 
@@ -122,7 +122,15 @@ pub fn parse(text: &str, label: &str) -> Result<Scenario, Error> {
         }),
         workload: Workload::Flows(flows),
         switches: Default::default(),
-        output: Default::default(),
+        // A flow case asks for completion times only: nothing to record.
+        output: OutputSpec {
+            timeline: false,
+            link_plot: false,
+            trace_json: false,
+            paje: false,
+            intervals_csv: false,
+            ..Default::default()
+        },
         limits: Default::default(),
     })
 }
