@@ -4,7 +4,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{Figure, err, series_rgb};
+use super::{Figure, err, series_rgb, with_footnote};
 
 #[derive(Debug, Clone)]
 pub struct Bar {
@@ -34,19 +34,7 @@ impl Figure for BarChart {
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         root.fill(&WHITE).map_err(err)?;
-        let area = match &self.note {
-            Some(note) => {
-                let (top, rest) = root.split_vertically(root.dim_in_pixel().1 - 26);
-                rest.draw_text(
-                    note,
-                    &("sans-serif", 13).into_font().color(&RGBColor(80, 80, 80)),
-                    (12, 4),
-                )
-                .map_err(err)?;
-                top
-            }
-            None => root.clone(),
-        };
+        let area = with_footnote(root, self.note.as_deref())?;
         let finite = self.bars.iter().map(|b| b.value).filter(|v| v.is_finite());
         let lo = finite.clone().fold(0.0f64, f64::min);
         let hi = finite.fold(0.0f64, f64::max);

@@ -11,7 +11,7 @@ use plotters::prelude::*;
 
 use hetsim_engine::record::{Recorder, ResId};
 
-use super::{Figure, err, other_rgb, state_colours, time_unit};
+use super::{Figure, draw_title, err, other_rgb, state_colours, time_unit};
 
 pub const MAX_ROWS: usize = 120;
 pub const MAX_STATES: usize = 15;
@@ -226,25 +226,8 @@ impl Figure for Gantt {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         root.fill(&WHITE).map_err(err)?;
         let (header, body) = root.split_vertically(HEADER_H);
-        header
-            .draw_text(
-                &self.title,
-                &("sans-serif", 22)
-                    .into_font()
-                    .style(FontStyle::Bold)
-                    .color(&BLACK),
-                (12, 8),
-            )
-            .map_err(err)?;
-        for (i, note) in self.notes.iter().enumerate() {
-            header
-                .draw_text(
-                    note,
-                    &("sans-serif", 13).into_font().color(&RGBColor(80, 80, 80)),
-                    (12, 36 + 16 * i as i32),
-                )
-                .map_err(err)?;
-        }
+        let notes: Vec<&str> = self.notes.iter().map(String::as_str).collect();
+        draw_title(&header, &self.title, &notes)?;
         // The legend: one swatch per state, in one line under the notes.
         let mut x = 12i32;
         let y = HEADER_H as i32 - 22;

@@ -4,7 +4,7 @@ use plotters::coord::Shift;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 
-use super::{Figure, err, series_rgb};
+use super::{Figure, draw_title, err, series_rgb, with_footnote};
 
 /// One line of a chart.
 #[derive(Debug, Clone)]
@@ -66,19 +66,7 @@ impl LineChart {
         Y::CoordDescType: ValueFormatter<f64>,
     {
         root.fill(&WHITE).map_err(err)?;
-        let area = match &self.note {
-            Some(note) => {
-                let (top, rest) = root.split_vertically(root.dim_in_pixel().1 - 26);
-                rest.draw_text(
-                    note,
-                    &("sans-serif", 13).into_font().color(&RGBColor(80, 80, 80)),
-                    (12, 4),
-                )
-                .map_err(err)?;
-                top
-            }
-            None => root.clone(),
-        };
+        let area = with_footnote(root, self.note.as_deref())?;
         let mut chart = ChartBuilder::on(&area)
             .caption(
                 &self.title,
@@ -229,25 +217,8 @@ impl Figure for Panels {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         root.fill(&WHITE).map_err(err)?;
         let (header, rest) = root.split_vertically(PANELS_TOP);
-        header
-            .draw_text(
-                &self.title,
-                &("sans-serif", 22)
-                    .into_font()
-                    .style(FontStyle::Bold)
-                    .color(&BLACK),
-                (12, 8),
-            )
-            .map_err(err)?;
-        if let Some(note) = &self.note {
-            header
-                .draw_text(
-                    note,
-                    &("sans-serif", 13).into_font().color(&RGBColor(80, 80, 80)),
-                    (12, 38),
-                )
-                .map_err(err)?;
-        }
+        let notes: Vec<&str> = self.note.as_deref().into_iter().collect();
+        draw_title(&header, &self.title, &notes)?;
         let n = self.series.len();
         let mut area = rest;
         for (i, s) in self.series.iter().enumerate() {

@@ -63,6 +63,39 @@ fn err<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
 }
 
+/// Draws a bold title and grey note lines at the top left of `area`.
+fn draw_title<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    title: &str,
+    notes: &[&str],
+) -> Result<(), String> {
+    let bold = ("sans-serif", 22)
+        .into_font()
+        .style(FontStyle::Bold)
+        .color(&BLACK);
+    area.draw_text(title, &bold, (12, 8)).map_err(err)?;
+    let grey = ("sans-serif", 13).into_font().color(&RGBColor(80, 80, 80));
+    for (i, note) in notes.iter().enumerate() {
+        area.draw_text(note, &grey, (12, 36 + 16 * i as i32))
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
+/// Reserves a line at the bottom of `root` for a grey note; returns the area above it.
+fn with_footnote<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    note: Option<&str>,
+) -> Result<DrawingArea<DB, Shift>, String> {
+    let Some(note) = note else {
+        return Ok(root.clone());
+    };
+    let (top, rest) = root.split_vertically(root.dim_in_pixel().1 - 26);
+    let grey = ("sans-serif", 13).into_font().color(&RGBColor(80, 80, 80));
+    rest.draw_text(note, &grey, (12, 4)).map_err(err)?;
+    Ok(top)
+}
+
 /// Colours of well-known states (Tableau-like, distinguishable).
 const KNOWN: &[(&str, [u8; 3])] = &[
     ("busy", [31, 119, 180]),
