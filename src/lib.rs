@@ -19,6 +19,7 @@ use hetsim_components::scenario::{Scenario, Workload};
 use hetsim_engine::{
     EnginePlugin, ModelInfo, Models, Recorder, RunError, RunLimits, RunStats, SwitchInfo, Switches,
 };
+use hetsim_systems::mpi::{MpiConfig, MpiPlugin};
 use hetsim_systems::network::NetworkPlugin;
 use hetsim_systems::platform::{PlatformConfig, PlatformPlugin};
 use hetsim_systems::workload::{FlowsPlugin, FlowsWorkload};
@@ -60,7 +61,7 @@ fn plugins(seed: u64, limits: RunLimits, progress: bool) -> App {
         limits,
         progress,
     })
-    .add_plugins((PlatformPlugin, NetworkPlugin, FlowsPlugin));
+    .add_plugins((PlatformPlugin, NetworkPlugin, FlowsPlugin, MpiPlugin));
     app
 }
 
@@ -107,6 +108,7 @@ pub fn build_app(scenario: &Scenario, opts: &RunOptions) -> Result<App, Error> {
     world.insert_resource(PlatformConfig(scenario.platform.clone()));
     match &scenario.workload {
         Workload::Flows(flows) => world.insert_resource(FlowsWorkload(flows.clone())),
+        Workload::Mpi(spec) => world.insert_resource(MpiConfig(spec.clone())),
     }
     Ok(app)
 }

@@ -3,6 +3,7 @@
 
 pub mod entities;
 pub mod load;
+pub mod mpi;
 pub mod scenario;
 pub mod study;
 pub mod time;

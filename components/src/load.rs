@@ -79,7 +79,7 @@ pub fn parse_scenario(
         let file: PathBuf = base.join(name);
         std::fs::read_to_string(&file)
             .map(|text| (file.display().to_string(), text))
-            .map_err(|e| format!("cannot read the platform file `{}`: {e}", file.display()))
+            .map_err(|e| format!("cannot read `{}`: {e}", file.display()))
     };
     parse_scenario_with(text, label, &read, overrides)
 }
@@ -94,7 +94,41 @@ pub fn parse_scenario_with(
 ) -> Result<Scenario, LoadError> {
     let mut scenario: Scenario = from_ron(text, label, "")?;
     resolve_platform(&mut scenario, label, read)?;
+    resolve_traces(&mut scenario, label, read)?;
     apply_overrides(scenario, overrides)
+}
+
+/// Reads MPI trace files named by the scenario into its program, so that a scenario is whole
+/// once loaded.
+fn resolve_traces(
+    scenario: &mut Scenario,
+    label: &str,
+    read: &ReadInclude<'_>,
+) -> Result<(), LoadError> {
+    use crate::mpi::ProgramSpec;
+    let crate::scenario::Workload::Mpi(mpi) = &mut scenario.workload else {
+        return Ok(());
+    };
+    if let ProgramSpec::Trace(files) = &mpi.program {
+        if files.is_empty() {
+            return Err(LoadError::new(
+                label,
+                "workload.Mpi.program.Trace",
+                "expected at least one trace file",
+            ));
+        }
+        let texts = files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                read(f).map_err(|e| {
+                    LoadError::new(label, format!("workload.Mpi.program.Trace[{i}]"), e)
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        mpi.program = ProgramSpec::TraceText(texts);
+    }
+    Ok(())
 }
 
 /// Deserialises RON text, reporting the field path and position of the first error.
@@ -281,7 +315,9 @@ mod tests {
             panic!()
         };
         assert_eq!(p.links[0].bandwidth.0, 1e9);
-        let Workload::Flows(f) = &s.workload;
+        let Workload::Flows(f) = &s.workload else {
+            panic!("a Flows workload")
+        };
         assert_eq!(f[0].size.0, 5e8);
     }
 
@@ -319,7 +355,9 @@ mod tests {
             panic!()
         };
         assert_eq!(p.links[0].bandwidth.0, 2e9);
-        let Workload::Flows(f) = &s.workload;
+        let Workload::Flows(f) = &s.workload else {
+            panic!("a Flows workload")
+        };
         assert_eq!(f[0].size.0, 10.0);
     }
 

@@ -290,6 +290,8 @@ fn yes() -> bool {
 pub enum Workload {
     /// Explicit transfers.
     Flows(Vec<FlowSpec>),
+    /// MPI ranks on GPUs running rank programs.
+    Mpi(crate::mpi::MpiSpec),
 }
 
 /// One transfer: between two named endpoints (routed on the platform) or over listed links.

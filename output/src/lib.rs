@@ -22,6 +22,7 @@ use hetsim_components::entities::{Flow, FlowDone, Link, LinkUsage};
 use hetsim_components::scenario::OutputSpec;
 use hetsim_engine::record::{Recorder, ResourceKind};
 use hetsim_engine::{RunStats, Switches};
+use hetsim_systems::mpi::MpiReport;
 use hetsim_systems::platform::LinkEntities;
 
 /// One row of `flows.csv`.
@@ -54,6 +55,8 @@ pub struct Report {
     pub links: Vec<LinkRow>,
     /// What systems recorded, when the run recorded.
     pub record: Option<Recorder>,
+    /// Per-rank totals of an MPI workload.
+    pub mpi: Option<MpiReport>,
 }
 
 /// Collects the report of a finished run.
@@ -88,6 +91,11 @@ pub fn report(world: &mut World, scenario: &str, seed: u64, stats: &RunStats) ->
             "max_mean_utilisation": links.iter().map(|l| l.mean_utilisation).fold(0.0, f64::max),
         },
     });
+    let mpi = world.get_resource::<MpiReport>().cloned();
+    let mut summary = summary;
+    if let Some(m) = &mpi {
+        summary["mpi"] = mpi_summary(m);
+    }
     let record = world
         .remove_resource::<Recorder>()
         .filter(|r| r.is_on() && !r.is_empty());
@@ -97,7 +105,38 @@ pub fn report(world: &mut World, scenario: &str, seed: u64, stats: &RunStats) ->
         flows,
         links,
         record,
+        mpi,
     }
+}
+
+/// Mean and max of a per-rank quantity.
+fn mean_max(values: impl Iterator<Item = f64> + Clone) -> Value {
+    let n = values.clone().count();
+    let sum = values.clone().fold(0.0, |a, b| a + b);
+    json!({
+        "mean": if n == 0 { 0.0 } else { sum / n as f64 },
+        "max": values.fold(0.0, f64::max),
+    })
+}
+
+/// The `mpi` section of the summary: time split per rank, messages and bytes per path.
+fn mpi_summary(m: &MpiReport) -> Value {
+    let mut paths = serde_json::Map::new();
+    for (k, p) in hetsim_systems::mpi::Path::ALL.iter().enumerate() {
+        paths.insert(
+            p.name().to_string(),
+            json!({ "messages": m.messages[k], "bytes": m.bytes[k] }),
+        );
+    }
+    json!({
+        "ranks": m.ranks.len(),
+        "comm_time_s": mean_max(m.ranks.iter().map(|r| r.comm_s)),
+        "compute_time_s": mean_max(m.ranks.iter().map(|r| r.compute_s)),
+        "end_s": mean_max(m.ranks.iter().map(|r| r.end_s)),
+        "messages": m.messages.iter().sum::<u64>(),
+        "bytes": m.bytes.iter().fold(0.0, |a, b| a + b),
+        "paths": paths,
+    })
 }
 
 fn flow_rows(world: &mut World) -> Vec<FlowRow> {
@@ -184,6 +223,9 @@ fn stage_all(st: &mut Staged, report: &Report, spec: &OutputSpec) -> std::io::Re
             "links.csv",
             csv_bytes(&report.links, "link,bytes,busy_s,mean_utilisation")?,
         )?;
+    }
+    if let Some(m) = &report.mpi {
+        st.bytes("ranks.csv", ranks_csv(m)?)?;
     }
     let Some(rec) = &report.record else {
         return Ok(());
@@ -375,6 +417,31 @@ pub fn link_utilisation(rec: &Recorder, scenario: &str, width: u32) -> Option<pl
         series: lines,
         width,
     })
+}
+
+/// `ranks.csv`: one row per rank.
+fn ranks_csv(m: &MpiReport) -> std::io::Result<Vec<u8>> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "rank",
+        "node",
+        "gpu",
+        "comm_time_s",
+        "compute_time_s",
+        "end_s",
+    ])?;
+    for r in &m.ranks {
+        w.write_record([
+            r.rank.to_string(),
+            r.node.to_string(),
+            r.gpu.to_string(),
+            r.comm_s.to_string(),
+            r.compute_s.to_string(),
+            r.end_s.to_string(),
+        ])?;
+    }
+    w.into_inner()
+        .map_err(|e| std::io::Error::other(e.to_string()))
 }
 
 /// CSV of `rows`; `header` is what serde would write, for when there are no rows.

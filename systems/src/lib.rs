@@ -1,6 +1,7 @@
 //! hetsim's models, one plugin per concern: platform, network and workloads.
 //! Plugins never call each other; they talk through the calendar and through components.
 
+pub mod mpi;
 pub mod network;
 pub mod platform;
 pub mod workload;

@@ -47,6 +47,18 @@ hetsim_engine::entity_event!(
     "network.flow_ready"
 );
 
+/// Marks a flow whose completion someone waits for: the network then schedules
+/// [`FlowFinished`] for it at its end.
+#[derive(Component, Debug, Clone, Copy, Default)]
+pub struct NotifyDone;
+
+hetsim_engine::entity_event!(
+    /// A flow marked [`NotifyDone`] has delivered its last byte (delivered with zero delay, so
+    /// the waiting model reacts at the same simulated time).
+    FlowFinished,
+    "network.flow_finished"
+);
+
 /// The earliest flow completion is due (one pending instance, re-timed after every solve).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct NextCompletion;
@@ -191,6 +203,7 @@ impl Plugin for NetworkPlugin {
         app.add_sim_event::<FlowStart>()
             .add_sim_event::<FlowReady>()
             .add_sim_event::<NextCompletion>()
+            .add_sim_event::<FlowFinished>()
             .register_switch(
                 "contention",
                 true,
@@ -262,16 +275,16 @@ fn begin_latency(
 fn admit_ready_flows(
     mut inbox: ResMut<Inbox<FlowReady>>,
     mut net: ResMut<Network>,
-    clock: Res<Clock>,
+    mut time: Timeline,
     switches: Res<Switches>,
     topo: Res<Topology>,
-    flows: Query<(&Flow, &FlowRoute)>,
+    flows: Query<(&Flow, &FlowRoute, Has<NotifyDone>)>,
     mut commands: Commands,
 ) {
     let contention = switches.is_on("contention");
-    let now = clock.now;
+    let now = time.now();
     for FlowReady(e) in inbox.drain() {
-        let Ok((flow, route)) = flows.get(e) else {
+        let Ok((flow, route, notify)) = flows.get(e) else {
             continue;
         };
         if route.0.hops.is_empty() || flow.size <= 0.0 {
@@ -281,6 +294,9 @@ fn admit_ready_flows(
             });
             if let Some(log) = &mut net.log {
                 log.done.push((e, now.as_secs_f64()));
+            }
+            if notify {
+                time.calendar.schedule(now, FlowFinished(e));
             }
             continue;
         }
@@ -318,6 +334,8 @@ fn complete_flows(
     mut net: ResMut<Network>,
     clock: Res<Clock>,
     switches: Res<Switches>,
+    notify: Query<(), With<NotifyDone>>,
+    mut cal: ResMut<Calendar>,
     mut commands: Commands,
 ) {
     if inbox.drain().count() == 0 {
@@ -342,6 +360,9 @@ fn complete_flows(
         });
         if let Some(log) = &mut net.log {
             log.done.push((active.entity, active.end_s));
+        }
+        if notify.contains(active.entity) {
+            cal.schedule(now, FlowFinished(active.entity));
         }
     }
 }

@@ -1,0 +1,108 @@
+//! The MPI workload schema: ranks on GPUs, their programs, and the point-to-point protocol.
+
+use serde::{Deserialize, Serialize};
+
+use crate::units::{Bytes, Duration, PerByte};
+
+/// MPI ranks, one per GPU, running programs from a trace.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MpiSpec {
+    pub ranks: u32,
+    #[serde(default)]
+    pub placement: Placement,
+    /// GPUs used per node, hence ranks per node (default: every GPU of a node).
+    #[serde(default)]
+    pub gpus_per_node: Option<u32>,
+    pub program: ProgramSpec,
+    #[serde(default)]
+    pub protocol: ProtocolSpec,
+}
+
+/// Which GPU each rank owns.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub enum Placement {
+    /// Ranks fill a node's GPUs before the next node (rank r on node r / ranks_per_node).
+    #[default]
+    Linear,
+    /// Rank r on node r mod nodes_in_use.
+    RoundRobin,
+    /// One GPU endpoint per rank, e.g. `["node[0].gpu[0]", "node[3].gpu[1]"]`.
+    Explicit(Vec<String>),
+}
+
+/// Where the rank programs come from.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum ProgramSpec {
+    /// SimGrid time-independent trace files (one for all ranks, or one per rank), relative to
+    /// the scenario file; the loader reads them into `TraceText`.
+    Trace(Vec<String>),
+    /// Trace text inline (what `Trace` files become once read): `(label, text)` pairs.
+    TraceText(Vec<(String, String)>),
+}
+
+/// The point-to-point protocol's figures (defaults: the TraceR-CODES GPU extension's Table I).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProtocolSpec {
+    /// Messages up to this size go eagerly; larger ones by rendezvous.
+    #[serde(default = "default_eager_limit")]
+    pub eager_limit: Bytes,
+    /// Fixed cost of a device<->host copy (cudaMemcpy latency).
+    #[serde(default = "default_gpu_copy_delay")]
+    pub gpu_copy_delay: Duration,
+    #[serde(default = "default_gpu_copy_per_byte")]
+    pub gpu_copy_per_byte: PerByte,
+    /// Pinning cost before a GPUDirect transfer.
+    #[serde(default = "default_gpudirect_delay")]
+    pub gpudirect_delay: Duration,
+    /// Which side pays the HostCopy copies.
+    #[serde(default)]
+    pub copy_at: CopyAt,
+    /// Size of a control message (RTS, CTS).
+    #[serde(default = "default_control_size")]
+    pub control_size: Bytes,
+    /// Software overhead of each MPI call.
+    #[serde(default)]
+    pub call_overhead: Duration,
+}
+
+/// Which side of a HostCopy message pays device<->host copies.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CopyAt {
+    /// Device-to-host at the sender and host-to-device at the receiver.
+    #[default]
+    Both,
+    /// Only at the sender, as TraceR charges it.
+    Sender,
+}
+
+fn default_eager_limit() -> Bytes {
+    Bytes(64000.0)
+}
+fn default_gpu_copy_delay() -> Duration {
+    Duration(crate::SimTime::from_nanos(2000))
+}
+fn default_gpu_copy_per_byte() -> PerByte {
+    PerByte(0.07e-9)
+}
+fn default_gpudirect_delay() -> Duration {
+    Duration(crate::SimTime::from_nanos(4000))
+}
+fn default_control_size() -> Bytes {
+    Bytes(16.0)
+}
+
+impl Default for ProtocolSpec {
+    fn default() -> Self {
+        ProtocolSpec {
+            eager_limit: default_eager_limit(),
+            gpu_copy_delay: default_gpu_copy_delay(),
+            gpu_copy_per_byte: default_gpu_copy_per_byte(),
+            gpudirect_delay: default_gpudirect_delay(),
+            copy_at: CopyAt::Both,
+            control_size: default_control_size(),
+            call_overhead: Duration::default(),
+        }
+    }
+}

@@ -1,0 +1,420 @@
+//! Rank programs: the operations a rank executes in order, and the SimGrid time-independent
+//! (TI) trace grammar they are read from.
+//!
+//! Accepted grammar, one action per line (blank lines and lines starting with `#` skipped):
+//!
+//! ```text
+//! RANK init | finalize                      (ignored)
+//! RANK compute FLOPS                        (at the rank's GPU peak speed)
+//! RANK sleep SECONDS
+//! RANK send DST [TAG] BYTES [LOC]           LOC = host | device (default device)
+//! RANK isend DST [TAG] BYTES [LOC]
+//! RANK recv SRC [TAG] BYTES [LOC]           SRC may be -1 (any source); TAG -1 any tag
+//! RANK irecv SRC [TAG] BYTES [LOC]
+//! RANK wait                                 (the rank's most recent outstanding request)
+//! RANK waitall                              (every outstanding request)
+//! RANK sendrecv DST SBYTES SRC RBYTES [LOC]
+//! RANK barrier
+//! RANK bcast BYTES [ROOT]
+//! RANK reduce BYTES COMP_FLOPS [ROOT]
+//! RANK allreduce BYTES COMP_FLOPS
+//! RANK allgather SEND_BYTES RECV_BYTES      (RECV_BYTES per rank)
+//! RANK alltoall SEND_BYTES RECV_BYTES       (per destination)
+//! RANK reducescatter BYTES COMP_FLOPS       (BYTES = the whole vector)
+//! ```
+//!
+//! RANK is a number, optionally written `pN` or `rankN` as some tools do. Sizes are bytes
+//! (numbers, `1e6` allowed). A trace is one file with every rank's lines, or one file per
+//! rank (file i holds rank i's lines; their RANK field must say i).
+
+/// Where a message buffer lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Loc {
+    Host,
+    Device,
+}
+
+pub const ANY: i64 = -1;
+
+/// A collective operation, expanded into point-to-point steps when it runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Coll {
+    Barrier,
+    Bcast { bytes: f64, root: u32 },
+    Reduce { bytes: f64, flops: f64, root: u32 },
+    Allreduce { bytes: f64, flops: f64 },
+    Allgather { bytes: f64 },
+    Alltoall { bytes: f64 },
+    ReduceScatter { bytes: f64, flops: f64 },
+}
+
+impl Coll {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Coll::Barrier => "barrier",
+            Coll::Bcast { .. } => "bcast",
+            Coll::Reduce { .. } => "reduce",
+            Coll::Allreduce { .. } => "allreduce",
+            Coll::Allgather { .. } => "allgather",
+            Coll::Alltoall { .. } => "alltoall",
+            Coll::ReduceScatter { .. } => "reduce_scatter",
+        }
+    }
+}
+
+/// One operation of a rank program.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Op {
+    /// Work at the GPU's speed.
+    Compute {
+        flops: f64,
+    },
+    Sleep {
+        secs: f64,
+    },
+    Isend {
+        dst: u32,
+        tag: i64,
+        bytes: f64,
+        loc: Loc,
+    },
+    Irecv {
+        src: i64,
+        tag: i64,
+        bytes: f64,
+        loc: Loc,
+    },
+    Send {
+        dst: u32,
+        tag: i64,
+        bytes: f64,
+        loc: Loc,
+    },
+    Recv {
+        src: i64,
+        tag: i64,
+        bytes: f64,
+        loc: Loc,
+    },
+    Sendrecv {
+        dst: u32,
+        sbytes: f64,
+        src: i64,
+        rbytes: f64,
+        loc: Loc,
+    },
+    Wait,
+    Waitall,
+    Coll(Coll),
+}
+
+impl Op {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Compute { .. } => "compute",
+            Op::Sleep { .. } => "sleep",
+            Op::Isend { .. } => "isend",
+            Op::Irecv { .. } => "irecv",
+            Op::Send { .. } => "send",
+            Op::Recv { .. } => "recv",
+            Op::Sendrecv { .. } => "sendrecv",
+            Op::Wait => "wait",
+            Op::Waitall => "waitall",
+            Op::Coll(c) => c.name(),
+        }
+    }
+}
+
+/// A program line: the operation and where it came from (for error messages).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub op: Op,
+    /// `file:line`.
+    pub at: String,
+}
+
+/// Reads TI trace texts into one program per rank; errors name the file and line.
+pub fn parse_traces(texts: &[(String, String)], ranks: u32) -> Result<Vec<Vec<Step>>, String> {
+    let mut programs = vec![Vec::new(); ranks as usize];
+    let per_rank = texts.len() > 1;
+    if per_rank && texts.len() != ranks as usize {
+        return Err(format!(
+            "{} trace files for {ranks} ranks: give one file, or one per rank",
+            texts.len()
+        ));
+    }
+    for (i, (label, text)) in texts.iter().enumerate() {
+        for (n, line) in text.lines().enumerate() {
+            let at = format!("{label}:{}", n + 1);
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let (rank, op) = parse_line(line, ranks).map_err(|e| format!("{at}: {e}: `{line}`"))?;
+            if per_rank && rank != i as u32 {
+                return Err(format!(
+                    "{at}: this is rank {i}'s file but the line is for rank {rank}"
+                ));
+            }
+            if let Some(op) = op {
+                programs[rank as usize].push(Step { op, at });
+            }
+        }
+    }
+    Ok(programs)
+}
+
+fn number(word: Option<&str>, what: &str) -> Result<f64, String> {
+    let w = word.ok_or_else(|| format!("missing {what}"))?;
+    let v: f64 = w
+        .parse()
+        .map_err(|_| format!("{what} `{w}` is not a number"))?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!("{what} `{w}` must be a non-negative number"));
+    }
+    Ok(v)
+}
+
+fn rank_of(word: Option<&str>, what: &str, ranks: u32, any: bool) -> Result<i64, String> {
+    let w = word.ok_or_else(|| format!("missing {what}"))?;
+    let digits = w.trim_start_matches("rank").trim_start_matches('p');
+    let r: i64 = digits
+        .parse()
+        .map_err(|_| format!("{what} `{w}` is not a rank"))?;
+    if any && r == ANY {
+        return Ok(ANY);
+    }
+    if r < 0 || r >= ranks as i64 {
+        return Err(format!("{what} {r} is not a rank (0..{})", ranks - 1));
+    }
+    Ok(r)
+}
+
+/// Parses `[TAG] BYTES [LOC]` (what follows a peer).
+fn tag_bytes_loc(rest: &[&str]) -> Result<(i64, f64, Loc), String> {
+    let (loc, rest) = match rest.last() {
+        Some(&"host") => (Loc::Host, &rest[..rest.len() - 1]),
+        Some(&"device") => (Loc::Device, &rest[..rest.len() - 1]),
+        _ => (Loc::Device, rest),
+    };
+    match rest {
+        [bytes] => Ok((0, number(Some(bytes), "size")?, loc)),
+        [tag, bytes] => {
+            let tag: i64 = tag
+                .parse()
+                .map_err(|_| format!("tag `{tag}` is not a number"))?;
+            Ok((tag, number(Some(bytes), "size")?, loc))
+        }
+        [] => Err("missing size".into()),
+        _ => Err("too many fields".into()),
+    }
+}
+
+fn parse_line(line: &str, ranks: u32) -> Result<(u32, Option<Op>), String> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let rank = rank_of(words.first().copied(), "rank", ranks, false)? as u32;
+    let action = words.get(1).ok_or("missing action")?.to_ascii_lowercase();
+    let args = &words[2..];
+    let arg = |i: usize| args.get(i).copied();
+    let optional_root = |i: usize| -> Result<u32, String> {
+        match arg(i) {
+            Some(_) => Ok(rank_of(arg(i), "root", ranks, false)? as u32),
+            None => Ok(0),
+        }
+    };
+    let expect_at_most = |n: usize| {
+        if args.len() > n {
+            Err(format!("`{action}` takes at most {n} fields"))
+        } else {
+            Ok(())
+        }
+    };
+    let op = match action.as_str() {
+        "init" | "finalize" | "comm_size" | "comm_split" | "comm_dup" => None,
+        "compute" => {
+            expect_at_most(1)?;
+            Some(Op::Compute {
+                flops: number(arg(0), "flops")?,
+            })
+        }
+        "sleep" => {
+            expect_at_most(1)?;
+            Some(Op::Sleep {
+                secs: number(arg(0), "seconds")?,
+            })
+        }
+        "send" | "isend" => {
+            let dst = rank_of(arg(0), "destination", ranks, false)? as u32;
+            let (tag, bytes, loc) = tag_bytes_loc(args.get(1..).unwrap_or(&[]))?;
+            Some(if action == "send" {
+                Op::Send {
+                    dst,
+                    tag,
+                    bytes,
+                    loc,
+                }
+            } else {
+                Op::Isend {
+                    dst,
+                    tag,
+                    bytes,
+                    loc,
+                }
+            })
+        }
+        "recv" | "irecv" => {
+            let src = rank_of(arg(0), "source", ranks, true)?;
+            let (tag, bytes, loc) = tag_bytes_loc(args.get(1..).unwrap_or(&[]))?;
+            Some(if action == "recv" {
+                Op::Recv {
+                    src,
+                    tag,
+                    bytes,
+                    loc,
+                }
+            } else {
+                Op::Irecv {
+                    src,
+                    tag,
+                    bytes,
+                    loc,
+                }
+            })
+        }
+        "sendrecv" => {
+            expect_at_most(5)?;
+            let loc = match arg(4) {
+                None | Some("device") => Loc::Device,
+                Some("host") => Loc::Host,
+                Some(w) => return Err(format!("buffer location `{w}` is not host or device")),
+            };
+            Some(Op::Sendrecv {
+                dst: rank_of(arg(0), "destination", ranks, false)? as u32,
+                sbytes: number(arg(1), "send size")?,
+                src: rank_of(arg(2), "source", ranks, true)?,
+                rbytes: number(arg(3), "receive size")?,
+                loc,
+            })
+        }
+        "wait" => {
+            expect_at_most(0)?;
+            Some(Op::Wait)
+        }
+        "waitall" => Some(Op::Waitall),
+        "barrier" => {
+            expect_at_most(0)?;
+            Some(Op::Coll(Coll::Barrier))
+        }
+        "bcast" => {
+            expect_at_most(2)?;
+            Some(Op::Coll(Coll::Bcast {
+                bytes: number(arg(0), "size")?,
+                root: optional_root(1)?,
+            }))
+        }
+        "reduce" => {
+            expect_at_most(3)?;
+            Some(Op::Coll(Coll::Reduce {
+                bytes: number(arg(0), "size")?,
+                flops: number(arg(1), "computation")?,
+                root: optional_root(2)?,
+            }))
+        }
+        "allreduce" => {
+            expect_at_most(2)?;
+            Some(Op::Coll(Coll::Allreduce {
+                bytes: number(arg(0), "size")?,
+                flops: number(arg(1), "computation")?,
+            }))
+        }
+        "allgather" | "allgatherv" => {
+            expect_at_most(2)?;
+            number(arg(0), "send size")?;
+            Some(Op::Coll(Coll::Allgather {
+                bytes: number(arg(1).or(arg(0)), "receive size")?,
+            }))
+        }
+        "alltoall" => {
+            expect_at_most(2)?;
+            Some(Op::Coll(Coll::Alltoall {
+                bytes: number(arg(0), "send size")?,
+            }))
+        }
+        "reducescatter" | "reduce_scatter" => {
+            expect_at_most(2)?;
+            Some(Op::Coll(Coll::ReduceScatter {
+                bytes: number(arg(0), "size")?,
+                flops: number(arg(1).or(Some("0")), "computation")?,
+            }))
+        }
+        other => return Err(format!("unknown action `{other}`")),
+    };
+    Ok((rank, op))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(text: &str, ranks: u32) -> Result<Vec<Vec<Step>>, String> {
+        parse_traces(&[("t.txt".into(), text.into())], ranks)
+    }
+
+    #[test]
+    fn the_issue_examples_parse() {
+        let p = one(
+            "0 init\n0 send 1 4096\n1 recv 0 4096\n0 compute 1e9\n0 allreduce 1024 1024\n1 irecv 0 7 10 host\n",
+            2,
+        )
+        .unwrap();
+        assert_eq!(
+            p[0][0].op,
+            Op::Send {
+                dst: 1,
+                tag: 0,
+                bytes: 4096.0,
+                loc: Loc::Device
+            }
+        );
+        assert_eq!(p[0][1].op, Op::Compute { flops: 1e9 });
+        assert_eq!(
+            p[0][2].op,
+            Op::Coll(Coll::Allreduce {
+                bytes: 1024.0,
+                flops: 1024.0
+            })
+        );
+        assert_eq!(
+            p[1][1].op,
+            Op::Irecv {
+                src: 0,
+                tag: 7,
+                bytes: 10.0,
+                loc: Loc::Host
+            }
+        );
+        assert_eq!(p[1][1].at, "t.txt:6");
+    }
+
+    #[test]
+    fn bad_lines_are_rejected_with_their_line_number() {
+        let e = one("0 send 1 4096\n0 sned 1 4096\n", 2).unwrap_err();
+        assert!(e.starts_with("t.txt:2: unknown action `sned`"), "{e}");
+        let e = one("0 send 5 4096\n", 2).unwrap_err();
+        assert!(e.contains("t.txt:1: destination 5 is not a rank"), "{e}");
+        let e = one("0 send 1 lots\n", 2).unwrap_err();
+        assert!(e.contains("size `lots` is not a number"), "{e}");
+        let e = one("3 compute 1\n", 2).unwrap_err();
+        assert!(e.contains("rank 3 is not a rank"), "{e}");
+    }
+
+    #[test]
+    fn per_rank_files_must_hold_their_rank() {
+        let texts = vec![
+            ("r0".to_string(), "0 send 1 8".to_string()),
+            ("r1".to_string(), "0 recv 0 8".to_string()),
+        ];
+        let e = parse_traces(&texts, 2).unwrap_err();
+        assert!(e.contains("r1:1: this is rank 1's file"), "{e}");
+    }
+}

@@ -1,0 +1,207 @@
+//! MPI point-to-point protocols and collectives on an idle network, against closed formulas
+//! on tests/data/scenarios/mpi/star-8.ron (its header gives the figures):
+//!   host path (other node): L_host = 1.5 us, B_host = 12.5 GB/s
+//!   GPU path (other node):  L_gpu = 3.5 us,  B_gpu = 10 GB/s
+//!   NVLink (same node):     L_nv = 0.7 us,   B_nv = 75 GB/s
+//!   control message: 16 B on the host path; copy: 2 us + 0.07 ns/B; pinning: 4 us.
+
+use std::path::Path;
+
+use hetsim::components::load::parse_scenario;
+use hetsim::{Error, RunOptions, simulate_report};
+
+const L_HOST: f64 = 1.5e-6;
+const B_HOST: f64 = 12.5e9;
+const L_GPU: f64 = 3.5e-6;
+const B_GPU: f64 = 10e9;
+const CONTROL: f64 = L_HOST + 16.0 / B_HOST;
+const PIN: f64 = 4e-6;
+
+fn copy(bytes: f64) -> f64 {
+    2e-6 + 0.07e-9 * bytes
+}
+
+/// Runs `trace` on `ranks` ranks placed one per node (or as `gpus_per_node` says).
+fn run(
+    trace: &str,
+    ranks: u32,
+    gpus_per_node: u32,
+    disable: &[&str],
+) -> Result<serde_json::Value, Error> {
+    let platform =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/scenarios/mpi/star-8.ron");
+    let text = format!(
+        r#"Scenario(
+            name: "mpi-test",
+            platform: File({:?}),
+            workload: Mpi(ranks: {ranks}, gpus_per_node: {gpus_per_node}, program: TraceText([("inline", {:?})])),
+            output: (timeline: false, link_plot: false, trace_json: false, paje: false, intervals_csv: false),
+        )"#,
+        platform.display().to_string(),
+        trace
+    );
+    let scenario = parse_scenario(&text, "test", Path::new("."), &[])
+        .map_err(|e| Error::Input(e.to_string()))?;
+    let opts = RunOptions {
+        disable: disable.iter().map(|s| s.to_string()).collect(),
+        progress: false,
+    };
+    simulate_report(&scenario, &opts).map(|r| r.summary)
+}
+
+fn sim_time(s: &serde_json::Value) -> f64 {
+    s["sim_time_s"].as_f64().unwrap()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-12 + 1e-9 * b.abs()
+}
+
+fn one_message(bytes: f64, disable: &[&str]) -> f64 {
+    let trace = format!("0 send 1 {bytes}\n1 recv 0 {bytes}\n");
+    sim_time(&run(&trace, 2, 1, disable).unwrap())
+}
+
+#[test]
+fn gpudirect_is_rendezvous_then_pinning_then_the_gpu_path() {
+    // T = 2 control messages (RTS, CTS) + pinning + L_gpu + S / B_gpu.
+    for s in [1000.0, 1e6] {
+        let want = 2.0 * CONTROL + PIN + L_GPU + s / B_GPU;
+        let got = one_message(s, &[]);
+        assert!(close(got, want), "S={s}: {got} vs {want}");
+    }
+}
+
+#[test]
+fn hostcopy_pays_a_copy_at_each_end() {
+    // Eager (S <= 64000 B): copy out + L_host + S / B_host + copy in.
+    let s = 1000.0;
+    let want = copy(s) + L_HOST + s / B_HOST + copy(s);
+    let got = one_message(s, &["gpudirect"]);
+    assert!(close(got, want), "{got} vs {want}");
+    // Rendezvous: RTS + CTS, then the same.
+    let s = 1e6;
+    let want = 2.0 * CONTROL + copy(s) + L_HOST + s / B_HOST + copy(s);
+    let got = one_message(s, &["gpudirect"]);
+    assert!(close(got, want), "{got} vs {want}");
+}
+
+#[test]
+fn eager_protocol_off_sends_everything_by_rendezvous() {
+    let s = 1000.0;
+    let want = 2.0 * CONTROL + copy(s) + L_HOST + s / B_HOST + copy(s);
+    let got = one_message(s, &["gpudirect", "eager_protocol"]);
+    assert!(close(got, want), "{got} vs {want}");
+}
+
+#[test]
+fn same_node_messages_take_nvlink() {
+    // Two ranks on node 0: rendezvous control between one host costs nothing (no link), then
+    // L_nv + S / B_nv.
+    let s = 1e6;
+    let trace = format!("0 send 1 {s}\n1 recv 0 {s}\n");
+    let summary = run(&trace, 2, 2, &[]).unwrap();
+    let want = 0.7e-6 + s / 75e9;
+    assert!(
+        close(sim_time(&summary), want),
+        "{} vs {want}",
+        sim_time(&summary)
+    );
+    assert_eq!(summary["mpi"]["paths"]["nvlink"]["messages"], 1);
+}
+
+#[test]
+fn ping_pong_grows_linearly_and_gpudirect_wins_by_the_copy_cost() {
+    let pingpong = |s: f64, disable: &[&str]| {
+        let t = format!("0 send 1 {s}\n1 recv 0 {s}\n1 send 0 {s}\n0 recv 1 {s}\n");
+        sim_time(&run(&t, 2, 1, disable).unwrap())
+    };
+    for (mode, disable, per_byte) in [
+        ("gpudirect", &[][..], 1.0 / B_GPU),
+        ("hostcopy", &["gpudirect"][..], 1.0 / B_HOST + 2.0 * 0.07e-9),
+    ] {
+        // Above the eager limit, each extra byte costs the path's per-byte time, twice.
+        let (a, b) = (pingpong(1e6, disable), pingpong(2e6, disable));
+        let slope = (b - a) / 1e6;
+        assert!(
+            close(slope, 2.0 * per_byte),
+            "{mode}: {slope} vs {}",
+            2.0 * per_byte
+        );
+    }
+    // The gap at S: 2 x [2 copies + L_host + S/B_host - pin - L_gpu - S/B_gpu].
+    let s = 4e6;
+    let gap = pingpong(s, &["gpudirect"]) - pingpong(s, &[]);
+    let want = 2.0 * (2.0 * copy(s) + L_HOST + s / B_HOST - PIN - L_GPU - s / B_GPU);
+    assert!(close(gap, want), "{gap} vs {want}");
+    assert!(gap > 0.0);
+}
+
+#[test]
+fn compute_runs_at_the_gpu_speed() {
+    // 1e9 flops at 10 TFlop/s = 100 us.
+    let summary = run("0 compute 1e9\n1 compute 2e9\n", 2, 1, &[]).unwrap();
+    assert!(close(sim_time(&summary), 200e-6));
+    assert!(close(
+        summary["mpi"]["compute_time_s"]["mean"].as_f64().unwrap(),
+        150e-6
+    ));
+}
+
+#[test]
+fn binomial_bcast_on_a_star_takes_ceil_log2_p_rounds() {
+    // 8 ranks, one per node; each round is one GPUDirect message: ceil(log2 8) = 3 rounds.
+    let s = 1e6;
+    let trace: String = (0..8).map(|r| format!("{r} bcast {s}\n")).collect();
+    let got = sim_time(&run(&trace, 8, 1, &[]).unwrap());
+    let msg = 2.0 * CONTROL + PIN + L_GPU + s / B_GPU;
+    assert!(close(got, 3.0 * msg), "{got} vs {}", 3.0 * msg);
+}
+
+#[test]
+fn ring_allreduce_takes_two_p_minus_one_steps_of_size_over_p() {
+    // 5 ranks (not a power of two, so ring): 2(p-1) = 8 steps of S/p each, every step one
+    // GPUDirect message per rank on its own links (split-duplex star: no sharing).
+    let (s, p) = (5e6, 5.0);
+    let trace: String = (0..5).map(|r| format!("{r} allreduce {s} 0\n")).collect();
+    let got = sim_time(&run(&trace, 5, 1, &[]).unwrap());
+    let step = 2.0 * CONTROL + PIN + L_GPU + s / p / B_GPU;
+    assert!(close(got, 8.0 * step), "{got} vs {}", 8.0 * step);
+}
+
+#[test]
+fn a_receive_never_matched_is_reported_with_its_rank_and_operation() {
+    let e = run("0 recv 1 8\n1 compute 1\n", 2, 1, &[]).unwrap_err();
+    let Error::Run(msg) = e else { panic!("{e:?}") };
+    assert!(
+        msg.contains(
+            "rank 0 waits at inline:1 (recv) for: recv from 1 tag 0 (8 B) [never matched]"
+        ),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_bad_trace_line_is_an_input_error_with_its_line() {
+    let e = run("0 send 1 8\n1 recv 0 eight\n", 2, 1, &[]).unwrap_err();
+    let Error::Input(msg) = e else {
+        panic!("{e:?}")
+    };
+    assert!(
+        msg.contains("inline:2: size `eight` is not a number"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn the_shared_nic_divides_its_bandwidth() {
+    // Two ranks on node 0 each send S to their peer on node 1 at once (HostCopy, host path):
+    // they share node 0's NIC, so the data phase takes 2 S / B_host instead of S / B_host (and
+    // their simultaneous control messages share it too: 2 x 16 B each way).
+    let s = 1e6;
+    let trace = format!("0 send 2 {s}\n1 send 3 {s}\n2 recv 0 {s}\n3 recv 1 {s}\n");
+    let got = sim_time(&run(&trace, 4, 2, &["gpudirect"]).unwrap());
+    let shared_control = L_HOST + 32.0 / B_HOST;
+    let want = 2.0 * shared_control + copy(s) + L_HOST + 2.0 * s / B_HOST + copy(s);
+    assert!(close(got, want), "{got} vs {want}");
+}
