@@ -39,6 +39,95 @@ pub enum ProgramSpec {
     Trace(Vec<String>),
     /// Trace text inline (what `Trace` files become once read): `(label, text)` pairs.
     TraceText(Vec<(String, String)>),
+    /// A synthetic application with the message profile of a known code.
+    Generator(Generator),
+}
+
+/// Synthetic applications after the four of the TraceR-CODES GPUDirect study. Each iteration
+/// is a communication pattern plus `compute` (the GPU kernel time per iteration), which sets
+/// the communication share. Ranks form the most nearly cubic (3-D) or square (2-D) grid, as
+/// MPI_Dims_create does; boundaries are not periodic.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Generator {
+    /// LULESH-like: a 3-D halo exchange with up to 26 neighbours (6 faces, 12 edges,
+    /// 8 corners), then an 8-byte allreduce (the time step).
+    Halo3d {
+        iterations: u32,
+        #[serde(default = "mb1")]
+        face: Bytes,
+        #[serde(default = "kb32")]
+        edge: Bytes,
+        #[serde(default = "kb1")]
+        corner: Bytes,
+        compute: Duration,
+    },
+    /// Minisweep-like: a KBA wavefront sweep over a 2-D grid, four sweeps (one per corner)
+    /// per iteration, each in `blocks` pipelined blocks: receive from upstream, compute, send
+    /// downstream.
+    Sweep {
+        iterations: u32,
+        #[serde(default = "mb4")]
+        bytes: Bytes,
+        #[serde(default = "one")]
+        blocks: u32,
+        compute: Duration,
+    },
+    /// SW4lite-like: a 2-D stencil exchanging one large message with each of 4 neighbours, and
+    /// `small_exchanges` rounds of small ones, per iteration.
+    Stencil {
+        iterations: u32,
+        #[serde(default = "mb12")]
+        large: Bytes,
+        #[serde(default = "kb64")]
+        small: Bytes,
+        #[serde(default = "four")]
+        small_exchanges: u32,
+        compute: Duration,
+    },
+    /// AmgX-like: a multigrid solver cycle; on each of `levels` levels a 4-neighbour exchange
+    /// (from `largest` on the finest level, divided by 4 per level, at least `smallest`) and
+    /// an 8-byte allreduce (a dot product).
+    Solver {
+        iterations: u32,
+        #[serde(default = "kb500")]
+        largest: Bytes,
+        #[serde(default = "kb1")]
+        smallest: Bytes,
+        #[serde(default = "five")]
+        levels: u32,
+        compute: Duration,
+    },
+}
+
+fn one() -> u32 {
+    1
+}
+fn four() -> u32 {
+    4
+}
+fn five() -> u32 {
+    5
+}
+fn kb1() -> Bytes {
+    Bytes(1e3)
+}
+fn kb32() -> Bytes {
+    Bytes(32e3)
+}
+fn kb64() -> Bytes {
+    Bytes(64e3)
+}
+fn kb500() -> Bytes {
+    Bytes(500e3)
+}
+fn mb1() -> Bytes {
+    Bytes(1e6)
+}
+fn mb4() -> Bytes {
+    Bytes(4e6)
+}
+fn mb12() -> Bytes {
+    Bytes(12e6)
 }
 
 /// The point-to-point protocol's figures (defaults: the TraceR-CODES GPU extension's Table I).

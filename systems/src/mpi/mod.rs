@@ -21,6 +21,7 @@
 //! communicator, no probe/test/cancel, copies are not limited by copy engines.
 
 pub mod collectives;
+pub mod generators;
 pub mod program;
 
 use bevy_app::{App, Plugin};
@@ -40,7 +41,7 @@ use hetsim_engine::{
 use crate::network::{FlowFinished, FlowRoute, FlowStart, NotifyDone};
 use crate::platform::topology::Layout;
 use crate::platform::{Endpoint, Topology};
-use program::{ANY, Loc, Op, Step};
+use program::{ANY, Loc, Op, Program};
 
 /// The MPI job to run (inserted by whoever assembles the app).
 #[derive(Resource, Debug, Clone)]
@@ -192,12 +193,16 @@ enum RankState {
 /// A rank's runtime state.
 #[derive(Debug)]
 struct RankRt {
-    program: Arc<Vec<Step>>,
+    program: Arc<Program>,
     pc: usize,
+    /// Passes through the program done so far.
+    pass: u32,
     /// Expanded collective steps to run before the next program step.
     pending: VecDeque<Op>,
     coll_seq: u64,
     state: RankState,
+    /// Whether the current busy period is work (not a sleep).
+    computing: bool,
     reqs: Vec<Request>,
     outstanding: Vec<u32>,
     waiting: Vec<u32>,
@@ -213,8 +218,8 @@ struct RankRt {
     host: Endpoint,
     node: u32,
     row: Option<ResId>,
-    /// Where the rank is in its program, for stall reports.
-    at: String,
+    /// The step the rank is at (`usize::MAX`: its end), for stall reports.
+    at_step: usize,
 }
 
 /// A message's runtime state.
@@ -333,6 +338,7 @@ fn setup(world: &mut World, cfg: &MpiSpec) -> Result<(), String> {
     let programs = match &cfg.program {
         ProgramSpec::TraceText(texts) => program::parse_traces(texts, cfg.ranks)
             .map_err(|e| format!("workload.Mpi.program: {e}"))?,
+        ProgramSpec::Generator(g) => generators::generate(g, cfg.ranks),
         ProgramSpec::Trace(_) => {
             return Err("workload.Mpi.program: trace files were not read by the loader".into());
         }
@@ -362,9 +368,11 @@ fn setup(world: &mut World, cfg: &MpiSpec) -> Result<(), String> {
         ranks.push(RankRt {
             program: Arc::new(program),
             pc: 0,
+            pass: 0,
             pending: VecDeque::new(),
             coll_seq: 0,
             state: RankState::Ready,
+            computing: false,
             reqs: Vec::new(),
             outstanding: Vec::new(),
             waiting: Vec::new(),
@@ -379,7 +387,7 @@ fn setup(world: &mut World, cfg: &MpiSpec) -> Result<(), String> {
             host: Endpoint::Host { node },
             node,
             row,
-            at: "start".into(),
+            at_step: 0,
         });
     }
     let mut mpi = world.resource_mut::<Mpi>();
@@ -493,7 +501,9 @@ fn wake_computed_ranks(mut inbox: ResMut<Inbox<RankWake>>, mut mpi: ResMut<Mpi>,
             continue; // the start signal: every rank is already ready
         }
         let rank = &mut mpi.ranks[r as usize];
-        rank.compute_s += now.saturating_sub(rank.since).as_secs_f64();
+        if rank.computing {
+            rank.compute_s += now.saturating_sub(rank.since).as_secs_f64();
+        }
         rank.state = RankState::Ready;
         mpi.ready.push(r);
     }
@@ -523,16 +533,20 @@ impl Mpi {
             }
             let op = if let Some(op) = rank.pending.pop_front() {
                 op
-            } else if rank.pc < rank.program.len() {
-                let step = &rank.program[rank.pc];
+            } else if rank.pc < rank.program.steps.len() {
+                let op = rank.program.steps[rank.pc].op;
+                rank.at_step = rank.pc;
                 rank.pc += 1;
-                rank.at = format!("{} ({})", step.at, step.op.name());
-                step.op
+                op
+            } else if rank.pass + 1 < rank.program.repeat {
+                rank.pass += 1;
+                rank.pc = 0;
+                continue;
             } else {
                 // MPI_Finalize: wait for what is still outstanding, then end.
                 if !rank.outstanding.is_empty() {
                     let all = std::mem::take(&mut rank.outstanding);
-                    rank.at = "the end of its program (outstanding requests)".into();
+                    rank.at_step = usize::MAX;
                     if self.block_on(r, all, now) {
                         return;
                     }
@@ -545,11 +559,15 @@ impl Mpi {
             match op {
                 Op::Compute { flops } => {
                     let secs = flops / rank.speed;
-                    self.compute(r, secs, now, net);
+                    self.compute(r, secs, true, now, net);
+                    return;
+                }
+                Op::ComputeFor { secs } => {
+                    self.compute(r, secs, true, now, net);
                     return;
                 }
                 Op::Sleep { secs } => {
-                    self.compute(r, secs, now, net);
+                    self.compute(r, secs, false, now, net);
                     return;
                 }
                 Op::Isend {
@@ -632,13 +650,15 @@ impl Mpi {
         }
     }
 
-    fn compute(&mut self, r: u32, secs: f64, now: SimTime, net: &mut Net) {
+    /// Keeps rank `r` busy for `secs` (computing, or idle for a sleep).
+    fn compute(&mut self, r: u32, secs: f64, work: bool, now: SimTime, net: &mut Net) {
         let rank = &mut self.ranks[r as usize];
         rank.state = RankState::Computing;
+        rank.computing = work;
         rank.since = now;
         let end = now.saturating_add(SimTime::from_secs_saturating(secs));
         if let Some(row) = rank.row {
-            let state = net.rec.name_id("compute");
+            let state = net.rec.name_id(if work { "compute" } else { "sleep" });
             net.rec.interval(Interval {
                 resource: row,
                 state,
@@ -1042,9 +1062,18 @@ fn stuck_ranks(world: &mut World) -> Vec<String> {
                 )
             })
             .collect();
+        let at = if r.at_step == usize::MAX {
+            "the end of its program (outstanding requests)".to_string()
+        } else {
+            r.program.at(r.at_step)
+        };
         out.push(format!(
-            "rank {i} waits at {} for: {}",
-            r.at,
+            "rank {i} waits at {at}{} for: {}",
+            if r.program.repeat > 1 {
+                format!(" in pass {} of {}", r.pass + 1, r.program.repeat)
+            } else {
+                String::new()
+            },
             if waits.is_empty() {
                 "nothing (a model error)".to_string()
             } else {

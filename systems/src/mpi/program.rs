@@ -69,6 +69,10 @@ pub enum Op {
     Compute {
         flops: f64,
     },
+    /// Work of a known duration (a generator's kernel time).
+    ComputeFor {
+        secs: f64,
+    },
     Sleep {
         secs: f64,
     },
@@ -111,7 +115,7 @@ pub enum Op {
 impl Op {
     pub fn name(&self) -> &'static str {
         match self {
-            Op::Compute { .. } => "compute",
+            Op::Compute { .. } | Op::ComputeFor { .. } => "compute",
             Op::Sleep { .. } => "sleep",
             Op::Isend { .. } => "isend",
             Op::Irecv { .. } => "irecv",
@@ -125,17 +129,46 @@ impl Op {
     }
 }
 
-/// A program line: the operation and where it came from (for error messages).
-#[derive(Debug, Clone, PartialEq)]
+/// A program step: the operation and its line in the source (0 for generated programs).
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Step {
     pub op: Op,
-    /// `file:line`.
-    pub at: String,
+    pub line: u32,
+}
+
+/// A rank's program: its steps, run `repeat` times (a generator's iterations).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Program {
+    /// Where the steps come from (a trace file, a generator), for error messages.
+    pub source: std::sync::Arc<str>,
+    pub steps: Vec<Step>,
+    pub repeat: u32,
+}
+
+impl Program {
+    /// Where step `i` comes from: `file:line`, or the generator's name.
+    pub fn at(&self, i: usize) -> String {
+        match self.steps.get(i) {
+            Some(s) if s.line > 0 => format!("{}:{} ({})", self.source, s.line, s.op.name()),
+            Some(s) => format!("{} ({})", self.source, s.op.name()),
+            None => self.source.to_string(),
+        }
+    }
 }
 
 /// Reads TI trace texts into one program per rank; errors name the file and line.
-pub fn parse_traces(texts: &[(String, String)], ranks: u32) -> Result<Vec<Vec<Step>>, String> {
-    let mut programs = vec![Vec::new(); ranks as usize];
+pub fn parse_traces(texts: &[(String, String)], ranks: u32) -> Result<Vec<Program>, String> {
+    let mut programs: Vec<Program> = (0..ranks)
+        .map(|r| Program {
+            source: std::sync::Arc::from(if texts.len() > 1 {
+                texts[r as usize % texts.len()].0.as_str()
+            } else {
+                texts.first().map_or("trace", |t| t.0.as_str())
+            }),
+            steps: Vec::new(),
+            repeat: 1,
+        })
+        .collect();
     let per_rank = texts.len() > 1;
     if per_rank && texts.len() != ranks as usize {
         return Err(format!(
@@ -157,7 +190,10 @@ pub fn parse_traces(texts: &[(String, String)], ranks: u32) -> Result<Vec<Vec<St
                 ));
             }
             if let Some(op) = op {
-                programs[rank as usize].push(Step { op, at });
+                programs[rank as usize].steps.push(Step {
+                    op,
+                    line: n as u32 + 1,
+                });
             }
         }
     }
@@ -356,7 +392,7 @@ fn parse_line(line: &str, ranks: u32) -> Result<(u32, Option<Op>), String> {
 mod tests {
     use super::*;
 
-    fn one(text: &str, ranks: u32) -> Result<Vec<Vec<Step>>, String> {
+    fn one(text: &str, ranks: u32) -> Result<Vec<Program>, String> {
         parse_traces(&[("t.txt".into(), text.into())], ranks)
     }
 
@@ -368,7 +404,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            p[0][0].op,
+            p[0].steps[0].op,
             Op::Send {
                 dst: 1,
                 tag: 0,
@@ -376,16 +412,16 @@ mod tests {
                 loc: Loc::Device
             }
         );
-        assert_eq!(p[0][1].op, Op::Compute { flops: 1e9 });
+        assert_eq!(p[0].steps[1].op, Op::Compute { flops: 1e9 });
         assert_eq!(
-            p[0][2].op,
+            p[0].steps[2].op,
             Op::Coll(Coll::Allreduce {
                 bytes: 1024.0,
                 flops: 1024.0
             })
         );
         assert_eq!(
-            p[1][1].op,
+            p[1].steps[1].op,
             Op::Irecv {
                 src: 0,
                 tag: 7,
@@ -393,7 +429,7 @@ mod tests {
                 loc: Loc::Host
             }
         );
-        assert_eq!(p[1][1].at, "t.txt:6");
+        assert_eq!(p[1].at(1), "t.txt:6 (irecv)");
     }
 
     #[test]
