@@ -6,6 +6,7 @@
 
 pub mod embedded;
 pub mod flowcase;
+pub mod p2p;
 pub mod study;
 
 use bevy_app::App;

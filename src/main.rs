@@ -72,6 +72,33 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Point-to-point latency and bandwidth between two GPUs (OSU-style tables, CSV, plots).
+    P2p {
+        /// A platform file, e.g. scenarios/platforms/lassen.ron.
+        #[arg(long)]
+        platform: PathBuf,
+        /// The sending GPU, e.g. node[0].gpu[0].
+        #[arg(long)]
+        from: String,
+        /// The receiving GPU, e.g. node[1].gpu[0].
+        #[arg(long)]
+        to: String,
+        /// Paths of device buffers to measure (repeatable; default both).
+        #[arg(long, value_enum)]
+        mode: Vec<hetsim::p2p::Mode>,
+        /// Smallest size (1, 64K, 16M, 1MiB).
+        #[arg(short = 'b', default_value = "1")]
+        begin: String,
+        /// Largest size.
+        #[arg(short = 'e', default_value = "4M")]
+        end: String,
+        /// Size factor between steps.
+        #[arg(short = 'f', default_value_t = 2.0)]
+        factor: f64,
+        /// Output folder for p2p.csv and the plots (default: results/p2p/).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Check a scenario without running it.
     Validate {
         scenario: PathBuf,
@@ -122,6 +149,16 @@ fn main() -> ExitCode {
             quiet,
         } => run_study(&study, out, jobs, shard, quiet),
         Command::Merge { dirs, out } => merge(&dirs, out),
+        Command::P2p {
+            platform,
+            from,
+            to,
+            mode,
+            begin,
+            end,
+            factor,
+            out,
+        } => p2p(platform, from, to, mode, (&begin, &end, factor), out),
         Command::Systems => {
             systems();
             Ok(())
@@ -265,6 +302,50 @@ fn merge(dirs: &[PathBuf], out: Option<PathBuf>) -> Result<(), Error> {
         table.rows.len(),
         dirs.len()
     );
+    print_written(&written);
+    Ok(())
+}
+
+fn p2p(
+    platform: PathBuf,
+    from: String,
+    to: String,
+    modes: Vec<hetsim::p2p::Mode>,
+    (begin, end, factor): (&str, &str, f64),
+    out: Option<PathBuf>,
+) -> Result<(), Error> {
+    use hetsim::p2p;
+    let size =
+        |flag: &str, t: &str| p2p::parse_size(t).map_err(|e| Error::Input(format!("{flag}: {e}")));
+    let sizes = p2p::sizes(size("-b", begin)?, size("-e", end)?, factor).map_err(Error::Input)?;
+    let modes = if modes.is_empty() {
+        vec![p2p::Mode::Gpudirect, p2p::Mode::Hostcopy]
+    } else {
+        modes
+    };
+    let opts = p2p::P2pOptions {
+        platform,
+        from,
+        to,
+        modes,
+        sizes,
+    };
+    let rows = p2p::run(&opts)?;
+    say!("{}", p2p::table(&rows, &opts).trim_end());
+    let dir = out.unwrap_or_else(|| Path::new("results").join("p2p"));
+    let mut files = vec![("p2p.csv".to_string(), p2p::csv(&rows))];
+    let mut pngs: Vec<hetsim::output::PngJob> = Vec::new();
+    for (stem, chart) in p2p::charts(&rows, &opts) {
+        let svg = hetsim::output::plot::svg(&chart)
+            .map_err(|e| Error::Run(format!("cannot draw {stem}: {e}")))?;
+        files.push((format!("{stem}.svg"), svg));
+        pngs.push((
+            format!("{stem}.png"),
+            Box::new(move |p: &Path| hetsim::output::plot::png(&chart, p)),
+        ));
+    }
+    let written = hetsim::output::write_files(&dir, files, pngs)
+        .map_err(|e| Error::Run(format!("cannot write to {}: {e}", dir.display())))?;
     print_written(&written);
     Ok(())
 }

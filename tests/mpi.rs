@@ -205,3 +205,85 @@ fn the_shared_nic_divides_its_bandwidth() {
     let want = 2.0 * shared_control + copy(s) + L_HOST + 2.0 * s / B_HOST + copy(s);
     assert!(close(got, want), "{got} vs {want}");
 }
+
+#[test]
+fn hetsim_p2p_prints_osu_tables_and_writes_csv_and_plots() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tmp = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_hetsim"))
+        .args(["p2p", "--platform"])
+        .arg(repo.join("tests/data/scenarios/mpi/star-8.ron"))
+        .args([
+            "--from",
+            "node[0].gpu[0]",
+            "--to",
+            "node[1].gpu[0]",
+            "-b",
+            "1K",
+            "-e",
+            "1M",
+            "--out",
+        ])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("# Size"), "{out}");
+    let csv = std::fs::read_to_string(tmp.path().join("p2p.csv")).unwrap();
+    // 1 KiB to 1 MiB by 2: 11 sizes, two modes.
+    assert_eq!(csv.lines().count(), 1 + 22);
+    // GPUDirect latency of 1 MiB: half a round trip = one message (see the formulas above).
+    let s = 1048576.0;
+    let want_us = (2.0 * CONTROL + PIN + L_GPU + s / B_GPU) * 1e6;
+    let line = csv
+        .lines()
+        .find(|l| l.starts_with("gpudirect,1048576,"))
+        .unwrap();
+    let got: f64 = line.split(',').nth(2).unwrap().parse().unwrap();
+    assert!(close(got, want_us), "{got} vs {want_us}");
+    for f in ["p2p_latency.png", "p2p_bandwidth.svg"] {
+        assert!(tmp.path().join(f).is_file(), "{f}");
+    }
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_hetsim"))
+        .args(["p2p", "--platform"])
+        .arg(repo.join("tests/data/scenarios/mpi/star-8.ron"))
+        .args([
+            "--from",
+            "node[0].gpu[0]",
+            "--to",
+            "node[1].gpu[0]",
+            "-e",
+            "lots",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn the_generator_scenarios_run_and_gpudirect_pays_for_large_messages() {
+    // The Minisweep-like sweep moves 4 MB messages: GPUDirect saves the two copies of each.
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for name in ["halo3d", "sweep", "stencil", "solver"] {
+        let file = repo.join(format!("scenarios/studies/{name}.ron"));
+        let mut scenario = hetsim::components::load::load_scenario(&file, &[]).unwrap();
+        scenario.output.timeline = false;
+        scenario.output.link_plot = false;
+        scenario.output.trace_json = false;
+        scenario.output.paje = false;
+        scenario.output.intervals_csv = false;
+        let t = |disable: &[&str]| {
+            let opts = RunOptions {
+                disable: disable.iter().map(|s| s.to_string()).collect(),
+                progress: false,
+            };
+            sim_time(&simulate_report(&scenario, &opts).unwrap().summary)
+        };
+        let (gd, hc) = (t(&[]), t(&["gpudirect"]));
+        assert!(gd > 0.0 && hc > 0.0, "{name}");
+        if name == "sweep" {
+            assert!(hc > 1.2 * gd, "sweep: hostcopy {hc} vs gpudirect {gd}");
+        }
+    }
+}

@@ -256,10 +256,10 @@ fn stage_all(st: &mut Staged, report: &Report, spec: &OutputSpec) -> std::io::Re
 }
 
 /// A PNG to write: its file name and what draws it into a path.
-pub(crate) type PngJob = (String, Box<dyn Fn(&Path) -> std::io::Result<()>>);
+pub type PngJob = (String, Box<dyn Fn(&Path) -> std::io::Result<()>>);
 
 /// Writes named byte files and PNG drawings into `dir`, all or nothing.
-pub(crate) fn write_files(
+pub fn write_files(
     dir: &Path,
     files: Vec<(String, Vec<u8>)>,
     pngs: Vec<PngJob>,
