@@ -28,13 +28,24 @@ fn run(
     gpus_per_node: u32,
     disable: &[&str],
 ) -> Result<serde_json::Value, Error> {
+    run_with(trace, ranks, gpus_per_node, disable, "")
+}
+
+/// As [`run`], with more fields of the `Mpi` workload (e.g. `collectives: (...)`).
+fn run_with(
+    trace: &str,
+    ranks: u32,
+    gpus_per_node: u32,
+    disable: &[&str],
+    extra: &str,
+) -> Result<serde_json::Value, Error> {
     let platform =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/scenarios/mpi/star-8.ron");
     let text = format!(
         r#"Scenario(
             name: "mpi-test",
             platform: File({:?}),
-            workload: Mpi(ranks: {ranks}, gpus_per_node: {gpus_per_node}, program: TraceText([("inline", {:?})])),
+            workload: Mpi(ranks: {ranks}, gpus_per_node: {gpus_per_node}, program: TraceText([("inline", {:?})]), {extra}),
             output: (timeline: false, link_plot: false, trace_json: false, paje: false, intervals_csv: false),
         )"#,
         platform.display().to_string(),
@@ -153,7 +164,8 @@ fn binomial_bcast_on_a_star_takes_ceil_log2_p_rounds() {
     // 8 ranks, one per node; each round is one GPUDirect message: ceil(log2 8) = 3 rounds.
     let s = 1e6;
     let trace: String = (0..8).map(|r| format!("{r} bcast {s}\n")).collect();
-    let got = sim_time(&run(&trace, 8, 1, &[]).unwrap());
+    let force = r#"collectives: (force: {"bcast": "binomial"})"#;
+    let got = sim_time(&run_with(&trace, 8, 1, &[], force).unwrap());
     let msg = 2.0 * CONTROL + PIN + L_GPU + s / B_GPU;
     assert!(close(got, 3.0 * msg), "{got} vs {}", 3.0 * msg);
 }
@@ -164,7 +176,8 @@ fn ring_allreduce_takes_two_p_minus_one_steps_of_size_over_p() {
     // GPUDirect message per rank on its own links (split-duplex star: no sharing).
     let (s, p) = (5e6, 5.0);
     let trace: String = (0..5).map(|r| format!("{r} allreduce {s} 0\n")).collect();
-    let got = sim_time(&run(&trace, 5, 1, &[]).unwrap());
+    let force = r#"collectives: (force: {"allreduce": "ring"})"#;
+    let got = sim_time(&run_with(&trace, 5, 1, &[], force).unwrap());
     let step = 2.0 * CONTROL + PIN + L_GPU + s / p / B_GPU;
     assert!(close(got, 8.0 * step), "{got} vs {}", 8.0 * step);
 }
@@ -286,4 +299,48 @@ fn the_generator_scenarios_run_and_gpudirect_pays_for_large_messages() {
             assert!(hc > 1.2 * gd, "sweep: hostcopy {hc} vs gpudirect {gd}");
         }
     }
+}
+
+#[test]
+fn rabenseifner_allreduce_matches_its_alpha_beta_cost_on_a_power_of_two() {
+    // p = 8 ranks, one per node: 2 lg p rounds; recursive halving exchanges n/2, n/4, n/8,
+    // recursive doubling n/8, n/4, n/2 (each round one GPUDirect message each way on
+    // split-duplex links: no sharing). T = sum over rounds of (2 control + pin + L_gpu + b/B).
+    let (n, p) = (8e6, 8.0f64);
+    let trace: String = (0..8).map(|r| format!("{r} allreduce {n} 0\n")).collect();
+    let got = sim_time(&run(&trace, 8, 1, &[]).unwrap());
+    let alpha = 2.0 * CONTROL + PIN + L_GPU;
+    let rounds = 2.0 * p.log2();
+    let bytes = 2.0 * n * (p - 1.0) / p;
+    let want = rounds * alpha + bytes / B_GPU;
+    assert!(close(got, want), "{got} vs {want}");
+}
+
+#[test]
+fn an_unknown_forced_algorithm_is_an_input_error() {
+    let e = run_with(
+        "0 barrier\n1 barrier\n",
+        2,
+        1,
+        &[],
+        r#"collectives: (force: {"allreduce": "fastest"})"#,
+    )
+    .unwrap_err();
+    let Error::Input(msg) = e else {
+        panic!("{e:?}")
+    };
+    assert!(
+        msg.contains("collectives.force.allreduce: `fastest` is not an algorithm of allreduce"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn tracer_and_mpich_selections_differ_where_their_algorithms_do() {
+    // A 1 MB allreduce on 8 ranks: TraceR's binary-tree reduce + bcast moves the whole vector
+    // up and down the tree; MPICH's Rabenseifner moves 2n(p-1)/p per rank: MPICH is faster.
+    let trace: String = (0..8).map(|r| format!("{r} allreduce 1e6 0\n")).collect();
+    let mpich = sim_time(&run(&trace, 8, 1, &[]).unwrap());
+    let tracer = sim_time(&run_with(&trace, 8, 1, &[], "collectives: (select: Tracer)").unwrap());
+    assert!(tracer > 1.5 * mpich, "tracer {tracer} vs mpich {mpich}");
 }

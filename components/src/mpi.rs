@@ -17,6 +17,34 @@ pub struct MpiSpec {
     pub program: ProgramSpec,
     #[serde(default)]
     pub protocol: ProtocolSpec,
+    #[serde(default)]
+    pub collectives: CollectiveSpec,
+}
+
+/// How collectives pick their algorithm, and what reductions cost.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CollectiveSpec {
+    #[serde(default)]
+    pub select: Select,
+    /// Algorithm forced per collective, e.g. `{"allreduce": "ring", "bcast": "binomial"}`
+    /// (`hetsim systems` lists the names).
+    #[serde(default)]
+    pub force: std::collections::BTreeMap<String, String>,
+    /// Time to reduce one byte (a sum of doubles on the GPU), on top of a trace's flops.
+    #[serde(default)]
+    pub reduce_cost: PerByte,
+}
+
+/// Which library's choices collectives follow.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Select {
+    /// MPICH 3.4's default size and process-count thresholds.
+    #[default]
+    Mpich,
+    /// TraceR's: binary trees for bcast, reduce, allreduce and barrier; Bruck or pairwise
+    /// alltoall at 512 B; Bruck or ring allgather at 160 KiB in total.
+    Tracer,
 }
 
 /// Which GPU each rank owns.

@@ -2,16 +2,22 @@
 //!
 //! Each collective instance gets its own tag (below every user tag, never matched by an
 //! any-tag receive), so collective traffic never mixes with the program's own messages.
-//! Algorithms (the common defaults of MPICH for mid-size messages; a selector by size and
-//! process count is a later step):
-//! - barrier: dissemination, ceil(log2 p) rounds of 0-byte exchanges;
-//! - bcast: binomial tree from the root, ceil(log2 p) rounds;
-//! - reduce: binomial tree towards the root, with the reduction's computation per receive;
-//! - allreduce: recursive doubling when p is a power of two and the vector is small (at most
-//!   2 KiB), else ring (reduce-scatter then allgather: 2(p-1) steps of size/p);
-//! - allgather: ring, p-1 steps of the per-rank block;
-//! - alltoall: pairwise exchange, p-1 steps;
-//! - reduce_scatter: ring, p-1 steps of size/p with the reduction's computation.
+//! A reduction charges, per reduced block of b bytes of an n-byte vector, b x `reduce_cost`
+//! seconds plus its share b/n of the flops the trace gives.
+//!
+//! Algorithms (costs in MPICH's alpha-beta-gamma terms: Thakur, Rabenseifner and Gropp,
+//! IJHPCA 2005): bcast binomial, binary tree (TraceR), scatter + recursive-doubling or ring
+//! allgather (van de Geijn); reduce binomial, binary tree, Rabenseifner (reduce-scatter +
+//! gather); allreduce recursive doubling, Rabenseifner, ring, binary tree (TraceR: reduce
+//! then bcast); allgather ring, recursive doubling, Bruck; alltoall pairwise, Bruck,
+//! scattered (all at once); reduce_scatter recursive halving, pairwise; barrier
+//! dissemination, or a 0-byte binary-tree allreduce (TraceR). Algorithms for powers of two
+//! fold the extra ranks in first and out last, as MPICH does.
+//!
+//! Selection: `Mpich` (MPICH 3.4's default thresholds), `Tracer` (TraceR's choices), or an
+//! algorithm forced per collective.
+
+use hetsim_components::mpi::Select;
 
 use super::program::{Coll, Loc, Op};
 
@@ -21,162 +27,594 @@ pub fn coll_tag(seq: u64) -> i64 {
     -2 - seq as i64
 }
 
-const SMALL_ALLREDUCE: f64 = 2048.0;
+/// A collective algorithm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Algo {
+    Dissemination,
+    TreeBarrier,
+    Binomial,
+    BinaryTree,
+    ScatterRdAllgather,
+    ScatterRingAllgather,
+    Rabenseifner,
+    RecursiveDoubling,
+    Ring,
+    Bruck,
+    Pairwise,
+    Scattered,
+    RecursiveHalving,
+}
+
+impl Algo {
+    pub fn name(self) -> &'static str {
+        match self {
+            Algo::Dissemination => "dissemination",
+            Algo::TreeBarrier => "binary_tree_allreduce",
+            Algo::Binomial => "binomial",
+            Algo::BinaryTree => "binary_tree",
+            Algo::ScatterRdAllgather => "scatter_rd_allgather",
+            Algo::ScatterRingAllgather => "scatter_ring_allgather",
+            Algo::Rabenseifner => "rabenseifner",
+            Algo::RecursiveDoubling => "recursive_doubling",
+            Algo::Ring => "ring",
+            Algo::Bruck => "bruck",
+            Algo::Pairwise => "pairwise",
+            Algo::Scattered => "scattered",
+            Algo::RecursiveHalving => "recursive_halving",
+        }
+    }
+
+    /// The algorithms a collective can use.
+    pub fn for_collective(name: &str) -> &'static [Algo] {
+        use Algo::*;
+        match name {
+            "barrier" => &[Dissemination, TreeBarrier],
+            "bcast" => &[
+                Binomial,
+                BinaryTree,
+                ScatterRdAllgather,
+                ScatterRingAllgather,
+            ],
+            "reduce" => &[Binomial, BinaryTree, Rabenseifner],
+            "allreduce" => &[RecursiveDoubling, Rabenseifner, Ring, BinaryTree],
+            "allgather" => &[Ring, RecursiveDoubling, Bruck],
+            "alltoall" => &[Pairwise, Bruck, Scattered],
+            "reduce_scatter" => &[RecursiveHalving, Pairwise],
+            _ => &[],
+        }
+    }
+
+    pub fn parse(collective: &str, name: &str) -> Result<Algo, String> {
+        let algos = Algo::for_collective(collective);
+        if algos.is_empty() {
+            return Err(format!(
+                "`{collective}` is not a collective (barrier, bcast, reduce, allreduce, allgather, alltoall, reduce_scatter)"
+            ));
+        }
+        algos
+            .iter()
+            .copied()
+            .find(|a| a.name() == name)
+            .ok_or_else(|| {
+                format!(
+                    "`{name}` is not an algorithm of {collective}; expected one of {}",
+                    algos
+                        .iter()
+                        .map(|a| a.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })
+    }
+}
+
+/// How collectives choose their algorithm.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    pub select: Select,
+    /// Forced algorithms by collective name.
+    pub force: Vec<(String, Algo)>,
+    /// Seconds per byte reduced.
+    pub reduce_cost: f64,
+}
+
+impl Policy {
+    /// The algorithm for `coll` on `p` ranks.
+    pub fn choose(&self, coll: &Coll, p: u32) -> Algo {
+        if let Some((_, a)) = self.force.iter().find(|(n, _)| *n == coll.name()) {
+            return *a;
+        }
+        let pow2 = p.is_power_of_two();
+        use Algo::*;
+        match (self.select, *coll) {
+            (Select::Tracer, Coll::Barrier) => TreeBarrier,
+            (Select::Tracer, Coll::Bcast { .. }) => BinaryTree,
+            (Select::Tracer, Coll::Reduce { .. }) => BinaryTree,
+            (Select::Tracer, Coll::Allreduce { .. }) => BinaryTree,
+            (Select::Tracer, Coll::Allgather { bytes }) => {
+                if bytes * p as f64 <= 163840.0 {
+                    Bruck
+                } else {
+                    Ring
+                }
+            }
+            (Select::Tracer, Coll::Alltoall { bytes }) => {
+                if bytes <= 512.0 {
+                    Bruck
+                } else {
+                    Pairwise
+                }
+            }
+            (Select::Tracer, Coll::ReduceScatter { .. }) => Pairwise,
+            (Select::Mpich, Coll::Barrier) => Dissemination,
+            (Select::Mpich, Coll::Bcast { bytes, .. }) => {
+                if p < 8 || bytes <= 12288.0 {
+                    Binomial
+                } else if pow2 && bytes <= 524288.0 {
+                    ScatterRdAllgather
+                } else {
+                    ScatterRingAllgather
+                }
+            }
+            (Select::Mpich, Coll::Reduce { bytes, .. }) => {
+                if bytes <= 2048.0 || bytes / 8.0 < prev_pow2(p) as f64 {
+                    Binomial
+                } else {
+                    Rabenseifner
+                }
+            }
+            (Select::Mpich, Coll::Allreduce { bytes, .. }) => {
+                if bytes <= 8.0 || bytes / 8.0 < prev_pow2(p) as f64 {
+                    RecursiveDoubling
+                } else {
+                    Rabenseifner
+                }
+            }
+            (Select::Mpich, Coll::Allgather { bytes }) => {
+                let total = bytes * p as f64;
+                if total < 524288.0 && pow2 {
+                    RecursiveDoubling
+                } else if total < 81920.0 {
+                    Bruck
+                } else {
+                    Ring
+                }
+            }
+            (Select::Mpich, Coll::Alltoall { bytes }) => {
+                if p >= 8 && bytes <= 256.0 {
+                    Bruck
+                } else if bytes <= 32768.0 {
+                    Scattered
+                } else {
+                    Pairwise
+                }
+            }
+            (Select::Mpich, Coll::ReduceScatter { bytes, .. }) => {
+                if bytes < 524288.0 && pow2 {
+                    RecursiveHalving
+                } else {
+                    Pairwise
+                }
+            }
+        }
+    }
+}
+
+fn prev_pow2(p: u32) -> u32 {
+    if p == 0 {
+        0
+    } else {
+        1 << (31 - p.leading_zeros())
+    }
+}
+
+/// Builds one rank's steps.
+struct Steps<'a> {
+    me: u32,
+    p: u32,
+    tag: i64,
+    ops: Vec<Op>,
+    policy: &'a Policy,
+    /// The vector's size and total flops, for reduction costs.
+    n: f64,
+    flops: f64,
+}
+
+impl Steps<'_> {
+    fn isend(&mut self, dst: u32, bytes: f64) {
+        self.ops.push(Op::Isend {
+            dst,
+            tag: self.tag,
+            bytes,
+            loc: Loc::Device,
+        });
+    }
+    fn irecv(&mut self, src: u32, bytes: f64) {
+        self.ops.push(Op::Irecv {
+            src: src as i64,
+            tag: self.tag,
+            bytes,
+            loc: Loc::Device,
+        });
+    }
+    fn send(&mut self, dst: u32, bytes: f64) {
+        self.ops.push(Op::Send {
+            dst,
+            tag: self.tag,
+            bytes,
+            loc: Loc::Device,
+        });
+    }
+    fn recv(&mut self, src: u32, bytes: f64) {
+        self.ops.push(Op::Recv {
+            src: src as i64,
+            tag: self.tag,
+            bytes,
+            loc: Loc::Device,
+        });
+    }
+    /// Send to one rank and receive from another at the same time.
+    fn exchange(&mut self, to: u32, sbytes: f64, from: u32, rbytes: f64) {
+        self.isend(to, sbytes);
+        self.irecv(from, rbytes);
+        self.ops.push(Op::Waitall);
+    }
+    /// The cost of reducing `bytes` of the vector.
+    fn reduce(&mut self, bytes: f64) {
+        if self.policy.reduce_cost > 0.0 && bytes > 0.0 {
+            self.ops.push(Op::ComputeFor {
+                secs: bytes * self.policy.reduce_cost,
+            });
+        }
+        if self.flops > 0.0 && self.n > 0.0 {
+            self.ops.push(Op::Compute {
+                flops: self.flops * bytes / self.n,
+            });
+        }
+    }
+}
 
 /// The operations rank `me` of `p` runs for one collective.
-pub fn expand(coll: Coll, me: u32, p: u32, seq: u64) -> Vec<Op> {
-    let tag = coll_tag(seq);
-    let mut ops = Vec::new();
+pub fn expand(coll: Coll, me: u32, p: u32, seq: u64, policy: &Policy) -> Vec<Op> {
     if p <= 1 {
-        return ops;
+        return Vec::new();
     }
-    let send = |dst: u32, bytes: f64| Op::Isend {
-        dst,
-        tag,
-        bytes,
-        loc: Loc::Device,
+    let (n, flops) = match coll {
+        Coll::Reduce { bytes, flops, .. }
+        | Coll::Allreduce { bytes, flops }
+        | Coll::ReduceScatter { bytes, flops } => (bytes, flops),
+        _ => (0.0, 0.0),
     };
-    let recv = |src: u32, bytes: f64| Op::Irecv {
-        src: src as i64,
-        tag,
-        bytes,
-        loc: Loc::Device,
+    let mut s = Steps {
+        me,
+        p,
+        tag: coll_tag(seq),
+        ops: Vec::new(),
+        policy,
+        n,
+        flops,
     };
+    let algo = policy.choose(&coll, p);
     match coll {
-        Coll::Barrier => {
-            let mut d = 1;
-            while d < p {
-                ops.push(send((me + d) % p, 0.0));
-                ops.push(recv((me + p - d) % p, 0.0));
-                ops.push(Op::Waitall);
-                d *= 2;
+        Coll::Barrier => match algo {
+            Algo::TreeBarrier => {
+                binary_reduce(&mut s, 0, 0.0);
+                binary_bcast(&mut s, 0, 0.0);
             }
-        }
-        Coll::Bcast { bytes, root } => binomial_bcast(&mut ops, me, p, root, bytes, tag),
-        Coll::Reduce { bytes, flops, root } => {
-            binomial_reduce(&mut ops, me, p, root, bytes, flops, tag)
-        }
-        Coll::Allreduce { bytes, flops } => {
-            if p.is_power_of_two() && bytes <= SMALL_ALLREDUCE {
+            _ => {
                 let mut d = 1;
                 while d < p {
-                    let peer = me ^ d;
-                    ops.push(send(peer, bytes));
-                    ops.push(recv(peer, bytes));
-                    ops.push(Op::Waitall);
-                    if flops > 0.0 {
-                        ops.push(Op::Compute { flops });
-                    }
+                    s.exchange((me + d) % p, 0.0, (me + p - d) % p, 0.0);
                     d *= 2;
                 }
-            } else {
-                ring(&mut ops, me, p, bytes / p as f64, flops / p as f64, tag);
-                ring(&mut ops, me, p, bytes / p as f64, 0.0, tag);
             }
-        }
-        Coll::Allgather { bytes } => ring(&mut ops, me, p, bytes, 0.0, tag),
-        Coll::Alltoall { bytes } => {
-            for step in 1..p {
-                ops.push(send((me + step) % p, bytes));
-                ops.push(recv((me + p - step) % p, bytes));
-                ops.push(Op::Waitall);
+        },
+        Coll::Bcast { bytes, root } => match algo {
+            Algo::BinaryTree => binary_bcast(&mut s, root, bytes),
+            Algo::ScatterRdAllgather | Algo::ScatterRingAllgather => {
+                binomial_scatter(&mut s, root, bytes);
+                let block = bytes / p as f64;
+                if algo == Algo::ScatterRdAllgather && p.is_power_of_two() {
+                    rd_allgather(&mut s, block);
+                } else {
+                    ring_allgather(&mut s, block);
+                }
             }
-        }
-        Coll::ReduceScatter { bytes, flops } => {
-            ring(&mut ops, me, p, bytes / p as f64, flops / p as f64, tag)
-        }
+            _ => binomial_bcast(&mut s, root, bytes),
+        },
+        Coll::Reduce { bytes, root, .. } => match algo {
+            Algo::BinaryTree => binary_reduce(&mut s, root, bytes),
+            Algo::Rabenseifner => {
+                // Reduce-scatter by pairwise exchange, then a binomial gather to the root.
+                pairwise_reduce_scatter(&mut s, bytes);
+                binomial_gather(&mut s, root, bytes);
+            }
+            _ => binomial_reduce(&mut s, root, bytes),
+        },
+        Coll::Allreduce { bytes, .. } => match algo {
+            Algo::BinaryTree => {
+                binary_reduce(&mut s, 0, bytes);
+                binary_bcast(&mut s, 0, bytes);
+            }
+            Algo::Ring => {
+                ring_reduce_scatter(&mut s, bytes);
+                ring_allgather(&mut s, bytes / p as f64);
+            }
+            Algo::Rabenseifner => folded(&mut s, bytes, |s, v, q| {
+                halving_reduce_scatter(s, v, q, bytes);
+                doubling_allgather(s, v, q, bytes);
+            }),
+            _ => folded(&mut s, bytes, |s, v, q| {
+                let mut d = 1;
+                while d < q {
+                    let peer = real_of(v ^ d, s.p, q);
+                    s.exchange(peer, bytes, peer, bytes);
+                    s.reduce(bytes);
+                    d *= 2;
+                }
+            }),
+        },
+        Coll::Allgather { bytes } => match algo {
+            Algo::RecursiveDoubling if p.is_power_of_two() => rd_allgather(&mut s, bytes),
+            Algo::Bruck | Algo::RecursiveDoubling => bruck_allgather(&mut s, bytes),
+            _ => ring_allgather(&mut s, bytes),
+        },
+        Coll::Alltoall { bytes } => match algo {
+            Algo::Bruck => {
+                let mut d = 1;
+                while d < p {
+                    // Blocks whose index has this bit set: about half of them.
+                    let blocks = (0..p).filter(|i| i & d != 0).count() as f64;
+                    s.exchange(
+                        (me + d) % p,
+                        bytes * blocks,
+                        (me + p - d) % p,
+                        bytes * blocks,
+                    );
+                    d *= 2;
+                }
+            }
+            Algo::Scattered => {
+                for step in 1..p {
+                    s.irecv((me + p - step) % p, bytes);
+                }
+                for step in 1..p {
+                    s.isend((me + step) % p, bytes);
+                }
+                s.ops.push(Op::Waitall);
+            }
+            _ => {
+                for step in 1..p {
+                    let (to, from) = if p.is_power_of_two() {
+                        (me ^ step, me ^ step)
+                    } else {
+                        ((me + step) % p, (me + p - step) % p)
+                    };
+                    s.exchange(to, bytes, from, bytes);
+                }
+            }
+        },
+        Coll::ReduceScatter { bytes, .. } => match algo {
+            Algo::RecursiveHalving if p.is_power_of_two() => {
+                halving_reduce_scatter(&mut s, me, p, bytes)
+            }
+            _ => pairwise_reduce_scatter(&mut s, bytes),
+        },
     }
-    ops
+    s.ops
 }
 
-/// p-1 steps: send a block to the right neighbour, receive one from the left, then reduce it.
-fn ring(ops: &mut Vec<Op>, me: u32, p: u32, block: f64, flops: f64, tag: i64) {
+/// Real rank of virtual rank `v` when `p` ranks fold into `q` (a power of two): the first
+/// 2(p-q) ranks pair up and their odd members stay.
+fn real_of(v: u32, p: u32, q: u32) -> u32 {
+    let rem = p - q;
+    if v < rem { 2 * v + 1 } else { v + rem }
+}
+
+/// Runs `core` on a power-of-two subset: extra ranks hand their vector in first and get the
+/// result back last (MPICH's non-power-of-two handling).
+fn folded(s: &mut Steps, bytes: f64, core: impl FnOnce(&mut Steps, u32, u32)) {
+    let (me, p) = (s.me, s.p);
+    let q = prev_pow2(p);
+    let rem = p - q;
+    if me < 2 * rem {
+        if me % 2 == 0 {
+            s.send(me + 1, bytes);
+            s.recv(me + 1, bytes);
+            return;
+        }
+        s.recv(me - 1, bytes);
+        s.reduce(bytes);
+    }
+    let v = if me < 2 * rem { me / 2 } else { me - rem };
+    core(s, v, q);
+    if me < 2 * rem {
+        s.send(me - 1, bytes);
+    }
+}
+
+/// Recursive halving among `q` virtual ranks: log2 q steps exchanging half, a quarter, ...
+fn halving_reduce_scatter(s: &mut Steps, v: u32, q: u32, bytes: f64) {
+    let mut d = q / 2;
+    let mut size = bytes / 2.0;
+    while d >= 1 {
+        let peer = real_of(v ^ d, s.p, q);
+        s.exchange(peer, size, peer, size);
+        s.reduce(size);
+        size /= 2.0;
+        d /= 2;
+    }
+}
+
+/// Recursive doubling allgather among `q` virtual ranks of a vector split in q blocks.
+fn doubling_allgather(s: &mut Steps, v: u32, q: u32, bytes: f64) {
+    let mut d = 1;
+    let mut size = bytes / q as f64;
+    while d < q {
+        let peer = real_of(v ^ d, s.p, q);
+        s.exchange(peer, size, peer, size);
+        size *= 2.0;
+        d *= 2;
+    }
+}
+
+fn rd_allgather(s: &mut Steps, block: f64) {
+    let (me, p) = (s.me, s.p);
+    let mut d = 1;
+    let mut size = block;
+    while d < p {
+        s.exchange(me ^ d, size, me ^ d, size);
+        size *= 2.0;
+        d *= 2;
+    }
+}
+
+fn bruck_allgather(s: &mut Steps, block: f64) {
+    let (me, p) = (s.me, s.p);
+    let mut d = 1;
+    while d < p {
+        let blocks = d.min(p - d) as f64;
+        s.exchange(
+            (me + p - d) % p,
+            block * blocks,
+            (me + d) % p,
+            block * blocks,
+        );
+        d *= 2;
+    }
+}
+
+fn ring_allgather(s: &mut Steps, block: f64) {
+    let (me, p) = (s.me, s.p);
     for _ in 1..p {
-        ops.push(Op::Isend {
-            dst: (me + 1) % p,
-            tag,
-            bytes: block,
-            loc: Loc::Device,
-        });
-        ops.push(Op::Irecv {
-            src: ((me + p - 1) % p) as i64,
-            tag,
-            bytes: block,
-            loc: Loc::Device,
-        });
-        ops.push(Op::Waitall);
-        if flops > 0.0 {
-            ops.push(Op::Compute { flops });
-        }
+        s.exchange((me + 1) % p, block, (me + p - 1) % p, block);
     }
 }
 
-fn binomial_bcast(ops: &mut Vec<Op>, me: u32, p: u32, root: u32, bytes: f64, tag: i64) {
+fn ring_reduce_scatter(s: &mut Steps, bytes: f64) {
+    let (me, p) = (s.me, s.p);
+    let block = bytes / p as f64;
+    for _ in 1..p {
+        s.exchange((me + 1) % p, block, (me + p - 1) % p, block);
+        s.reduce(block);
+    }
+}
+
+fn pairwise_reduce_scatter(s: &mut Steps, bytes: f64) {
+    let (me, p) = (s.me, s.p);
+    let block = bytes / p as f64;
+    for step in 1..p {
+        s.exchange((me + step) % p, block, (me + p - step) % p, block);
+        s.reduce(block);
+    }
+}
+
+fn binomial_bcast(s: &mut Steps, root: u32, bytes: f64) {
+    let (me, p) = (s.me, s.p);
     let rel = (me + p - root) % p;
-    // Receive from the parent: the rank that differs in rel's lowest set bit.
     let mut mask = 1;
     while mask < p {
         if rel & mask != 0 {
-            let parent = (rel - mask + root) % p;
-            ops.push(Op::Recv {
-                src: parent as i64,
-                tag,
-                bytes,
-                loc: Loc::Device,
-            });
+            s.recv((rel - mask + root) % p, bytes);
             break;
         }
         mask <<= 1;
     }
-    // Then send to the children below that bit, farthest first, one after the other (as
-    // MPICH's binomial bcast does with blocking sends).
+    // Children below that bit, farthest first, one after the other (MPICH's blocking sends).
     mask >>= 1;
     while mask > 0 {
         if rel + mask < p {
-            ops.push(Op::Send {
-                dst: (rel + mask + root) % p,
-                tag,
-                bytes,
-                loc: Loc::Device,
-            });
+            s.send((rel + mask + root) % p, bytes);
         }
         mask >>= 1;
     }
 }
 
-fn binomial_reduce(
-    ops: &mut Vec<Op>,
-    me: u32,
-    p: u32,
-    root: u32,
-    bytes: f64,
-    flops: f64,
-    tag: i64,
-) {
+fn binomial_reduce(s: &mut Steps, root: u32, bytes: f64) {
+    let (me, p) = (s.me, s.p);
     let rel = (me + p - root) % p;
     let mut mask = 1;
     while mask < p {
         if rel & mask != 0 {
-            ops.push(Op::Send {
-                dst: (rel - mask + root) % p,
-                tag,
-                bytes,
-                loc: Loc::Device,
-            });
+            s.send((rel - mask + root) % p, bytes);
             return;
         }
         if rel + mask < p {
-            ops.push(Op::Recv {
-                src: ((rel + mask + root) % p) as i64,
-                tag,
-                bytes,
-                loc: Loc::Device,
-            });
-            if flops > 0.0 {
-                ops.push(Op::Compute { flops });
-            }
+            s.recv((rel + mask + root) % p, bytes);
+            s.reduce(bytes);
         }
         mask <<= 1;
+    }
+}
+
+/// Root's subtree parts: each node receives its subtree's share from its parent, then hands
+/// each child the share of the child's subtree.
+fn binomial_scatter(s: &mut Steps, root: u32, bytes: f64) {
+    let (me, p) = (s.me, s.p);
+    let rel = (me + p - root) % p;
+    let share = |lo: u32, m: u32| bytes * ((lo + m).min(p) - lo) as f64 / p as f64;
+    let mut mask = 1;
+    while mask < p && rel & mask == 0 {
+        mask <<= 1;
+    }
+    if rel != 0 {
+        s.recv((rel - mask + root) % p, share(rel, mask));
+    }
+    let mut c = mask >> 1;
+    while c > 0 {
+        if rel + c < p {
+            s.send((rel + c + root) % p, share(rel + c, c));
+        }
+        c >>= 1;
+    }
+}
+
+/// The reverse of the scatter: subtrees' shares travel up to the root.
+fn binomial_gather(s: &mut Steps, root: u32, bytes: f64) {
+    let (me, p) = (s.me, s.p);
+    let rel = (me + p - root) % p;
+    let share = |lo: u32, m: u32| bytes * ((lo + m).min(p) - lo) as f64 / p as f64;
+    let mut mask = 1;
+    while mask < p && rel & mask == 0 {
+        mask <<= 1;
+    }
+    let mut c = 1;
+    while c < mask {
+        if rel + c < p {
+            s.recv((rel + c + root) % p, share(rel + c, c));
+        }
+        c <<= 1;
+    }
+    if rel != 0 {
+        s.send((rel - mask + root) % p, share(rel, mask));
+    }
+}
+
+/// TraceR's binary (heap) tree: children 2i+1 and 2i+2 of relative index i.
+fn binary_bcast(s: &mut Steps, root: u32, bytes: f64) {
+    let (me, p) = (s.me, s.p);
+    let rel = (me + p - root) % p;
+    if rel != 0 {
+        s.recv(((rel - 1) / 2 + root) % p, bytes);
+    }
+    for c in [2 * rel + 1, 2 * rel + 2] {
+        if c < p {
+            s.send((c + root) % p, bytes);
+        }
+    }
+}
+
+fn binary_reduce(s: &mut Steps, root: u32, bytes: f64) {
+    let (me, p) = (s.me, s.p);
+    let rel = (me + p - root) % p;
+    for c in [2 * rel + 1, 2 * rel + 2] {
+        if c < p {
+            s.recv((c + root) % p, bytes);
+            s.reduce(bytes);
+        }
+    }
+    if rel != 0 {
+        s.send(((rel - 1) / 2 + root) % p, bytes);
     }
 }
 
@@ -184,80 +622,105 @@ fn binomial_reduce(
 mod tests {
     use super::*;
 
-    fn rounds_of_receives(ops: &[Op]) -> usize {
-        ops.iter()
-            .filter(|o| matches!(o, Op::Recv { .. } | Op::Irecv { .. }))
-            .count()
+    /// Bytes each rank sends and receives, summed over ranks, must balance.
+    fn balanced(coll: Coll, p: u32, policy: &Policy) {
+        let mut sent = vec![vec![0.0f64; p as usize]; p as usize];
+        let mut recv = vec![vec![0.0f64; p as usize]; p as usize];
+        for me in 0..p {
+            for op in expand(coll, me, p, 0, policy) {
+                match op {
+                    Op::Isend { dst, bytes, .. } | Op::Send { dst, bytes, .. } => {
+                        sent[me as usize][dst as usize] += bytes
+                    }
+                    Op::Irecv { src, bytes, .. } | Op::Recv { src, bytes, .. } => {
+                        recv[src as usize][me as usize] += bytes
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for a in 0..p as usize {
+            for b in 0..p as usize {
+                assert!(
+                    (sent[a][b] - recv[a][b]).abs() < 1e-6,
+                    "{coll:?} p={p} {:?}: {a}->{b} sent {} received {}",
+                    policy.choose(&coll, p),
+                    sent[a][b],
+                    recv[a][b]
+                );
+            }
+        }
     }
 
     #[test]
-    fn binomial_bcast_reaches_everyone_once() {
-        // Every non-root rank receives exactly once; the root sends ceil(log2 p) times.
-        for p in [2u32, 3, 5, 8, 13] {
-            let mut received = vec![0; p as usize];
-            for me in 0..p {
-                for op in expand(
-                    Coll::Bcast {
-                        bytes: 8.0,
-                        root: 2 % p,
-                    },
-                    me,
-                    p,
-                    0,
-                ) {
-                    if let Op::Send { dst, .. } = op {
-                        received[dst as usize] += 1;
-                    }
+    fn every_algorithm_sends_what_its_peers_receive() {
+        let colls = [
+            Coll::Barrier,
+            Coll::Bcast {
+                bytes: 1e6,
+                root: 1,
+            },
+            Coll::Reduce {
+                bytes: 1e6,
+                flops: 0.0,
+                root: 2,
+            },
+            Coll::Allreduce {
+                bytes: 1e6,
+                flops: 0.0,
+            },
+            Coll::Allgather { bytes: 1e5 },
+            Coll::Alltoall { bytes: 1e3 },
+            Coll::ReduceScatter {
+                bytes: 1e6,
+                flops: 0.0,
+            },
+        ];
+        for coll in colls {
+            for &algo in Algo::for_collective(coll.name()) {
+                let policy = Policy {
+                    force: vec![(coll.name().to_string(), algo)],
+                    ..Default::default()
+                };
+                for p in [2, 3, 4, 5, 8, 12, 16] {
+                    balanced(coll, p, &policy);
                 }
             }
-            for (r, n) in received.iter().enumerate() {
-                assert_eq!(*n, if r as u32 == 2 % p { 0 } else { 1 }, "p={p} rank {r}");
-            }
-            let root_sends = expand(
-                Coll::Bcast {
-                    bytes: 8.0,
-                    root: 2 % p,
-                },
-                2 % p,
-                p,
-                0,
-            )
-            .iter()
-            .filter(|o| matches!(o, Op::Send { .. }))
-            .count();
+        }
+    }
+
+    #[test]
+    fn binomial_bcast_reaches_everyone_once_in_ceil_log2_p_sends_from_the_root() {
+        let policy = Policy {
+            force: vec![("bcast".to_string(), Algo::Binomial)],
+            ..Default::default()
+        };
+        for p in [2u32, 3, 5, 8, 13] {
+            let root = 2 % p;
+            let root_sends = expand(Coll::Bcast { bytes: 8.0, root }, root, p, 0, &policy)
+                .iter()
+                .filter(|o| matches!(o, Op::Send { .. }))
+                .count();
             assert_eq!(root_sends, (p as f64).log2().ceil() as usize, "p={p}");
         }
     }
 
     #[test]
-    fn ring_allreduce_is_two_p_minus_one_steps_of_size_over_p() {
-        let ops = expand(
-            Coll::Allreduce {
-                bytes: 8e6,
-                flops: 0.0,
-            },
-            1,
-            4,
-            0,
-        );
-        assert_eq!(rounds_of_receives(&ops), 6);
-        assert!(ops.iter().all(|o| match o {
-            Op::Isend { bytes, .. } => *bytes == 2e6,
-            _ => true,
-        }));
-    }
-
-    #[test]
-    fn small_power_of_two_allreduce_is_recursive_doubling() {
-        let ops = expand(
-            Coll::Allreduce {
-                bytes: 8.0,
-                flops: 0.0,
-            },
-            5,
-            8,
-            0,
-        );
-        assert_eq!(rounds_of_receives(&ops), 3);
+    fn mpich_selection_follows_its_thresholds() {
+        let m = Policy::default();
+        let a = |bytes: f64, p: u32| m.choose(&Coll::Allreduce { bytes, flops: 0.0 }, p);
+        assert_eq!(a(8.0, 16), Algo::RecursiveDoubling);
+        assert_eq!(a(1e6, 16), Algo::Rabenseifner);
+        let b = |bytes: f64, p: u32| m.choose(&Coll::Bcast { bytes, root: 0 }, p);
+        assert_eq!(b(1e6, 4), Algo::Binomial, "fewer than 8 ranks");
+        assert_eq!(b(1e5, 16), Algo::ScatterRdAllgather);
+        assert_eq!(b(1e6, 16), Algo::ScatterRingAllgather);
+        let t = Policy {
+            select: Select::Tracer,
+            ..Default::default()
+        };
+        assert_eq!(t.choose(&Coll::Allgather { bytes: 1e4 }, 16), Algo::Bruck);
+        assert_eq!(t.choose(&Coll::Allgather { bytes: 1e5 }, 16), Algo::Ring);
+        assert_eq!(t.choose(&Coll::Alltoall { bytes: 1e3 }, 16), Algo::Pairwise);
     }
 }

@@ -266,6 +266,7 @@ pub struct Mpi {
     msgs: Vec<MsgRt>,
     ready: Vec<u32>,
     protocol: hetsim_components::mpi::ProtocolSpec,
+    policy: collectives::Policy,
     report: MpiReport,
 }
 
@@ -390,7 +391,9 @@ fn setup(world: &mut World, cfg: &MpiSpec) -> Result<(), String> {
             at_step: 0,
         });
     }
+    let policy = policy_of(&cfg.collectives)?;
     let mut mpi = world.resource_mut::<Mpi>();
+    mpi.policy = policy;
     mpi.ready = (0..ranks.len() as u32).collect();
     mpi.ranks = ranks;
     mpi.protocol = cfg.protocol.clone();
@@ -399,6 +402,24 @@ fn setup(world: &mut World, cfg: &MpiSpec) -> Result<(), String> {
         .resource_mut::<Calendar>()
         .schedule(SimTime::ZERO, RankWake(u32::MAX));
     Ok(())
+}
+
+/// The collective policy of the scenario; unknown names are errors with their field.
+fn policy_of(spec: &hetsim_components::mpi::CollectiveSpec) -> Result<collectives::Policy, String> {
+    let force = spec
+        .force
+        .iter()
+        .map(|(coll, algo)| {
+            collectives::Algo::parse(coll, algo)
+                .map(|a| (coll.clone(), a))
+                .map_err(|e| format!("workload.Mpi.collectives.force.{coll}: {e}"))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(collectives::Policy {
+        select: spec.select,
+        force,
+        reduce_cost: spec.reduce_cost.0,
+    })
 }
 
 /// (node, gpu) of each rank.
@@ -641,7 +662,7 @@ impl Mpi {
                     let rank = &mut self.ranks[r as usize];
                     let seq = rank.coll_seq;
                     rank.coll_seq += 1;
-                    let ops = collectives::expand(c, r, p, seq);
+                    let ops = collectives::expand(c, r, p, seq, &self.policy);
                     for op in ops.into_iter().rev() {
                         rank.pending.push_front(op);
                     }
