@@ -24,6 +24,10 @@ pub struct RunSpec {
     pub run: usize,
     /// `--set` text of each parameter's value.
     pub values: Vec<String>,
+    /// The overrides of this point (parameters and their linked fields).
+    pub overrides: Vec<String>,
+    /// The base scenario, when a parameter picks it.
+    pub base: Option<String>,
     pub variant: usize,
     pub seed: Option<u64>,
 }
@@ -77,32 +81,75 @@ pub fn load_study(file: &Path) -> Result<Study, Error> {
     Ok(study)
 }
 
+/// One value of a parameter: its text, its overrides, and the base it picks.
+#[derive(Debug, Clone)]
+struct Choice {
+    text: String,
+    overrides: Vec<String>,
+    base: Option<String>,
+}
+
+fn choices(i: usize, p: &hetsim_components::study::Param) -> Result<Vec<Choice>, Error> {
+    use hetsim_components::study::BASE_PATH;
+    let values = p
+        .values
+        .expand()
+        .map_err(|e| Error::Input(format!("params[{i}].values: {e}")))?;
+    for (k, l) in p.linked.iter().enumerate() {
+        if l.values.len() != values.len() {
+            return Err(Error::Input(format!(
+                "params[{i}].linked[{k}].values: {} values for the {} of `{}`",
+                l.values.len(),
+                values.len(),
+                p.label()
+            )));
+        }
+    }
+    Ok(values
+        .iter()
+        .enumerate()
+        .map(|(v, value)| {
+            let text = value.text();
+            let (mut overrides, base) = if p.path == BASE_PATH {
+                (Vec::new(), Some(text.clone()))
+            } else {
+                (vec![format!("{}={text}", p.path)], None)
+            };
+            overrides.extend(
+                p.linked
+                    .iter()
+                    .map(|l| format!("{}={}", l.path, l.values[v].text())),
+            );
+            Choice {
+                text,
+                overrides,
+                base,
+            }
+        })
+        .collect())
+}
+
 /// Every run of the study, in order.
 pub fn plan(study: &Study) -> Result<Vec<RunSpec>, Error> {
-    let values: Vec<Vec<String>> = study
+    let per_param: Vec<Vec<Choice>> = study
         .params
         .iter()
         .enumerate()
-        .map(|(i, p)| {
-            p.values
-                .expand()
-                .map(|v| v.iter().map(|x| x.text()).collect())
-                .map_err(|e| Error::Input(format!("params[{i}].values: {e}")))
-        })
+        .map(|(i, p)| choices(i, p))
         .collect::<Result<_, _>>()?;
     let seeds: Vec<Option<u64>> = if study.seeds.is_empty() {
         vec![None]
     } else {
         study.seeds.iter().copied().map(Some).collect()
     };
-    let mut points: Vec<Vec<String>> = vec![Vec::new()];
-    for vals in &values {
+    let mut points: Vec<Vec<&Choice>> = vec![Vec::new()];
+    for options in &per_param {
         points = points
             .into_iter()
             .flat_map(|p| {
-                vals.iter().map(move |v| {
+                options.iter().map(move |c| {
                     let mut q = p.clone();
-                    q.push(v.clone());
+                    q.push(c);
                     q
                 })
             })
@@ -114,7 +161,9 @@ pub fn plan(study: &Study) -> Result<Vec<RunSpec>, Error> {
             for &seed in &seeds {
                 runs.push(RunSpec {
                     run: runs.len(),
-                    values: point.clone(),
+                    values: point.iter().map(|c| c.text.clone()).collect(),
+                    overrides: point.iter().flat_map(|c| c.overrides.clone()).collect(),
+                    base: point.iter().rev().find_map(|c| c.base.clone()),
                     variant,
                     seed,
                 });
@@ -124,8 +173,8 @@ pub fn plan(study: &Study) -> Result<Vec<RunSpec>, Error> {
     Ok(runs)
 }
 
-/// Runs one point of the grid and reads its metrics.
-pub fn run_one(study: &Study, base: &Path, spec: &RunSpec) -> StudyRow {
+/// Runs one point of the grid and reads its metrics; `dir` is the study file's folder.
+pub fn run_one(study: &Study, dir: &Path, spec: &RunSpec) -> StudyRow {
     let variant = &study.variants[spec.variant];
     let mut row = StudyRow {
         run: spec.run,
@@ -136,7 +185,7 @@ pub fn run_one(study: &Study, base: &Path, spec: &RunSpec) -> StudyRow {
         metrics: vec![None; study.metrics.len()],
         error: None,
     };
-    match metrics_of(study, base, spec) {
+    match metrics_of(study, dir, spec) {
         Ok((seed, m)) => {
             row.seed = seed;
             row.metrics = m.into_iter().map(Some).collect();
@@ -149,21 +198,13 @@ pub fn run_one(study: &Study, base: &Path, spec: &RunSpec) -> StudyRow {
     row
 }
 
-fn metrics_of(
-    study: &Study,
-    base: &Path,
-    spec: &RunSpec,
-) -> Result<(u64, Vec<f64>), (u64, String)> {
+fn metrics_of(study: &Study, dir: &Path, spec: &RunSpec) -> Result<(u64, Vec<f64>), (u64, String)> {
     let variant = &study.variants[spec.variant];
     let seed0 = spec.seed.unwrap_or(0);
-    let mut overrides: Vec<String> = study
-        .params
-        .iter()
-        .zip(&spec.values)
-        .map(|(p, v)| format!("{}={v}", p.path))
-        .collect();
+    let mut overrides = spec.overrides.clone();
     overrides.extend(variant.set.iter().cloned());
-    let mut scenario = load_scenario(base, &overrides).map_err(|e| (seed0, e.to_string()))?;
+    let base = dir.join(spec.base.as_ref().unwrap_or(&study.base));
+    let mut scenario = load_scenario(&base, &overrides).map_err(|e| (seed0, e.to_string()))?;
     if let Some(seed) = spec.seed {
         scenario.seed = seed;
     }
@@ -226,10 +267,8 @@ pub fn run_study(
     study_file: &Path,
     opts: &StudyOptions,
 ) -> Result<StudyTable, Error> {
-    let base = study_file
-        .parent()
-        .unwrap_or(Path::new("."))
-        .join(&study.base);
+    let dir = study_file.parent().unwrap_or(Path::new("."));
+    let base = dir.join(&study.base);
     if !base.is_file() {
         return Err(Error::Input(format!(
             "{}: base: no scenario file at {}",
@@ -250,7 +289,7 @@ pub fn run_study(
         runs.par_iter()
             .map(|spec| {
                 display.start(spec, study);
-                let row = run_one(study, &base, spec);
+                let row = run_one(study, dir, spec);
                 display.done(&row);
                 row
             })

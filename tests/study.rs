@@ -192,3 +192,40 @@ fn the_shipped_lassen_study_runs_its_64_runs() {
     let t: f64 = rows[0][6].parse().unwrap();
     assert!((t - 0.08192).abs() < 1e-4, "{t}");
 }
+
+#[test]
+fn the_mpi_studies_plan_their_grids_and_a_shard_runs() {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    for (name, runs) in [("gpudirect-vs-hostcopy", 32), ("gpus-per-node", 32)] {
+        let file = repo.join(format!("scenarios/studies/{name}.ron"));
+        let study = hetsim::study::load_study(&file).unwrap();
+        let plan = hetsim::study::plan(&study).unwrap();
+        assert_eq!(plan.len(), runs, "{name}");
+        if name == "gpus-per-node" {
+            // 6 GPUs per node go with a 75 GB/s NIC and fabric (linked values).
+            let six = plan.iter().find(|r| r.values[1] == "6").unwrap();
+            assert!(
+                six.overrides
+                    .contains(&"platform.node.nic.bandwidth=75GB/s".to_string())
+            );
+            assert!(
+                six.overrides
+                    .contains(&"platform.network.bandwidth=75GB/s".to_string())
+            );
+            assert_eq!(six.base.as_deref(), Some("halo3d.ron"));
+        }
+        // One slice of 16 (two runs) runs to the end.
+        let tmp = tempfile::tempdir().unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_hetsim"))
+            .args(["study", "-q", "--shard", "1/16", "--out"])
+            .arg(tmp.path())
+            .arg(&file)
+            .output()
+            .unwrap();
+        let text = ok(&o);
+        assert!(
+            text.contains("2 runs of 32 (shard 1/16) (0 failed)"),
+            "{text}"
+        );
+    }
+}

@@ -41,13 +41,29 @@ fn full_model() -> Vec<Variant> {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Param {
-    /// A `--set` path, e.g. `workload.Flows[0].size` or `platform.network.taper`.
+    /// A `--set` path, e.g. `workload.Flows[0].size` or `platform.network.taper`; the path
+    /// `base` instead picks the base scenario file (relative to the study file).
     pub path: String,
     /// Column name in `results.csv` and axis label (default: the path).
     #[serde(default)]
     pub name: Option<String>,
     pub values: Values,
+    /// Other fields that move in lockstep: their i-th value goes with this one's i-th (e.g.
+    /// the NIC bandwidth scaled with the GPUs per node).
+    #[serde(default)]
+    pub linked: Vec<Linked>,
 }
+
+/// A field set together with a parameter, one value per value of the parameter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Linked {
+    pub path: String,
+    pub values: Vec<Value>,
+}
+
+/// The `path` of a parameter that picks the base scenario.
+pub const BASE_PATH: &str = "base";
 
 impl Param {
     pub fn label(&self) -> &str {
