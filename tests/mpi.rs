@@ -209,13 +209,12 @@ fn a_bad_trace_line_is_an_input_error_with_its_line() {
 #[test]
 fn the_shared_nic_divides_its_bandwidth() {
     // Two ranks on node 0 each send S to their peer on node 1 at once (HostCopy, host path):
-    // they share node 0's NIC, so the data phase takes 2 S / B_host instead of S / B_host (and
-    // their simultaneous control messages share it too: 2 x 16 B each way).
+    // they share node 0's NIC, so the data phase takes 2 S / B_host instead of S / B_host
+    // (control messages pay latency and size without sharing).
     let s = 1e6;
     let trace = format!("0 send 2 {s}\n1 send 3 {s}\n2 recv 0 {s}\n3 recv 1 {s}\n");
     let got = sim_time(&run(&trace, 4, 2, &["gpudirect"]).unwrap());
-    let shared_control = L_HOST + 32.0 / B_HOST;
-    let want = 2.0 * shared_control + copy(s) + L_HOST + 2.0 * s / B_HOST + copy(s);
+    let want = 2.0 * CONTROL + copy(s) + L_HOST + 2.0 * s / B_HOST + copy(s);
     assert!(close(got, want), "{got} vs {want}");
 }
 
@@ -343,4 +342,88 @@ fn tracer_and_mpich_selections_differ_where_their_algorithms_do() {
     let mpich = sim_time(&run(&trace, 8, 1, &[]).unwrap());
     let tracer = sim_time(&run_with(&trace, 8, 1, &[], "collectives: (select: Tracer)").unwrap());
     assert!(tracer > 1.5 * mpich, "tracer {tracer} vs mpich {mpich}");
+}
+
+#[test]
+fn copy_at_sender_charges_both_copies_before_sending() {
+    // TraceR's accounting: the sender pays one copy of the message (no receiver copy).
+    let s = 1000.0;
+    let trace = format!("0 send 1 {s}\n1 recv 0 {s}\n");
+    let got =
+        sim_time(&run_with(&trace, 2, 1, &["gpudirect"], "protocol: (copy_at: Sender)").unwrap());
+    let want = copy(s) + L_HOST + s / B_HOST;
+    assert!(close(got, want), "{got} vs {want}");
+}
+
+#[test]
+fn pcie_copy_contention_moves_copies_onto_the_pcie_links() {
+    // The copy is its fixed 2 us, then a flow GPU -> host over the GPU's PCIe link (10 GB/s,
+    // 1 us latency), instead of 0.07 ns/B: eager, one copy at each end.
+    let s = 1000.0;
+    let trace = format!("0 send 1 {s}\n1 recv 0 {s}\n");
+    let platform =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/scenarios/mpi/star-8.ron");
+    let text = format!(
+        r#"Scenario(name: "c", platform: File({:?}), switches: {{"pcie_copy_contention": true, "gpudirect": false}},
+            workload: Mpi(ranks: 2, gpus_per_node: 1, program: TraceText([("i", {:?})])),
+            output: (timeline: false, link_plot: false, trace_json: false, paje: false, intervals_csv: false))"#,
+        platform.display().to_string(),
+        trace
+    );
+    let scenario = parse_scenario(&text, "t", Path::new("."), &[]).unwrap();
+    let got = sim_time(
+        &simulate_report(&scenario, &RunOptions::default())
+            .unwrap()
+            .summary,
+    );
+    let pcie_copy = 2e-6 + 1e-6 + s / 10e9;
+    let want = pcie_copy + L_HOST + s / B_HOST + pcie_copy;
+    assert!(close(got, want), "{got} vs {want}");
+}
+
+#[test]
+fn round_robin_placement_spreads_ranks_over_nodes() {
+    // 4 ranks, 2 GPUs per node: linear puts ranks 0 and 1 on node 0 (NVLink between them);
+    // round-robin puts them on nodes 0 and 1 (the network).
+    let trace = "0 send 1 1e6\n1 recv 0 1e6\n";
+    let linear = run(trace, 4, 2, &[]).unwrap();
+    assert_eq!(linear["mpi"]["paths"]["nvlink"]["messages"], 1);
+    let rr = run_with(trace, 4, 2, &[], "placement: RoundRobin").unwrap();
+    assert_eq!(rr["mpi"]["paths"]["gpudirect"]["messages"], 1);
+}
+
+#[test]
+fn communication_grows_with_ranks_per_node_behind_one_nic() {
+    // The stencil and sweep generators on 8 ranks: 1 rank per node, then 2 per node sharing a
+    // NIC (same platform, same program): mean communication time grows.
+    let platform =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/scenarios/mpi/star-8.ron");
+    for generator in [
+        "Stencil(iterations: 2, large: \"4MB\", compute: \"100us\")",
+        "Sweep(iterations: 1, bytes: \"4MB\", blocks: 8, compute: \"100us\")",
+    ] {
+        let comm = |per_node: u32| {
+            let text = format!(
+                r#"Scenario(name: "g", platform: File({:?}),
+                    workload: Mpi(ranks: 8, gpus_per_node: {per_node}, placement: RoundRobin, program: Generator({generator})),
+                    output: (timeline: false, link_plot: false, trace_json: false, paje: false, intervals_csv: false))"#,
+                platform.display().to_string()
+            );
+            let scenario = parse_scenario(&text, "t", Path::new("."), &[]).unwrap();
+            let s = simulate_report(
+                &scenario,
+                &RunOptions {
+                    disable: vec!["gpudirect".into()],
+                    progress: false,
+                },
+            )
+            .unwrap()
+            .summary;
+            s["mpi"]["comm_time_s"]["mean"].as_f64().unwrap()
+        };
+        let (one, two) = (comm(1), comm(2));
+        // The stencil exchanges all at once (large growth); the sweep overlaps only where its
+        // pipelined wavefronts meet (about 10 %).
+        assert!(two > 1.05 * one, "{generator}: {one} -> {two}");
+    }
 }

@@ -15,7 +15,8 @@
 //! two ranks never overtake); the data then takes its protocol's time. Eager messages (up to
 //! `eager_limit`, switch `eager_protocol`) go at once and wait at the receiver if unmatched;
 //! rendezvous sends a control message (RTS), the receiver answers (CTS) once matched, then the
-//! data moves. Control messages are small flows between the two hosts.
+//! data moves. Control messages go between the two hosts and pay latency plus size over the
+//! bottleneck, without sharing bandwidth.
 //!
 //! Simplified: a send completes when its data is delivered (no local buffering), one
 //! communicator, no probe/test/cancel, copies are not limited by copy engines.
@@ -785,7 +786,7 @@ impl Mpi {
         self.match_envelope(m, net);
         if rendezvous {
             let (a, b) = (self.ranks[r as usize].host, self.ranks[dst as usize].host);
-            self.start_flow(m, Stage::Rts, a, b, self.protocol.control_size.0, net);
+            self.control(m, Stage::Rts, a, b, net);
         } else {
             self.begin_data(m, net);
         }
@@ -855,7 +856,7 @@ impl Mpi {
             self.ranks[msg.dst as usize].host,
             self.ranks[msg.src as usize].host,
         );
-        self.start_flow(m, Stage::Cts, a, b, self.protocol.control_size.0, net);
+        self.control(m, Stage::Cts, a, b, net);
     }
 
     /// The data phase: copies or pinning first, then the data flow.
@@ -970,6 +971,36 @@ impl Mpi {
             }
             Stage::CopyIn => self.finish_recv(m, net),
         }
+    }
+
+    /// A control message (RTS, CTS): the route's latency plus its size over the route's
+    /// bottleneck bandwidth. Control messages do not take part in bandwidth sharing: a few
+    /// bytes would not change anyone's share, but as flows each would re-share every link of
+    /// its route twice (on arrival and departure) for nothing.
+    fn control(&mut self, m: u32, stage: Stage, a: Endpoint, b: Endpoint, net: &mut Net) {
+        let route = match net.topo.route(a, b) {
+            Ok(r) => r,
+            Err(e) => {
+                net.errors.0.push(format!("mpi: message {m}: {e}"));
+                return;
+            }
+        };
+        let bottleneck = route
+            .hops
+            .iter()
+            .map(|h| net.topo.links[h.link as usize].bandwidth)
+            .fold(f64::INFINITY, f64::min);
+        let transfer = if bottleneck.is_finite() {
+            SimTime::from_secs_saturating(self.protocol.control_size.0 / bottleneck)
+        } else {
+            SimTime::ZERO
+        };
+        let at = net
+            .clock
+            .now
+            .saturating_add(route.latency)
+            .saturating_add(transfer);
+        net.cal.schedule(at, MsgTimer { msg: m, stage });
     }
 
     /// Starts a flow for a stage of message `m` between two endpoints.
