@@ -1,0 +1,35 @@
+//! MPI replay speed: the LULESH-like halo exchange (26 neighbours, 1 MB faces, GPUDirect) on
+//! the Lassen platform with 6 GPUs per node, 10 iterations, at 120 and 480 ranks.
+//! Target (MPI issue): 4,860 ranks in under 60 s on one core; see the issue notes for the
+//! measured scaling. `cargo bench --bench mpi`.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use std::path::Path;
+
+use hetsim::components::load::load_scenario;
+use hetsim::{RunOptions, simulate_report};
+
+fn bench(c: &mut Criterion) {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/studies/halo3d.ron");
+    let mut group = c.benchmark_group("mpi_halo3d_lassen6");
+    group.sample_size(10);
+    for ranks in [120, 480] {
+        let set = [
+            "platform.node.gpus=6".to_string(),
+            "workload.Mpi.gpus_per_node=6".to_string(),
+            format!("workload.Mpi.ranks={ranks}"),
+        ];
+        let scenario = load_scenario(&file, &set).unwrap();
+        let opts = RunOptions {
+            disable: vec!["record".into()],
+            progress: false,
+        };
+        group.bench_function(format!("{ranks}_ranks"), |b| {
+            b.iter(|| simulate_report(&scenario, &opts).unwrap().summary["events"].clone())
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
