@@ -376,10 +376,10 @@ fn validate(file: &Path, set: &[String]) -> Result<(), Error> {
 }
 
 fn systems() {
-    say!("{:<14} {:<8} description", "switch", "default");
+    say!("{:<22} {:<8} description", "switch", "default");
     for s in hetsim::switches() {
         say!(
-            "{:<14} {:<8} {}",
+            "{:<22} {:<8} {}",
             s.name,
             if s.default { "on" } else { "off" },
             s.doc

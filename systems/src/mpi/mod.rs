@@ -294,7 +294,7 @@ impl Plugin for MpiPlugin {
             )
             .describe_model(
                 "mpi",
-                "ranks on GPUs run traced programs; p2p matching with an unexpected queue, eager and rendezvous (RTS/CTS control flows), NVLink, GPUDirect and HostCopy paths; collectives expanded into p2p steps (dissemination barrier, binomial bcast/reduce, recursive-doubling or ring allreduce, ring allgather/reduce_scatter, pairwise alltoall). Simplified: sends complete on delivery, one communicator, no copy-engine limits",
+                "ranks on GPUs run traced programs; p2p matching with an unexpected queue, eager and rendezvous (RTS/CTS control messages: latency + size, unshared), NVLink, GPUDirect and HostCopy paths; collectives expanded into p2p steps (dissemination barrier, binomial bcast/reduce, recursive-doubling or ring allreduce, ring allgather/reduce_scatter, pairwise alltoall). Simplified: sends complete on delivery, one communicator, no copy-engine limits",
             )
             .init_resource::<Mpi>()
             .add_systems(SimStartup, spawn_ranks.in_set(StartupSet::Workload))
