@@ -219,7 +219,13 @@ fn run(
         disable,
         progress: !quiet,
     };
-    let report = hetsim::simulate_report(&scenario, &opts)?;
+    // Model input errors found while building name the scenario file, as loader errors do.
+    let report = hetsim::simulate_report(&scenario, &opts).map_err(|e| match (e, file) {
+        (Error::Input(msg), Some(f)) if !msg.starts_with(&f.display().to_string()) => {
+            Error::Input(format!("{}: {msg}", f.display()))
+        }
+        (e, _) => e,
+    })?;
     let dir = out
         .or_else(|| scenario.output.dir.clone().map(PathBuf::from))
         .unwrap_or_else(|| Path::new("results").join(&scenario.name));
