@@ -427,3 +427,32 @@ fn communication_grows_with_ranks_per_node_behind_one_nic() {
         assert!(two > 1.05 * one, "{generator}: {one} -> {two}");
     }
 }
+
+#[test]
+fn the_shipped_trace_scenario_replays() {
+    // scenarios/mpi-trace.ron replays scenarios/traces/ring-8.ti on Lassen (V100: 7.8 TFlop/s).
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tmp = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_hetsim"))
+        .args(["run", "-q", "--out"])
+        .arg(tmp.path())
+        .arg(repo.join("scenarios/mpi-trace.ron"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let ranks = std::fs::read_to_string(tmp.path().join("ranks.csv")).unwrap();
+    assert_eq!(ranks.lines().count(), 9, "a header and 8 ranks");
+    // Rank 0 computes 3 x 2e9 flops, plus its share of each 64 KB allreduce's 1e6 flops:
+    // Rabenseifner (MPICH's choice) reduces n/2 + n/4 + n/8 on 8 ranks, 0.875e6 flops.
+    let compute: f64 = ranks
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .nth(4)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let want = 3.0 * (2e9 + 0.875e6) / 7.8e12;
+    assert!(close(compute, want), "{compute} vs {want}");
+}
