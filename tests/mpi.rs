@@ -456,3 +456,49 @@ fn the_shipped_trace_scenario_replays() {
     let want = 3.0 * (2e9 + 0.875e6) / 7.8e12;
     assert!(close(compute, want), "{compute} vs {want}");
 }
+
+#[test]
+fn nvlink_transfers_wait_for_a_copy_queue() {
+    // Rank 0 sends six 1 MB messages at once to rank 1 on the same node. With 4 copy queues
+    // the first four share NVLink (4 S / B_nv after L_nv), then the last two (2 S / B_nv after
+    // another L_nv): 6 S / B_nv + 2 L_nv. With 8 queues all six share at once: 6 S / B_nv + L_nv.
+    let s = 1e6;
+    let mut t = String::new();
+    for _ in 0..6 {
+        t.push_str(&format!("0 isend 1 {s}\n1 irecv 0 {s}\n"));
+    }
+    t.push_str("0 waitall\n1 waitall\n");
+    let (l, b) = (0.7e-6, 75e9);
+    let four = sim_time(&run(&t, 2, 2, &[]).unwrap());
+    assert!(close(four, 6.0 * s / b + 2.0 * l), "{four}");
+    let eight = sim_time(&run_with(&t, 2, 2, &[], "protocol: (copy_queues: 8)").unwrap());
+    assert!(close(eight, 6.0 * s / b + l), "{eight}");
+}
+
+#[test]
+fn each_call_pays_the_call_overhead_as_communication() {
+    // A 200 ns overhead on send and recv: one eager HostCopy message takes 200 ns longer at
+    // the receiver, who posted its receive 200 ns after start (both pay in parallel).
+    let s = 1000.0;
+    let trace = format!("0 send 1 {s}\n1 recv 0 {s}\n");
+    let base = sim_time(&run(&trace, 2, 1, &["gpudirect"]).unwrap());
+    let summary = run_with(
+        &trace,
+        2,
+        1,
+        &["gpudirect"],
+        "protocol: (call_overhead: \"200ns\")",
+    )
+    .unwrap();
+    assert!(
+        close(sim_time(&summary), base + 200e-9),
+        "{} vs {base}",
+        sim_time(&summary)
+    );
+    // Communication time includes the overhead; there is no computation.
+    assert!(close(
+        summary["mpi"]["comm_time_s"]["max"].as_f64().unwrap(),
+        base + 200e-9
+    ));
+    assert_eq!(summary["mpi"]["compute_time_s"]["max"], 0.0);
+}

@@ -179,9 +179,18 @@ pub struct ProtocolSpec {
     /// Size of a control message (RTS, CTS).
     #[serde(default = "default_control_size")]
     pub control_size: Bytes,
-    /// Software overhead of each MPI call.
+    /// Software overhead of each MPI call (TraceR's soft_delay: 100-200 ns), counted as
+    /// communication time.
     #[serde(default)]
     pub call_overhead: Duration,
+    /// Intra-node GPU-to-GPU transfers in flight at once per node (TraceR's node_copy_queues);
+    /// more wait their turn.
+    #[serde(default = "default_copy_queues")]
+    pub copy_queues: u32,
+}
+
+fn default_copy_queues() -> u32 {
+    4
 }
 
 /// Which side of a HostCopy message pays device<->host copies.
@@ -220,6 +229,7 @@ impl Default for ProtocolSpec {
             copy_at: CopyAt::Both,
             control_size: default_control_size(),
             call_overhead: Duration::default(),
+            copy_queues: default_copy_queues(),
         }
     }
 }

@@ -18,8 +18,11 @@
 //! data moves. Control messages go between the two hosts and pay latency plus size over the
 //! bottleneck, without sharing bandwidth.
 //!
+//! Intra-node GPU-to-GPU transfers use at most `copy_queues` at once per node (TraceR's
+//! node_copy_queues, 4); each MPI call may cost `call_overhead` first.
+//!
 //! Simplified: a send completes when its data is delivered (no local buffering), one
-//! communicator, no probe/test/cancel, copies are not limited by copy engines.
+//! communicator, no probe/test/cancel, HostCopy copies are not limited by copy engines.
 
 pub mod collectives;
 pub mod generators;
@@ -191,6 +194,25 @@ enum RankState {
     Done,
 }
 
+/// What keeps a rank busy without waiting for a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Busy {
+    Compute,
+    Sleep,
+    /// The software overhead of an MPI call (counted as communication time).
+    Overhead,
+}
+
+impl Busy {
+    fn state(self) -> &'static str {
+        match self {
+            Busy::Compute => "compute",
+            Busy::Sleep => "sleep",
+            Busy::Overhead => "mpi",
+        }
+    }
+}
+
 /// A rank's runtime state.
 #[derive(Debug)]
 struct RankRt {
@@ -202,8 +224,10 @@ struct RankRt {
     pending: VecDeque<Op>,
     coll_seq: u64,
     state: RankState,
-    /// Whether the current busy period is work (not a sleep).
-    computing: bool,
+    /// What the current busy period is.
+    busy: Busy,
+    /// The MPI call overhead of the next operation is paid.
+    overhead_paid: bool,
     reqs: Vec<Request>,
     outstanding: Vec<u32>,
     waiting: Vec<u32>,
@@ -269,6 +293,9 @@ pub struct Mpi {
     protocol: hetsim_components::mpi::ProtocolSpec,
     policy: collectives::Policy,
     report: MpiReport,
+    /// Per node: NVLink transfers in flight, and messages waiting for a copy queue.
+    nv_active: Vec<u32>,
+    nv_waiting: Vec<VecDeque<u32>>,
 }
 
 pub struct MpiPlugin;
@@ -294,7 +321,7 @@ impl Plugin for MpiPlugin {
             )
             .describe_model(
                 "mpi",
-                "ranks on GPUs run traced programs; p2p matching with an unexpected queue, eager and rendezvous (RTS/CTS control messages: latency + size, unshared), NVLink, GPUDirect and HostCopy paths; collectives expanded into p2p steps (dissemination barrier, binomial bcast/reduce, recursive-doubling or ring allreduce, ring allgather/reduce_scatter, pairwise alltoall). Simplified: sends complete on delivery, one communicator, no copy-engine limits",
+                "ranks on GPUs run traced programs; p2p matching with an unexpected queue, eager and rendezvous (RTS/CTS control messages: latency + size, unshared), NVLink, GPUDirect and HostCopy paths; collectives expanded into p2p steps (dissemination barrier, binomial bcast/reduce, recursive-doubling or ring allreduce, ring allgather/reduce_scatter, pairwise alltoall). Simplified: sends complete on delivery, one communicator, HostCopy copies not limited by copy engines",
             )
             .init_resource::<Mpi>()
             .add_systems(SimStartup, spawn_ranks.in_set(StartupSet::Workload))
@@ -337,6 +364,7 @@ fn setup(world: &mut World, cfg: &MpiSpec) -> Result<(), String> {
         return Err("workload.Mpi: MPI ranks need a Cluster platform (nodes with GPUs)".into());
     };
     let placed = place(cfg, layout.nodes, layout.gpus)?;
+    let nodes = layout.nodes as usize;
     let programs = match &cfg.program {
         ProgramSpec::TraceText(texts) => program::parse_traces(texts, cfg.ranks)
             .map_err(|e| format!("workload.Mpi.program: {e}"))?,
@@ -374,7 +402,8 @@ fn setup(world: &mut World, cfg: &MpiSpec) -> Result<(), String> {
             pending: VecDeque::new(),
             coll_seq: 0,
             state: RankState::Ready,
-            computing: false,
+            busy: Busy::Compute,
+            overhead_paid: false,
             reqs: Vec::new(),
             outstanding: Vec::new(),
             waiting: Vec::new(),
@@ -393,8 +422,13 @@ fn setup(world: &mut World, cfg: &MpiSpec) -> Result<(), String> {
         });
     }
     let policy = policy_of(&cfg.collectives)?;
+    if cfg.protocol.copy_queues == 0 {
+        return Err("workload.Mpi.protocol.copy_queues: expected at least 1".into());
+    }
     let mut mpi = world.resource_mut::<Mpi>();
     mpi.policy = policy;
+    mpi.nv_active = vec![0; nodes];
+    mpi.nv_waiting = vec![VecDeque::new(); nodes];
     mpi.ready = (0..ranks.len() as u32).collect();
     mpi.ranks = ranks;
     mpi.protocol = cfg.protocol.clone();
@@ -523,8 +557,11 @@ fn wake_computed_ranks(mut inbox: ResMut<Inbox<RankWake>>, mut mpi: ResMut<Mpi>,
             continue; // the start signal: every rank is already ready
         }
         let rank = &mut mpi.ranks[r as usize];
-        if rank.computing {
-            rank.compute_s += now.saturating_sub(rank.since).as_secs_f64();
+        let busy = now.saturating_sub(rank.since).as_secs_f64();
+        match rank.busy {
+            Busy::Compute => rank.compute_s += busy,
+            Busy::Overhead => rank.comm_s += busy,
+            Busy::Sleep => {}
         }
         rank.state = RankState::Ready;
         mpi.ready.push(r);
@@ -578,18 +615,35 @@ impl Mpi {
                 rank.end = now;
                 return;
             };
+            // Each MPI call first costs the protocol's call overhead (collectives pay it per
+            // point-to-point step they expand into).
+            let is_call = !matches!(
+                op,
+                Op::Compute { .. } | Op::ComputeFor { .. } | Op::Sleep { .. } | Op::Coll(_)
+            );
+            let overhead = self.protocol.call_overhead.0;
+            if is_call && overhead > SimTime::ZERO {
+                let rank = &mut self.ranks[r as usize];
+                if !rank.overhead_paid {
+                    rank.overhead_paid = true;
+                    rank.pending.push_front(op);
+                    self.busy(r, overhead.as_secs_f64(), Busy::Overhead, now, net);
+                    return;
+                }
+                rank.overhead_paid = false;
+            }
             match op {
                 Op::Compute { flops } => {
-                    let secs = flops / rank.speed;
-                    self.compute(r, secs, true, now, net);
+                    let secs = flops / self.ranks[r as usize].speed;
+                    self.busy(r, secs, Busy::Compute, now, net);
                     return;
                 }
                 Op::ComputeFor { secs } => {
-                    self.compute(r, secs, true, now, net);
+                    self.busy(r, secs, Busy::Compute, now, net);
                     return;
                 }
                 Op::Sleep { secs } => {
-                    self.compute(r, secs, false, now, net);
+                    self.busy(r, secs, Busy::Sleep, now, net);
                     return;
                 }
                 Op::Isend {
@@ -672,15 +726,15 @@ impl Mpi {
         }
     }
 
-    /// Keeps rank `r` busy for `secs` (computing, or idle for a sleep).
-    fn compute(&mut self, r: u32, secs: f64, work: bool, now: SimTime, net: &mut Net) {
+    /// Keeps rank `r` busy for `secs`.
+    fn busy(&mut self, r: u32, secs: f64, busy: Busy, now: SimTime, net: &mut Net) {
         let rank = &mut self.ranks[r as usize];
         rank.state = RankState::Computing;
-        rank.computing = work;
+        rank.busy = busy;
         rank.since = now;
         let end = now.saturating_add(SimTime::from_secs_saturating(secs));
         if let Some(row) = rank.row {
-            let state = net.rec.name_id(if work { "compute" } else { "sleep" });
+            let state = net.rec.name_id(busy.state());
             net.rec.interval(Interval {
                 resource: row,
                 state,
@@ -907,6 +961,15 @@ impl Mpi {
 
     fn data_flow(&mut self, m: u32, net: &mut Net) {
         let msg = &self.msgs[m as usize];
+        if msg.path == Path::Nvlink {
+            // A bounded number of copy queues per node.
+            let node = self.ranks[msg.src as usize].node as usize;
+            if self.nv_active[node] >= self.protocol.copy_queues {
+                self.nv_waiting[node].push_back(m);
+                return;
+            }
+            self.nv_active[node] += 1;
+        }
         let (s, d) = (&self.ranks[msg.src as usize], &self.ranks[msg.dst as usize]);
         let (a, b) = match msg.path {
             Path::Nvlink | Path::GpuDirect => (s.gpu, d.gpu),
@@ -961,6 +1024,13 @@ impl Mpi {
                 self.start_flow(m, Stage::CopyIn, a, b, bytes, net);
             }
             Stage::Data => {
+                if self.msgs[m as usize].path == Path::Nvlink {
+                    let node = self.ranks[self.msgs[m as usize].src as usize].node as usize;
+                    self.nv_active[node] -= 1;
+                    if let Some(next) = self.nv_waiting[node].pop_front() {
+                        self.data_flow(next, net);
+                    }
+                }
                 let msg = &mut self.msgs[m as usize];
                 msg.data_arrived = true;
                 let (src, req, matched) = (msg.src, msg.send_req, msg.recv_req.is_some());
