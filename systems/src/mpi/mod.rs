@@ -1097,8 +1097,15 @@ impl Mpi {
             .spawn((
                 Flow {
                     id: format!("m{m}.{}", stage_name(stage)),
-                    src: format!("rank[{}]", msg.src),
-                    dst: format!("rank[{}]", msg.dst),
+                    // The ranks' timeline rows, so that traces link rank to rank.
+                    src: format!(
+                        "node[{}].rank[{}]",
+                        self.ranks[msg.src as usize].node, msg.src
+                    ),
+                    dst: format!(
+                        "node[{}].rank[{}]",
+                        self.ranks[msg.dst as usize].node, msg.dst
+                    ),
                     size: bytes,
                     start: now,
                 },

@@ -505,6 +505,8 @@ fn endpoint_kind(name: &str) -> ResourceKind {
         ResourceKind::Nic
     } else if name.contains(".cpu[") {
         ResourceKind::CpuCore
+    } else if name.contains(".rank[") {
+        ResourceKind::Rank
     } else {
         ResourceKind::Other
     }
