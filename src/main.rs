@@ -241,6 +241,17 @@ fn run(
         s["wall_s"].as_f64().unwrap_or(0.0),
         s["events"],
     );
+    if let Some(m) = s.get("mpi") {
+        let f = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
+        say!(
+            "mpi: {} ranks, {} messages; per rank: communication {:.6} s mean, {:.6} s max; computation {:.6} s mean",
+            m["ranks"],
+            m["messages"],
+            f(&m["comm_time_s"]["mean"]),
+            f(&m["comm_time_s"]["max"]),
+            f(&m["compute_time_s"]["mean"]),
+        );
+    }
     print_written(&written);
     Ok(())
 }
