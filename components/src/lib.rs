@@ -5,6 +5,7 @@ pub mod entities;
 pub mod load;
 pub mod mpi;
 pub mod scenario;
+pub mod starpu;
 pub mod study;
 pub mod time;
 pub mod units;

@@ -1,0 +1,81 @@
+//! Every StarPU calibration file of the reference machines (attila, mirage, hannibal, idgraf,
+//! sirocco; copied from ../shared/reference/starpu into tests/data/starpu) parses: codelet
+//! models of format 45 (symbolic links stored as one-line files followed), and the bus
+//! bandwidth, latency, affinity and config files. (Platform XML and sampling dumps: later.)
+
+use std::path::Path;
+
+use hetsim::components::starpu::{bus, perfmodel, resolve_link};
+
+fn files(dir: &str) -> Vec<std::path::PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/starpu");
+    let mut out = Vec::new();
+    for top in ["machines", "sampling"] {
+        let d = root.join(top).join(dir);
+        let mut v: Vec<_> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_file())
+            .collect();
+        v.sort();
+        out.extend(v);
+    }
+    out
+}
+
+#[test]
+fn every_codelet_model_parses() {
+    let all = files("codelets/45");
+    assert!(all.len() > 200, "{} files", all.len());
+    let mut with_history = 0;
+    for f in &all {
+        let real = resolve_link(f).unwrap();
+        let text = std::fs::read_to_string(&real).unwrap();
+        let m = perfmodel::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", real.display()));
+        if m.combs
+            .iter()
+            .flat_map(|c| &c.impls)
+            .any(|i| !i.history.is_empty())
+        {
+            with_history += 1;
+        }
+    }
+    assert!(
+        with_history > 100,
+        "{with_history} models with measurements"
+    );
+}
+
+#[test]
+fn the_attila_gemm_model_has_cuda_measurements() {
+    // chol_model_gemm.attila: tiles of 960 x 960 doubles (7,372,800 B) measured on the GPUs.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/starpu/machines/codelets/45");
+    let text = std::fs::read_to_string(resolve_link(&root.join("chol_model_gemm.attila")).unwrap())
+        .unwrap();
+    let m = perfmodel::parse(&text).unwrap();
+    let e = m
+        .nearest(perfmodel::DeviceKind::Cuda, 7_372_800.0)
+        .expect("a CUDA entry");
+    assert!(e.mean_us > 0.0 && e.n > 0, "{e:?}");
+}
+
+#[test]
+fn every_bus_file_parses() {
+    let mut seen = 0;
+    for f in files("bus") {
+        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        let text = std::fs::read_to_string(resolve_link(&f).unwrap()).unwrap();
+        let result = if name.ends_with(".bandwidth") || name.ends_with(".latency") {
+            bus::parse_matrix(&text).map(|m| assert!(m.nodes() >= 1, "{name}"))
+        } else if name.ends_with(".affinity") {
+            bus::parse_affinity(&text).map(|_| ())
+        } else if name.ends_with(".config") {
+            bus::parse_config(&text).map(|_| ())
+        } else {
+            continue;
+        };
+        result.unwrap_or_else(|e| panic!("{name}: {e}"));
+        seen += 1;
+    }
+    assert!(seen >= 20, "{seen} bus files");
+}
