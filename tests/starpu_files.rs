@@ -1,11 +1,12 @@
 //! Every StarPU calibration file of the reference machines (attila, mirage, hannibal, idgraf,
 //! sirocco; copied from ../shared/reference/starpu into tests/data/starpu) parses: codelet
-//! models of format 45 (symbolic links stored as one-line files followed), and the bus
-//! bandwidth, latency, affinity and config files. (Platform XML and sampling dumps: later.)
+//! models of format 45 (symbolic links stored as one-line files followed), the bus
+//! bandwidth, latency, affinity and config files, the SimGrid platform files (versions 3 and
+//! 4) and the multiple-regression sample dumps: every file of the reference set is read.
 
 use std::path::Path;
 
-use hetsim::components::starpu::{bus, perfmodel, resolve_link};
+use hetsim::components::starpu::{bus, perfmodel, platform, resolve_link};
 
 fn files(dir: &str) -> Vec<std::path::PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/starpu");
@@ -71,11 +72,49 @@ fn every_bus_file_parses() {
             bus::parse_affinity(&text).map(|_| ())
         } else if name.ends_with(".config") {
             bus::parse_config(&text).map(|_| ())
+        } else if name.ends_with(".xml") {
+            platform::parse(&text).map(|p| {
+                // The CPU-only `vm` sample has hosts but no routes.
+                assert!(!p.hosts.is_empty(), "{name}");
+            })
         } else {
-            continue;
+            panic!("an unexpected bus file {name}");
         };
         result.unwrap_or_else(|e| panic!("{name}: {e}"));
         seen += 1;
     }
-    assert!(seen >= 20, "{seen} bus files");
+    assert!(seen >= 40, "{seen} bus files");
+}
+
+#[test]
+fn the_sample_dumps_parse() {
+    let all = files("codelets/tmp");
+    assert!(!all.is_empty());
+    for f in all {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let s = perfmodel::parse_samples(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        assert_eq!(s.columns[0], "Duration");
+    }
+}
+
+#[test]
+fn the_attila_platform_has_three_gpus_with_calibrated_links() {
+    // attila: 12 CPU cores and 3 CUDA devices (attila.config); RAM -> CUDA0 at about 6 GB/s
+    // (attila.bandwidth: 6008.9 MB/s), the same figure in both files.
+    let bus = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/starpu/machines/bus");
+    let cfg =
+        bus::parse_config(&std::fs::read_to_string(bus.join("attila.config")).unwrap()).unwrap();
+    assert_eq!((cfg.cpus, cfg.cuda), (12, 3));
+    let p = platform::parse(&std::fs::read_to_string(bus.join("attila.platform.v4.xml")).unwrap())
+        .unwrap();
+    assert_eq!(
+        p.hosts.iter().filter(|h| h.id.starts_with("CUDA")).count(),
+        3
+    );
+    let link = p.links.iter().find(|l| l.id == "RAM-CUDA0").unwrap();
+    assert!(
+        (link.bandwidth / 1e6 - 6008.66).abs() < 0.01,
+        "{}",
+        link.bandwidth
+    );
 }

@@ -13,6 +13,7 @@
 
 pub mod bus;
 pub mod perfmodel;
+pub mod platform;
 
 use std::path::{Path, PathBuf};
 

@@ -374,3 +374,42 @@ mod tests {
         assert!(e.contains("hash `zz` is not hexadecimal"), "{e}");
     }
 }
+
+/// The samples StarPU dumps for multiple-regression models (`codelets/tmp/*.out`): a header of
+/// column names (`Duration, M, N, K`), then one row of numbers per measured task.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Samples {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<f64>>,
+}
+
+/// Reads a sample dump.
+pub fn parse_samples(text: &str) -> Result<Samples, String> {
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    let (_, header) = lines.next().ok_or("an empty sample file")?;
+    let columns: Vec<String> = header.split(',').map(|c| c.trim().to_string()).collect();
+    let rows = lines
+        .map(|(n, l)| {
+            let row: Vec<f64> = l
+                .split(',')
+                .map(|t| {
+                    number(t.trim())
+                        .ok_or_else(|| format!("line {}: `{}` is not a number", n + 1, t.trim()))
+                })
+                .collect::<Result<_, _>>()?;
+            if row.len() != columns.len() {
+                return Err(format!(
+                    "line {}: {} values for {} columns",
+                    n + 1,
+                    row.len(),
+                    columns.len()
+                ));
+            }
+            Ok(row)
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Samples { columns, rows })
+}
