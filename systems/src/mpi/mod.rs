@@ -1,7 +1,8 @@
 //! The MPI plugin: ranks on GPUs run their programs; messages follow eager or rendezvous
 //! protocols over the platform's links, on one of four paths:
 //!
-//! - `nvlink`: both buffers on GPUs of one node: GPU to GPU over the node's links;
+//! - `nvlink`: both buffers on GPUs of one node: GPU to GPU over the node's links (NVLink
+//!   when the platform has it, else through PCIe);
 //! - `gpudirect` (switch `gpudirect` on, device buffers on different nodes): pinning delay,
 //!   then GPU -> PCIe -> NIC -> network -> NIC -> GPU, always by rendezvous;
 //! - `hostcopy` (switch off): device-to-host copy at the sender, host to host over the NICs,
