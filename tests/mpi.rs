@@ -502,3 +502,44 @@ fn each_call_pays_the_call_overhead_as_communication() {
     ));
     assert_eq!(summary["mpi"]["compute_time_s"]["max"], 0.0);
 }
+
+#[test]
+fn ranks_are_timeline_rows_with_compute_and_wait_states() {
+    // The shipped trace scenario with its default outputs: rank rows in intervals.csv, and the
+    // messages as transfers between rank threads in trace.json.
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tmp = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_hetsim"))
+        .args(["run", "-q", "--out"])
+        .arg(tmp.path())
+        .arg(repo.join("scenarios/mpi-trace.ron"))
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let csv = std::fs::read_to_string(tmp.path().join("intervals.csv")).unwrap();
+    let rank0: Vec<&str> = csv
+        .lines()
+        .filter(|l| l.starts_with("node[0].rank[0],"))
+        .collect();
+    // 3 compute steps plus the reductions' compute, and waits in between.
+    assert!(
+        rank0
+            .iter()
+            .filter(|l| l.contains(",rank,compute,"))
+            .count()
+            >= 3,
+        "{rank0:?}"
+    );
+    assert!(rank0.iter().any(|l| l.contains(",rank,wait,")), "{rank0:?}");
+    let trace: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("trace.json")).unwrap()).unwrap();
+    let ev = trace["traceEvents"].as_array().unwrap();
+    let to_rank1 = ev
+        .iter()
+        .filter(|e| e["ph"] == "b" && e["args"]["to"] == "node[0].rank[1]")
+        .count();
+    assert!(
+        to_rank1 >= 3,
+        "ring messages 0 -> 1 each iteration: {to_rank1}"
+    );
+}
