@@ -123,14 +123,7 @@ pub fn parse(text: &str, label: &str) -> Result<Scenario, Error> {
         workload: Workload::Flows(flows),
         switches: Default::default(),
         // A flow case asks for completion times only: nothing to record.
-        output: OutputSpec {
-            timeline: false,
-            link_plot: false,
-            trace_json: false,
-            paje: false,
-            intervals_csv: false,
-            ..Default::default()
-        },
+        output: OutputSpec::tables_only(),
         limits: Default::default(),
     })
 }

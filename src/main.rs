@@ -350,19 +350,14 @@ fn p2p(
     let rows = p2p::run(&opts)?;
     say!("{}", p2p::table(&rows, &opts).trim_end());
     let dir = out.unwrap_or_else(|| Path::new("results").join("p2p"));
-    let mut files = vec![("p2p.csv".to_string(), p2p::csv(&rows))];
-    let mut pngs: Vec<hetsim::output::PngJob> = Vec::new();
-    for (stem, chart) in p2p::charts(&rows, &opts) {
-        let svg = hetsim::output::plot::svg(&chart)
-            .map_err(|e| Error::Run(format!("cannot draw {stem}: {e}")))?;
-        files.push((format!("{stem}.svg"), svg));
-        pngs.push((
-            format!("{stem}.png"),
-            Box::new(move |p: &Path| hetsim::output::plot::png(&chart, p)),
-        ));
-    }
-    let written = hetsim::output::write_files(&dir, files, pngs)
-        .map_err(|e| Error::Run(format!("cannot write to {}: {e}", dir.display())))?;
+    let written = hetsim::output::staged::write_all(&dir, |st| {
+        st.bytes("p2p.csv", p2p::csv(&rows))?;
+        for (stem, chart) in p2p::charts(&rows, &opts) {
+            st.figure(stem, &chart)?;
+        }
+        Ok(())
+    })
+    .map_err(|e| Error::Run(format!("cannot write to {}: {e}", dir.display())))?;
     print_written(&written);
     Ok(())
 }

@@ -10,6 +10,8 @@ use rayon::prelude::*;
 use std::path::Path;
 
 use hetsim_components::load::parse_scenario;
+use hetsim_components::mpi::ProgramSpec;
+use hetsim_components::scenario::{OutputSpec, Scenario, Workload};
 use hetsim_components::units::parse_any_quantity;
 
 use crate::{Error, RunOptions, simulate_report};
@@ -90,23 +92,36 @@ pub struct P2pOptions {
     pub sizes: Vec<f64>,
 }
 
-fn simulate_trace(opts: &P2pOptions, mode: Mode, trace: &str) -> Result<f64, Error> {
-    let platform = std::fs::canonicalize(&opts.platform)
-        .map_err(|e| Error::Input(format!("--platform {}: {e}", opts.platform.display())))?;
+/// The scenario of every measurement, read once: two ranks on the two GPUs, no program yet.
+fn base_scenario(opts: &P2pOptions) -> Result<Scenario, Error> {
+    let file = opts.platform.file_name().ok_or_else(|| {
+        Error::Input(format!(
+            "--platform {}: not a file",
+            opts.platform.display()
+        ))
+    })?;
     let text = format!(
         r#"Scenario(
             name: "p2p",
             platform: File({:?}),
-            workload: Mpi(ranks: 2, placement: Explicit([{:?}, {:?}]), program: TraceText([("p2p", {:?})])),
-            output: (timeline: false, link_plot: false, trace_json: false, paje: false, intervals_csv: false),
+            workload: Mpi(ranks: 2, placement: Explicit([{:?}, {:?}]), program: TraceText([])),
         )"#,
-        platform.display().to_string(),
+        file.to_string_lossy(),
         opts.from,
         opts.to,
-        trace
     );
-    let scenario = parse_scenario(&text, "p2p", Path::new("."), &[])
-        .map_err(|e| Error::Input(e.to_string()))?;
+    let dir = opts.platform.parent().unwrap_or(Path::new("."));
+    let mut scenario = parse_scenario(&text, "p2p", dir, &[])
+        .map_err(|e| Error::Input(format!("--platform: {e}")))?;
+    scenario.output = OutputSpec::tables_only();
+    Ok(scenario)
+}
+
+fn simulate_trace(base: &Scenario, mode: Mode, trace: &str) -> Result<f64, Error> {
+    let mut scenario = base.clone();
+    if let Workload::Mpi(mpi) = &mut scenario.workload {
+        mpi.program = ProgramSpec::TraceText(vec![("p2p".into(), trace.into())]);
+    }
     let run = RunOptions {
         disable: match mode {
             Mode::Gpudirect => vec![],
@@ -118,16 +133,16 @@ fn simulate_trace(opts: &P2pOptions, mode: Mode, trace: &str) -> Result<f64, Err
     Ok(report.summary["sim_time_s"].as_f64().unwrap_or(f64::NAN))
 }
 
-fn measure(opts: &P2pOptions, mode: Mode, bytes: f64) -> Result<Row, Error> {
+fn measure(base: &Scenario, mode: Mode, bytes: f64) -> Result<Row, Error> {
     let pingpong =
         format!("0 send 1 {bytes}\n1 recv 0 {bytes}\n1 send 0 {bytes}\n0 recv 1 {bytes}\n");
-    let round_trip = simulate_trace(opts, mode, &pingpong)?;
+    let round_trip = simulate_trace(base, mode, &pingpong)?;
     let mut bw = String::new();
     for _ in 0..WINDOW {
         bw.push_str(&format!("0 isend 1 {bytes}\n1 irecv 0 {bytes}\n"));
     }
     bw.push_str("0 waitall\n1 waitall\n1 send 0 4\n0 recv 1 4\n");
-    let window_time = simulate_trace(opts, mode, &bw)?;
+    let window_time = simulate_trace(base, mode, &bw)?;
     Ok(Row {
         mode,
         bytes,
@@ -143,7 +158,10 @@ pub fn run(opts: &P2pOptions) -> Result<Vec<Row>, Error> {
         .iter()
         .flat_map(|&m| opts.sizes.iter().map(move |&s| (m, s)))
         .collect();
-    jobs.par_iter().map(|&(m, s)| measure(opts, m, s)).collect()
+    let base = base_scenario(opts)?;
+    jobs.par_iter()
+        .map(|&(m, s)| measure(&base, m, s))
+        .collect()
 }
 
 /// The OSU-style tables, one block per mode.
@@ -187,7 +205,10 @@ pub fn csv(rows: &[Row]) -> Vec<u8> {
 }
 
 /// Latency and bandwidth against size, one line per mode (log axes).
-pub fn charts(rows: &[Row], opts: &P2pOptions) -> Vec<(String, hetsim_output::plot::LineChart)> {
+pub fn charts(
+    rows: &[Row],
+    opts: &P2pOptions,
+) -> Vec<(&'static str, hetsim_output::plot::LineChart)> {
     use hetsim_output::plot::{LineChart, Series};
     let series = |f: fn(&Row) -> f64| -> Vec<Series> {
         opts.modes
@@ -215,7 +236,7 @@ pub fn charts(rows: &[Row], opts: &P2pOptions) -> Vec<(String, hetsim_output::pl
     };
     vec![
         (
-            "p2p_latency".into(),
+            "p2p_latency",
             chart(
                 "Latency",
                 "latency (us, log scale)",
@@ -223,7 +244,7 @@ pub fn charts(rows: &[Row], opts: &P2pOptions) -> Vec<(String, hetsim_output::pl
             ),
         ),
         (
-            "p2p_bandwidth".into(),
+            "p2p_bandwidth",
             chart(
                 "Bandwidth",
                 "bandwidth (MB/s, log scale)",

@@ -210,11 +210,7 @@ fn metrics_of(study: &Study, dir: &Path, spec: &RunSpec) -> Result<(u64, Vec<f64
     }
     let seed = scenario.seed;
     // A study reads summaries only: no recording.
-    scenario.output.timeline = false;
-    scenario.output.link_plot = false;
-    scenario.output.trace_json = false;
-    scenario.output.paje = false;
-    scenario.output.intervals_csv = false;
+    scenario.output = hetsim_components::scenario::OutputSpec::tables_only();
     let opts = RunOptions {
         disable: variant.disable.clone(),
         progress: false,

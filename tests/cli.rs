@@ -1,23 +1,9 @@
 //! The command line end to end: runs, outputs, determinism, overrides, switches, bad input.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn hetsim(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hetsim"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use common::{hetsim, repo, stderr};
+use std::path::Path;
 
 fn read_csv(path: &Path) -> Vec<Vec<String>> {
     std::fs::read_to_string(path)

@@ -8,6 +8,7 @@
 use std::path::Path;
 
 use hetsim::components::load::parse_scenario;
+use hetsim::components::scenario::{OutputSpec, Scenario};
 use hetsim::{Error, RunOptions, simulate_report};
 
 const L_HOST: f64 = 1.5e-6;
@@ -39,25 +40,34 @@ fn run_with(
     disable: &[&str],
     extra: &str,
 ) -> Result<serde_json::Value, Error> {
+    let workload = format!(
+        r#"ranks: {ranks}, gpus_per_node: {gpus_per_node}, program: TraceText([("inline", {trace:?})]), {extra}"#
+    );
+    summary(&star8(&workload, "")?, disable)
+}
+
+/// A scenario on tests/data/scenarios/mpi/star-8.ron with the fields of its `Mpi` workload
+/// and more scenario fields (e.g. `switches: {...}`); it writes tables only.
+fn star8(workload: &str, fields: &str) -> Result<Scenario, Error> {
     let platform =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/scenarios/mpi/star-8.ron");
     let text = format!(
-        r#"Scenario(
-            name: "mpi-test",
-            platform: File({:?}),
-            workload: Mpi(ranks: {ranks}, gpus_per_node: {gpus_per_node}, program: TraceText([("inline", {:?})]), {extra}),
-            output: (timeline: false, link_plot: false, trace_json: false, paje: false, intervals_csv: false),
-        )"#,
+        r#"Scenario(name: "mpi-test", platform: File({:?}), workload: Mpi({workload}), {fields})"#,
         platform.display().to_string(),
-        trace
     );
-    let scenario = parse_scenario(&text, "test", Path::new("."), &[])
+    let mut scenario = parse_scenario(&text, "test", Path::new("."), &[])
         .map_err(|e| Error::Input(e.to_string()))?;
+    scenario.output = OutputSpec::tables_only();
+    Ok(scenario)
+}
+
+/// Runs a scenario with switches turned off; its summary.
+fn summary(scenario: &Scenario, disable: &[&str]) -> Result<serde_json::Value, Error> {
     let opts = RunOptions {
         disable: disable.iter().map(|s| s.to_string()).collect(),
         progress: false,
     };
-    simulate_report(&scenario, &opts).map(|r| r.summary)
+    simulate_report(scenario, &opts).map(|r| r.summary)
 }
 
 fn sim_time(s: &serde_json::Value) -> f64 {
@@ -280,18 +290,8 @@ fn the_generator_scenarios_run_and_gpudirect_pays_for_large_messages() {
     for name in ["halo3d", "sweep", "stencil", "solver"] {
         let file = repo.join(format!("scenarios/studies/{name}.ron"));
         let mut scenario = hetsim::components::load::load_scenario(&file, &[]).unwrap();
-        scenario.output.timeline = false;
-        scenario.output.link_plot = false;
-        scenario.output.trace_json = false;
-        scenario.output.paje = false;
-        scenario.output.intervals_csv = false;
-        let t = |disable: &[&str]| {
-            let opts = RunOptions {
-                disable: disable.iter().map(|s| s.to_string()).collect(),
-                progress: false,
-            };
-            sim_time(&simulate_report(&scenario, &opts).unwrap().summary)
-        };
+        scenario.output = OutputSpec::tables_only();
+        let t = |disable: &[&str]| sim_time(&summary(&scenario, disable).unwrap());
         let (gd, hc) = (t(&[]), t(&["gpudirect"]));
         assert!(gd > 0.0 && hc > 0.0, "{name}");
         if name == "sweep" {
@@ -361,21 +361,12 @@ fn pcie_copy_contention_moves_copies_onto_the_pcie_links() {
     // 1 us latency), instead of 0.07 ns/B: eager, one copy at each end.
     let s = 1000.0;
     let trace = format!("0 send 1 {s}\n1 recv 0 {s}\n");
-    let platform =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/scenarios/mpi/star-8.ron");
-    let text = format!(
-        r#"Scenario(name: "c", platform: File({:?}), switches: {{"pcie_copy_contention": true, "gpudirect": false}},
-            workload: Mpi(ranks: 2, gpus_per_node: 1, program: TraceText([("i", {:?})])),
-            output: (timeline: false, link_plot: false, trace_json: false, paje: false, intervals_csv: false))"#,
-        platform.display().to_string(),
-        trace
-    );
-    let scenario = parse_scenario(&text, "t", Path::new("."), &[]).unwrap();
-    let got = sim_time(
-        &simulate_report(&scenario, &RunOptions::default())
-            .unwrap()
-            .summary,
-    );
+    let scenario = star8(
+        &format!(r#"ranks: 2, gpus_per_node: 1, program: TraceText([("i", {trace:?})])"#),
+        r#"switches: {"pcie_copy_contention": true}"#,
+    )
+    .unwrap();
+    let got = sim_time(&summary(&scenario, &["gpudirect"]).unwrap());
     let pcie_copy = 2e-6 + 1e-6 + s / 10e9;
     let want = pcie_copy + L_HOST + s / B_HOST + pcie_copy;
     assert!(close(got, want), "{got} vs {want}");
@@ -396,29 +387,15 @@ fn round_robin_placement_spreads_ranks_over_nodes() {
 fn communication_grows_with_ranks_per_node_behind_one_nic() {
     // The stencil and sweep generators on 8 ranks: 1 rank per node, then 2 per node sharing a
     // NIC (same platform, same program): mean communication time grows.
-    let platform =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/scenarios/mpi/star-8.ron");
     for generator in [
         "Stencil(iterations: 2, large: \"4MB\", compute: \"100us\")",
         "Sweep(iterations: 1, bytes: \"4MB\", blocks: 8, compute: \"100us\")",
     ] {
         let comm = |per_node: u32| {
-            let text = format!(
-                r#"Scenario(name: "g", platform: File({:?}),
-                    workload: Mpi(ranks: 8, gpus_per_node: {per_node}, placement: RoundRobin, program: Generator({generator})),
-                    output: (timeline: false, link_plot: false, trace_json: false, paje: false, intervals_csv: false))"#,
-                platform.display().to_string()
+            let workload = format!(
+                "ranks: 8, gpus_per_node: {per_node}, placement: RoundRobin, program: Generator({generator})"
             );
-            let scenario = parse_scenario(&text, "t", Path::new("."), &[]).unwrap();
-            let s = simulate_report(
-                &scenario,
-                &RunOptions {
-                    disable: vec!["gpudirect".into()],
-                    progress: false,
-                },
-            )
-            .unwrap()
-            .summary;
+            let s = summary(&star8(&workload, "").unwrap(), &["gpudirect"]).unwrap();
             s["mpi"]["comm_time_s"]["mean"].as_f64().unwrap()
         };
         let (one, two) = (comm(1), comm(2));

@@ -1,21 +1,11 @@
 //! `hetsim study` and `hetsim merge` through the CLI, on the hand-computed scenario of
 //! tests/data/scenarios/known-intervals.ron.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn hetsim(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hetsim"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .unwrap()
-}
-
-fn ok(o: &Output) -> String {
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
+use common::{hetsim, ok, repo};
+use std::path::Path;
+use std::process::Command;
 
 /// A study folder: the base scenario next to a study of 3 sizes x 2 start times x 2 variants.
 fn study_dir(size_values: &str) -> tempfile::TempDir {
@@ -153,7 +143,7 @@ fn bad_study_files_are_input_errors() {
 
 #[test]
 fn the_shipped_nic_study_runs() {
-    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let repo = repo();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("nic");
     let o = Command::new(env!("CARGO_BIN_EXE_hetsim"))
@@ -175,7 +165,7 @@ fn the_shipped_nic_study_runs() {
 
 #[test]
 fn the_shipped_lassen_study_runs_its_64_runs() {
-    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let repo = repo();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("lassen");
     let o = Command::new(env!("CARGO_BIN_EXE_hetsim"))
@@ -195,7 +185,7 @@ fn the_shipped_lassen_study_runs_its_64_runs() {
 
 #[test]
 fn the_mpi_studies_plan_their_grids_and_a_shard_runs() {
-    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let repo = repo();
     for (name, runs) in [("gpudirect-vs-hostcopy", 32), ("gpus-per-node", 32)] {
         let file = repo.join(format!("scenarios/studies/{name}.ron"));
         let study = hetsim::study::load_study(&file).unwrap();

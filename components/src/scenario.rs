@@ -348,6 +348,19 @@ fn default_width() -> u32 {
 }
 
 impl OutputSpec {
+    /// The summary and the tables only: nothing that needs recording (studies, flow cases,
+    /// `hetsim p2p` read summaries and need no timeline).
+    pub fn tables_only() -> Self {
+        OutputSpec {
+            timeline: false,
+            link_plot: false,
+            trace_json: false,
+            paje: false,
+            intervals_csv: false,
+            ..OutputSpec::default()
+        }
+    }
+
     /// Whether any requested output needs the recorder.
     pub fn needs_recording(&self) -> bool {
         self.timeline || self.link_plot || self.trace_json || self.paje || self.intervals_csv

@@ -11,6 +11,7 @@ pub mod intervals;
 pub mod order;
 pub mod paje;
 pub mod plot;
+pub mod staged;
 pub mod study;
 
 use bevy_ecs::prelude::*;
@@ -196,19 +197,10 @@ fn link_rows(world: &mut World, sim_time_s: f64) -> Vec<LinkRow> {
 /// Writes the report into `dir` as `spec` asks; returns the files written. Files are staged
 /// under temporary names and renamed only once all are complete.
 pub fn write(dir: &Path, report: &Report, spec: &OutputSpec) -> std::io::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir)?;
-    let mut staged = Staged::new(dir);
-    let result = stage_all(&mut staged, report, spec);
-    match result {
-        Ok(()) => staged.commit(),
-        Err(e) => {
-            staged.abandon();
-            Err(e)
-        }
-    }
+    staged::write_all(dir, |st| stage_all(st, report, spec))
 }
 
-fn stage_all(st: &mut Staged, report: &Report, spec: &OutputSpec) -> std::io::Result<()> {
+fn stage_all(st: &mut staged::Staged, report: &Report, spec: &OutputSpec) -> std::io::Result<()> {
     let mut summary = serde_json::to_vec_pretty(&report.summary).map_err(std::io::Error::other)?;
     summary.push(b'\n');
     st.bytes("summary.json", summary)?;
@@ -243,89 +235,14 @@ fn stage_all(st: &mut Staged, report: &Report, spec: &OutputSpec) -> std::io::Re
         && let Some(g) =
             plot::Gantt::build(rec, &format!("{}: timeline", report.scenario), spec.width)
     {
-        st.bytes("timeline.svg", plot::svg(&g)?)?;
-        st.file("timeline.png", |p| plot::png(&g, p))?;
+        st.figure("timeline", &g)?;
     }
     if spec.link_plot
         && let Some(c) = link_utilisation(rec, &report.scenario, spec.width)
     {
-        st.bytes("link_utilisation.svg", plot::svg(&c)?)?;
-        st.file("link_utilisation.png", |p| plot::png(&c, p))?;
+        st.figure("link_utilisation", &c)?;
     }
     Ok(())
-}
-
-/// A PNG to write: its file name and what draws it into a path.
-pub type PngJob = (String, Box<dyn Fn(&Path) -> std::io::Result<()>>);
-
-/// Writes named byte files and PNG drawings into `dir`, all or nothing.
-pub fn write_files(
-    dir: &Path,
-    files: Vec<(String, Vec<u8>)>,
-    pngs: Vec<PngJob>,
-) -> std::io::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir)?;
-    let mut staged = Staged::new(dir);
-    let result = (|| {
-        for (name, bytes) in files {
-            staged.bytes(&name, bytes)?;
-        }
-        for (name, draw) in pngs {
-            staged.file(&name, |p| draw(p))?;
-        }
-        Ok(())
-    })();
-    match result {
-        Ok(()) => staged.commit(),
-        Err(e) => {
-            staged.abandon();
-            Err(e)
-        }
-    }
-}
-
-/// Files written under temporary names, renamed together.
-struct Staged {
-    dir: PathBuf,
-    files: Vec<(PathBuf, PathBuf)>,
-}
-
-impl Staged {
-    fn new(dir: &Path) -> Self {
-        Staged {
-            dir: dir.to_path_buf(),
-            files: Vec::new(),
-        }
-    }
-
-    fn bytes(&mut self, name: &str, bytes: Vec<u8>) -> std::io::Result<()> {
-        self.file(name, |p| std::fs::write(p, &bytes))
-    }
-
-    /// Writes through `write` into a temporary path that keeps the final extension (the PNG
-    /// encoder picks its format from it).
-    fn file(
-        &mut self,
-        name: &str,
-        write: impl FnOnce(&Path) -> std::io::Result<()>,
-    ) -> std::io::Result<()> {
-        let tmp = self.dir.join(format!(".partial.{name}"));
-        self.files.push((tmp.clone(), self.dir.join(name)));
-        write(&tmp)
-    }
-
-    fn commit(self) -> std::io::Result<Vec<PathBuf>> {
-        for (tmp, fin) in &self.files {
-            std::fs::rename(tmp, fin)?;
-        }
-        Ok(self.files.into_iter().map(|(_, f)| f).collect())
-    }
-
-    fn abandon(self) {
-        for (tmp, _) in &self.files {
-            let _ = std::fs::remove_file(tmp);
-        }
-    }
 }
 
 /// How many links the utilisation picture shows.

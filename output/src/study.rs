@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use hetsim_components::study::Study;
 use hetsim_components::units::parse_any_quantity;
 
-use crate::plot::{self, Bar, BarChart, LineChart, Series};
+use crate::plot::{Bar, BarChart, LineChart, Series};
 
 /// One run of a study.
 #[derive(Debug, Clone, PartialEq)]
@@ -316,29 +316,20 @@ pub fn write(
     table: &StudyTable,
     plots: bool,
 ) -> std::io::Result<Vec<PathBuf>> {
-    let mut files: Vec<(String, Vec<u8>)> = vec![
-        ("results.csv".into(), table.to_csv()?),
-        ("study.json".into(), study_json.to_vec()),
-    ];
-    let mut pngs: Vec<crate::PngJob> = Vec::new();
-    if plots {
+    crate::staged::write_all(dir, |st| {
+        st.bytes("results.csv", table.to_csv()?)?;
+        st.bytes("study.json", study_json.to_vec())?;
+        if !plots {
+            return Ok(());
+        }
         for m in 0..table.metrics.len() {
             if let Some(chart) = metric_chart(study, table, m) {
-                let stem = file_stem(&table.metrics[m]);
-                files.push((format!("{stem}.svg"), plot::svg(&chart)?));
-                pngs.push((
-                    format!("{stem}.png"),
-                    Box::new(move |p| plot::png(&chart, p)),
-                ));
+                st.figure(&file_stem(&table.metrics[m]), &chart)?;
             }
         }
         if let Some(chart) = ablation_chart(study, table) {
-            files.push(("ablation.svg".into(), plot::svg(&chart)?));
-            pngs.push((
-                "ablation.png".into(),
-                Box::new(move |p| plot::png(&chart, p)),
-            ));
+            st.figure("ablation", &chart)?;
         }
-    }
-    crate::write_files(dir, files, pngs)
+        Ok(())
+    })
 }
