@@ -20,6 +20,7 @@ use hetsim_components::scenario::{Scenario, Workload};
 use hetsim_engine::{
     EnginePlugin, ModelInfo, Models, Recorder, RunError, RunLimits, RunStats, SwitchInfo, Switches,
 };
+use hetsim_systems::cuda::{CudaConfig, CudaPlugin};
 use hetsim_systems::mpi::{MpiConfig, MpiPlugin};
 use hetsim_systems::network::NetworkPlugin;
 use hetsim_systems::platform::{PlatformConfig, PlatformPlugin};
@@ -62,7 +63,13 @@ fn plugins(seed: u64, limits: RunLimits, progress: bool) -> App {
         limits,
         progress,
     })
-    .add_plugins((PlatformPlugin, NetworkPlugin, FlowsPlugin, MpiPlugin));
+    .add_plugins((
+        PlatformPlugin,
+        NetworkPlugin,
+        FlowsPlugin,
+        MpiPlugin,
+        CudaPlugin,
+    ));
     app
 }
 
@@ -110,6 +117,7 @@ pub fn build_app(scenario: &Scenario, opts: &RunOptions) -> Result<App, Error> {
     match &scenario.workload {
         Workload::Flows(flows) => world.insert_resource(FlowsWorkload(flows.clone())),
         Workload::Mpi(spec) => world.insert_resource(MpiConfig(spec.clone())),
+        Workload::Cuda(spec) => world.insert_resource(CudaConfig(spec.clone())),
     }
     Ok(app)
 }

@@ -83,6 +83,14 @@ pub struct GpuSpec {
     pub memory: Bytes,
     /// Peak compute rate, e.g. `"15.7TFlop/s"`.
     pub speed: FlopRate,
+    /// Device memory bandwidth (kernels given in bytes run at it).
+    #[serde(default = "default_hbm")]
+    pub memory_bandwidth: Bandwidth,
+}
+
+fn default_hbm() -> Bandwidth {
+    // V100 SXM2 HBM2 (NVIDIA V100 datasheet).
+    Bandwidth(900e9)
 }
 
 impl Default for GpuSpec {
@@ -92,6 +100,7 @@ impl Default for GpuSpec {
             name: "V100".into(),
             memory: Bytes(16.0 * 1073741824.0),
             speed: FlopRate(7.8e12),
+            memory_bandwidth: default_hbm(),
         }
     }
 }
@@ -292,6 +301,8 @@ pub enum Workload {
     Flows(Vec<FlowSpec>),
     /// MPI ranks on GPUs running rank programs.
     Mpi(crate::mpi::MpiSpec),
+    /// Host programs driving CUDA streams and NCCL collectives, one per GPU.
+    Cuda(crate::cuda::CudaSpec),
 }
 
 /// One transfer: between two named endpoints (routed on the platform) or over listed links.

@@ -1,7 +1,9 @@
 //! hetsim's models, one plugin per concern: platform, network and workloads.
 //! Plugins never call each other; they talk through the calendar and through components.
 
+pub mod cuda;
 pub mod mpi;
+pub mod nccl;
 pub mod network;
 pub mod platform;
 pub mod workload;

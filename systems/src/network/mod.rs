@@ -47,6 +47,11 @@ hetsim_engine::entity_event!(
     "network.flow_ready"
 );
 
+/// A flow's own rate limit in bytes/s (a sender that cannot go faster, such as one NCCL
+/// channel's thread block): a private bound in the max-min solve.
+#[derive(Component, Debug, Clone, Copy)]
+pub struct FlowCap(pub f64);
+
 /// Marks a flow whose completion someone waits for: the network then schedules
 /// [`FlowFinished`] for it at its end.
 #[derive(Component, Debug, Clone, Copy, Default)]
@@ -278,13 +283,13 @@ fn admit_ready_flows(
     mut time: Timeline,
     switches: Res<Switches>,
     topo: Res<Topology>,
-    flows: Query<(&Flow, &FlowRoute, Has<NotifyDone>)>,
+    flows: Query<(&Flow, &FlowRoute, Has<NotifyDone>, Option<&FlowCap>)>,
     mut commands: Commands,
 ) {
     let contention = switches.is_on("contention");
     let now = time.now();
     for FlowReady(e) in inbox.drain() {
-        let Ok((flow, route, notify)) = flows.get(e) else {
+        let Ok((flow, route, notify, cap)) = flows.get(e) else {
             continue;
         };
         if route.0.hops.is_empty() || flow.size <= 0.0 {
@@ -302,6 +307,10 @@ fn admit_ready_flows(
         }
         let slot = if contention {
             let (cons, bound) = net.constraints_of(&route.0, &topo);
+            let bound = match (bound, cap) {
+                (Some(b), Some(c)) => Some(b.min(c.0)),
+                (b, c) => b.or(c.map(|c| c.0)),
+            };
             net.solver.add_flow(&cons, bound)
         } else {
             net.free.pop().unwrap_or(net.active.len() as u32)
@@ -321,7 +330,7 @@ fn admit_ready_flows(
                 .hops
                 .iter()
                 .map(|h| topo.links[h.link as usize].bandwidth)
-                .fold(f64::INFINITY, f64::min);
+                .fold(cap.map_or(f64::INFINITY, |c| c.0), f64::min);
             active.set_rate(alone, now);
             net.completions.set(slot, active.due(now));
         }
