@@ -6,6 +6,7 @@
 
 pub mod embedded;
 pub mod flowcase;
+pub mod nccltests;
 pub mod p2p;
 pub mod study;
 

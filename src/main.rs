@@ -99,6 +99,49 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// NVIDIA nccl-tests on a simulated platform: the nccl-tests table, CSV and a busbw plot.
+    #[command(name = "nccl-tests")]
+    NcclTests {
+        /// The collective, as nccl-tests' binary names it.
+        #[arg(long, short = 'o', value_enum, default_value = "all_reduce")]
+        op: hetsim::nccltests::OpArg,
+        /// Smallest size (8, 64K, 16M, 1G: binary multiples).
+        #[arg(short = 'b', default_value = "8")]
+        begin: String,
+        /// Largest size.
+        #[arg(short = 'e', default_value = "128M")]
+        end: String,
+        /// Size factor between steps.
+        #[arg(short = 'f', default_value_t = 2.0)]
+        factor: f64,
+        /// GPUs in the communicator: the platform's first ones, node by node.
+        #[arg(short = 'g', default_value_t = 8)]
+        gpus: u32,
+        /// A platform file, e.g. scenarios/platforms/dgx-a100.ron.
+        #[arg(long)]
+        platform: PathBuf,
+        /// Override a platform field, e.g. --set platform.nodes=128 (repeatable).
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        set: Vec<String>,
+        /// Force the algorithm (NCCL_ALGO; repeatable: one line per choice).
+        #[arg(long, value_enum)]
+        algo: Vec<hetsim::nccltests::AlgoArg>,
+        /// Force the protocol (NCCL_PROTO; repeatable).
+        #[arg(long, value_enum)]
+        proto: Vec<hetsim::nccltests::ProtoArg>,
+        /// Channels (NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS); default as NCCL's search.
+        #[arg(long)]
+        channels: Option<u32>,
+        /// Timed iterations per size.
+        #[arg(short = 'n', default_value_t = 20)]
+        iters: u32,
+        /// Warm-up iterations per size.
+        #[arg(short = 'w', default_value_t = 1)]
+        warmup: u32,
+        /// Output folder for nccl_tests.csv and the plot (default: results/nccl-tests/).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Check a scenario without running it.
     Validate {
         scenario: PathBuf,
@@ -159,6 +202,42 @@ fn main() -> ExitCode {
             factor,
             out,
         } => p2p(platform, from, to, mode, (&begin, &end, factor), out),
+        Command::NcclTests {
+            op,
+            begin,
+            end,
+            factor,
+            gpus,
+            platform,
+            set,
+            algo,
+            proto,
+            channels,
+            iters,
+            warmup,
+            out,
+        } => (|| {
+            let size = |flag: &str, t: &str| {
+                hetsim::p2p::parse_size(t).map_err(|e| Error::Input(format!("{flag}: {e}")))
+            };
+            let sizes = hetsim::p2p::sizes(size("-b", &begin)?, size("-e", &end)?, factor)
+                .map_err(Error::Input)?;
+            nccl_tests(
+                hetsim::nccltests::Options {
+                    op: op.into(),
+                    sizes,
+                    gpus,
+                    platform,
+                    set,
+                    algos: algo.into_iter().map(Into::into).collect(),
+                    protos: proto.into_iter().map(Into::into).collect(),
+                    channels,
+                    iters,
+                    warmup,
+                },
+                out,
+            )
+        })(),
         Command::Systems => {
             systems();
             Ok(())
@@ -355,6 +434,21 @@ fn p2p(
         for (stem, chart) in p2p::charts(&rows, &opts) {
             st.figure(stem, &chart)?;
         }
+        Ok(())
+    })
+    .map_err(|e| Error::Run(format!("cannot write to {}: {e}", dir.display())))?;
+    print_written(&written);
+    Ok(())
+}
+
+fn nccl_tests(opts: hetsim::nccltests::Options, out: Option<PathBuf>) -> Result<(), Error> {
+    use hetsim::nccltests;
+    let rows = nccltests::run(&opts)?;
+    say!("{}", nccltests::table(&rows, &opts).trim_end());
+    let dir = out.unwrap_or_else(|| Path::new("results").join("nccl-tests"));
+    let written = hetsim::output::staged::write_all(&dir, |st| {
+        st.bytes("nccl_tests.csv", nccltests::csv(&rows, &opts))?;
+        st.figure("nccl_busbw", &nccltests::chart(&rows, &opts))?;
         Ok(())
     })
     .map_err(|e| Error::Run(format!("cannot write to {}: {e}", dir.display())))?;

@@ -25,8 +25,7 @@ use hetsim_components::entities::Flow;
 use hetsim_components::scenario::PlatformSpec;
 use hetsim_engine::record::{Interval, Recorder, ResId, ResourceKind};
 use hetsim_engine::{
-    Calendar, Clock, Inbox, SimAppExt, SimErrors, SimEvent, SimSet, SimStartup, SimStep,
-    StartupSet,
+    Calendar, Clock, Inbox, SimAppExt, SimErrors, SimEvent, SimSet, SimStartup, SimStep, StartupSet,
 };
 
 use crate::nccl::{self, Plan};
@@ -40,11 +39,21 @@ pub struct CudaConfig(pub CudaSpec);
 /// Something a stream does, in order.
 #[derive(Debug, Clone)]
 enum Work {
-    Kernel { name: Arc<str>, time: SimTime },
-    Copy { from: Endpoint, to: Endpoint, bytes: f64 },
+    Kernel {
+        name: Arc<str>,
+        time: SimTime,
+    },
+    Copy {
+        from: Endpoint,
+        to: Endpoint,
+        bytes: f64,
+    },
     Record(u32),
     /// Waits until the event has completed `target` records.
-    Wait { event: u32, target: u32 },
+    Wait {
+        event: u32,
+        target: u32,
+    },
     /// The device's n-th NCCL call (n numbers the collective instance).
     Nccl(u32),
 }
@@ -292,8 +301,13 @@ fn setup(world: &mut World, spec: CudaSpec) -> Result<(), String> {
     let comm = if uses_nccl {
         let mut topo = world.resource_mut::<Topology>();
         Some(
-            nccl::Comm::new(members.clone(), &spec.nccl, &mut topo, &cluster.node.gpu.name)
-                .map_err(|e| format!("workload.Cuda.nccl: {e}"))?,
+            nccl::Comm::new(
+                members.clone(),
+                &spec.nccl,
+                &mut topo,
+                &cluster.node.gpu.name,
+            )
+            .map_err(|e| format!("workload.Cuda.nccl: {e}"))?,
         )
     } else {
         None
@@ -333,10 +347,13 @@ fn setup(world: &mut World, spec: CudaSpec) -> Result<(), String> {
         }
         devs.push(dev);
     }
+    let mut cal = world.resource_mut::<Calendar>();
+    for d in 0..n {
+        cal.schedule(SimTime::ZERO, HostWake(d));
+    }
     let mut cuda = world.resource_mut::<Cuda>();
     cuda.gpu_speed = cluster.node.gpu.speed.0;
     cuda.gpu_mem_bw = cluster.node.gpu.memory_bandwidth.0;
-    cuda.hosts = (0..n).collect();
     cuda.devs = devs;
     cuda.comm = comm;
     cuda.spec = Some(spec);
@@ -355,9 +372,7 @@ fn check_program(ops: &[CudaOp], path: &str, in_graph: bool) -> Result<(), Strin
                     ));
                 }
                 if k.flops.is_some_and(|f| !(f >= 0.0 && f.is_finite())) {
-                    return Err(format!(
-                        "{at}.Kernel.flops: expected a non-negative number"
-                    ));
+                    return Err(format!("{at}.Kernel.flops: expected a non-negative number"));
                 }
             }
             CudaOp::Capture { ops, .. } => {
@@ -456,8 +471,7 @@ fn finish_flows(
                 c.flows_left -= 1;
                 if c.flows_left == 0 {
                     let fill = c.plan.as_ref().map_or(0.0, |p| p.fill_s);
-                    cx.cal
-                        .schedule(now.saturating_add(secs(fill)), CollDone(k));
+                    cx.cal.schedule(now.saturating_add(secs(fill)), CollDone(k));
                 }
             }
         }

@@ -32,6 +32,8 @@ use tuning::{Gen, Hw};
 const LL_BUFF: f64 = 524288.0;
 const LL128_BUFF: f64 = 4915200.0;
 const NCCL_STEPS: f64 = 8.0;
+/// The smallest slice a chain pipeline is cut into.
+const MIN_SLICE: f64 = 8192.0;
 /// NCCL_P2P_LL_THRESHOLD: point-to-point messages up to this size use LL.
 const P2P_LL_THRESHOLD: f64 = 16384.0;
 
@@ -245,7 +247,12 @@ impl Comm {
                     let ring = self.ring(c);
                     if n > 1 {
                         for k in 0..ring.len() {
-                            push(&mut edges, ring[k], ring[(k + 1) % ring.len()], per_ch * share);
+                            push(
+                                &mut edges,
+                                ring[k],
+                                ring[(k + 1) % ring.len()],
+                                per_ch * share,
+                            );
                         }
                     }
                 }
@@ -256,10 +263,15 @@ impl Comm {
             Proto::LL128 => LL128_BUFF / NCCL_STEPS * Proto::LL128.wire_efficiency(),
             Proto::Simple => self.spec.buffsize.0 / NCCL_STEPS,
         };
-        let channel_rate =
-            (tuning::bus_bw(algo, proto, &tune) / ch as f64 * 1e9).min(cap_data);
+        let channel_rate = (tuning::bus_bw(algo, proto, &tune) / ch as f64 * 1e9).min(cap_data);
+        // NCCL shrinks the chunks of smaller collectives so that a chain pipeline stays full
+        // (enqueue.cc); halve the slice until the chain holds two slices per hop.
+        let mut slice = slice.min(per_ch);
+        while per_ch / slice < 2.0 * chain_hops as f64 && slice > MIN_SLICE {
+            slice /= 2.0;
+        }
         let fill_s = if chain_hops > 1 && channel_rate > 0.0 {
-            (chain_hops - 1) as f64 * slice.min(per_ch) / channel_rate
+            (chain_hops - 1) as f64 * slice / channel_rate
         } else {
             0.0
         };
@@ -364,10 +376,7 @@ impl Comm {
     }
 
     fn ring_heads(&self, c: u32) -> Vec<u32> {
-        self.nodes
-            .iter()
-            .map(|r| r[c as usize % r.len()])
-            .collect()
+        self.nodes.iter().map(|r| r[c as usize % r.len()]).collect()
     }
 
     /// Hops from the deepest GPU to the root: the chain plus the tree of nodes.

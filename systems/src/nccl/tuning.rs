@@ -178,7 +178,11 @@ pub fn latency_us(coll: Coll, algo: Algo, p: Proto, c: &Comm) -> f64 {
     match algo {
         Algo::Ring => {
             let intra = HW_LAT[intra_hw][0][p as usize].max(c.net_overhead(p));
-            let inter_hw_algo = if c.nodes > 1 && c.per_node() == 1 { 1 } else { 0 };
+            let inter_hw_algo = if c.nodes > 1 && c.per_node() == 1 {
+                1
+            } else {
+                0
+            };
             let inter = HW_LAT[Hw::Net as usize][inter_hw_algo][p as usize];
             match coll {
                 Coll::AllReduce | Coll::AllGather | Coll::ReduceScatter => {
@@ -226,7 +230,11 @@ pub fn bus_bw(algo: Algo, p: Proto, c: &Comm) -> f64 {
             match p {
                 Proto::LL => bus = (bus / 3.8).min(c.ll_max_bw()),
                 Proto::LL128 => {
-                    let f = if c.nodes == 1 { 7.0 / 9.0 } else { 120.0 / 128.0 };
+                    let f = if c.nodes == 1 {
+                        7.0 / 9.0
+                    } else {
+                        120.0 / 128.0
+                    };
                     bus = (bus * f).min(ch * PER_CH_MAX_TREE_LL128_BW[g][col]);
                 }
                 Proto::Simple => {}
@@ -286,7 +294,11 @@ pub fn predict_us(coll: Coll, algo: Algo, p: Proto, bytes: f64, c: &Comm) -> Opt
         && c.nodes > 1
         && bytes / (c.channels as f64 * c.ranks as f64) >= 64.0
     {
-        lat *= if c.generation.sm80_or_newer() { 1.4 } else { 1.9 };
+        lat *= if c.generation.sm80_or_newer() {
+            1.4
+        } else {
+            1.9
+        };
     }
     Some(lat + bytes / (1000.0 * bw))
 }

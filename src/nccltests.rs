@@ -1,0 +1,402 @@
+//! `hetsim nccl-tests`: NVIDIA's nccl-tests (all_reduce_perf and friends) on a simulated
+//! platform, printing their table.
+//!
+//! Each size is one simulation: every GPU's host thread launches `warmup` calls, synchronises,
+//! then launches `iters` calls back to back on one stream and synchronises again, as
+//! nccl-tests' timing loop does; time = the mean over GPUs of that span / iters. algbw and
+//! busbw follow nccl-tests' formulas (doc/PERFORMANCE.md). Out-of-place and in-place
+//! operations move the same bytes over the same links in this model, so both columns carry the
+//! same simulated time; data are not computed, so #wrong is N/A (as with `-c 0`).
+
+use rayon::prelude::*;
+use std::path::{Path, PathBuf};
+
+use hetsim_components::cuda::{Algo, Coll, CudaOp, CudaSpec, NcclCall, NcclSpec, Proto};
+use hetsim_components::load::parse_scenario;
+use hetsim_components::scenario::{OutputSpec, Scenario, Workload};
+use hetsim_components::units::Bytes;
+use hetsim_systems::cuda::CudaReport;
+
+use crate::{Error, RunOptions, simulate};
+
+/// nccl-tests' default data type, float.
+const TYPE_SIZE: f64 = 4.0;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub op: Coll,
+    pub sizes: Vec<f64>,
+    pub gpus: u32,
+    pub platform: PathBuf,
+    /// Platform overrides (`platform.nodes=128`).
+    pub set: Vec<String>,
+    /// Forced algorithms and protocols; empty: NCCL's choice.
+    pub algos: Vec<Algo>,
+    pub protos: Vec<Proto>,
+    pub channels: Option<u32>,
+    pub iters: u32,
+    pub warmup: u32,
+}
+
+/// One line of the table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// `ring/Simple`, or `auto` when NCCL chose.
+    pub variant: String,
+    pub bytes: f64,
+    pub count: u64,
+    pub time_us: f64,
+    pub algbw: f64,
+    pub busbw: f64,
+    /// What NCCL picked (the forced pair, or its cost model's choice).
+    pub algo: String,
+    pub proto: String,
+}
+
+/// (algorithm, protocol) pairs to sweep: every forced combination, or NCCL's choice.
+fn variants(o: &Options) -> Vec<(Option<Algo>, Option<Proto>)> {
+    let algos: Vec<Option<Algo>> = if o.algos.is_empty() {
+        vec![None]
+    } else {
+        o.algos.iter().map(|&a| Some(a)).collect()
+    };
+    let protos: Vec<Option<Proto>> = if o.protos.is_empty() {
+        vec![None]
+    } else {
+        o.protos.iter().map(|&p| Some(p)).collect()
+    };
+    algos
+        .iter()
+        .flat_map(|&a| protos.iter().map(move |&p| (a, p)))
+        .collect()
+}
+
+fn variant_name(a: Option<Algo>, p: Option<Proto>) -> String {
+    match (a, p) {
+        (None, None) => "auto".into(),
+        (a, p) => format!(
+            "{}/{}",
+            a.map_or("auto", |a| a.name()),
+            p.map_or("auto", |p| p.name())
+        ),
+    }
+}
+
+/// The buffer nccl-tests really uses for a requested size, and the count it prints: per-rank
+/// (per-peer for alltoall) counts are rounded down to a multiple of 16 bytes.
+pub fn buffer(op: Coll, size: f64, n: u32) -> (f64, u64) {
+    let n = n as f64;
+    match op {
+        Coll::AllGather | Coll::ReduceScatter | Coll::AllToAll => {
+            let per = ((size / n / 16.0).floor() * 16.0).max(0.0);
+            (per * n, (per / TYPE_SIZE) as u64)
+        }
+        _ => (size, (size / TYPE_SIZE) as u64),
+    }
+}
+
+/// The scenario of every measurement, read once.
+fn base_scenario(o: &Options) -> Result<Scenario, Error> {
+    let file = o
+        .platform
+        .file_name()
+        .ok_or_else(|| Error::Input(format!("--platform {}: not a file", o.platform.display())))?;
+    let text = format!(
+        r#"Scenario(name: "nccl-tests", platform: File({:?}), workload: Cuda(program: []))"#,
+        file.to_string_lossy()
+    );
+    let dir = o.platform.parent().unwrap_or(Path::new("."));
+    let mut scenario = parse_scenario(&text, "nccl-tests", dir, &o.set)
+        .map_err(|e| Error::Input(format!("--platform: {e}")))?;
+    scenario.output = OutputSpec::tables_only();
+    Ok(scenario)
+}
+
+fn measure(
+    base: &Scenario,
+    o: &Options,
+    (algo, proto): (Option<Algo>, Option<Proto>),
+    size: f64,
+) -> Result<Row, Error> {
+    let (bytes, count) = buffer(o.op, size, o.gpus);
+    let call = CudaOp::Nccl(NcclCall {
+        op: o.op,
+        bytes: Bytes(bytes),
+        stream: 0,
+        root: 0,
+        peer: 1,
+    });
+    let mut program = vec![call.clone(); o.warmup as usize];
+    program.push(CudaOp::StreamSync(0));
+    program.push(CudaOp::Mark("start".into()));
+    program.extend(std::iter::repeat_n(call, o.iters as usize));
+    program.push(CudaOp::StreamSync(0));
+    program.push(CudaOp::Mark("end".into()));
+    let mut scenario = base.clone();
+    scenario.workload = Workload::Cuda(CudaSpec {
+        gpus: Some(o.gpus),
+        launch_overhead: hetsim_components::units::Duration(
+            hetsim_components::SimTime::from_nanos(4000),
+        ),
+        copy_engines: 2,
+        nccl: NcclSpec {
+            channels: o.channels,
+            algo,
+            proto,
+            ..NcclSpec::default()
+        },
+        program,
+        repeat: 1,
+    });
+    let (app, _) = simulate(&scenario, &RunOptions::default())?;
+    let report = app
+        .world()
+        .get_resource::<CudaReport>()
+        .ok_or_else(|| Error::Run("the run left no CUDA report".into()))?;
+    let spans: Vec<f64> = report
+        .devices
+        .iter()
+        .filter_map(|d| {
+            let at = |n: &str| d.marks.iter().find(|m| m.0 == n).map(|m| m.1);
+            Some(at("end")? - at("start")?)
+        })
+        .collect();
+    let time_s = spans.iter().sum::<f64>() / spans.len().max(1) as f64 / o.iters.max(1) as f64;
+    let last = report.collectives.last();
+    let algbw = if time_s > 0.0 {
+        bytes / 1e9 / time_s
+    } else {
+        0.0
+    };
+    Ok(Row {
+        variant: variant_name(algo, proto),
+        bytes,
+        count,
+        time_us: time_s * 1e6,
+        algbw,
+        busbw: algbw * o.op.bus_factor(o.gpus),
+        algo: last.map_or("-".into(), |c| c.algo.clone()),
+        proto: last.map_or("-".into(), |c| c.proto.clone()),
+    })
+}
+
+/// Every variant x size, in parallel; rows in variant then size order.
+pub fn run(o: &Options) -> Result<Vec<Row>, Error> {
+    if o.gpus == 0 {
+        return Err(Error::Input("-g: expected at least one GPU".into()));
+    }
+    if o.iters == 0 {
+        return Err(Error::Input("-n: expected at least one iteration".into()));
+    }
+    let base = base_scenario(o)?;
+    let jobs: Vec<_> = variants(o)
+        .into_iter()
+        .flat_map(|v| o.sizes.iter().map(move |&s| (v, s)))
+        .collect();
+    jobs.par_iter()
+        .map(|&(v, s)| measure(&base, o, v, s))
+        .collect()
+}
+
+fn redop(op: Coll) -> &'static str {
+    match op {
+        Coll::AllReduce | Coll::Reduce | Coll::ReduceScatter => "sum",
+        _ => "none",
+    }
+}
+
+fn root(op: Coll) -> i32 {
+    match op {
+        Coll::Broadcast | Coll::Reduce => 0,
+        _ => -1,
+    }
+}
+
+/// The nccl-tests table, one block per variant, with the "Avg bus bandwidth" footer.
+pub fn table(rows: &[Row], o: &Options) -> String {
+    let mut out = format!(
+        "# nccl-tests {}_perf, simulated by hetsim on {} ({} GPUs)\n#  minBytes {} maxBytes {} iters: {} warmup iters: {} validation: 0\n",
+        o.op.name(),
+        o.platform.display(),
+        o.gpus,
+        o.sizes.first().copied().unwrap_or(0.0),
+        o.sizes.last().copied().unwrap_or(0.0),
+        o.iters,
+        o.warmup
+    );
+    for (a, p) in variants(o) {
+        let v = variant_name(a, p);
+        out.push_str(&format!("#\n# algorithm/protocol: {v}\n#\n"));
+        out.push_str(&format!(
+            "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {}\n",
+            "", "", "", "", "", "out-of-place", "", "", "", "in-place", "", "", "", "chosen"
+        ));
+        out.push_str(&format!(
+            "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}\n",
+            "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong"
+        ));
+        out.push_str(&format!(
+            "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}\n",
+            "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", ""
+        ));
+        let mine: Vec<&Row> = rows.iter().filter(|r| r.variant == v).collect();
+        for r in &mine {
+            let cols = format!(
+                "{:>7.2}  {:>6.2}  {:>6.2}  {:>6}",
+                r.time_us, r.algbw, r.busbw, "N/A"
+            );
+            out.push_str(&format!(
+                "  {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {cols}  {cols}  {}/{}\n",
+                r.bytes as u64,
+                r.count,
+                "float",
+                redop(o.op),
+                root(o.op),
+                r.algo,
+                r.proto
+            ));
+        }
+        let avg = if mine.is_empty() {
+            0.0
+        } else {
+            mine.iter().map(|r| r.busbw).sum::<f64>() / mine.len() as f64
+        };
+        out.push_str("# Out of bounds values : 0 OK\n");
+        out.push_str(&format!("# Avg bus bandwidth    : {avg:.4} \n"));
+    }
+    out
+}
+
+/// `nccl_tests.csv`.
+pub fn csv(rows: &[Row], o: &Options) -> Vec<u8> {
+    let mut s = String::from(
+        "op,gpus,variant,size_B,count,type,redop,root,time_us,algbw_GBps,busbw_GBps,algo,proto\n",
+    );
+    for r in rows {
+        s.push_str(&format!(
+            "{},{},{},{},{},float,{},{},{},{},{},{},{}\n",
+            o.op.name(),
+            o.gpus,
+            r.variant,
+            r.bytes,
+            r.count,
+            redop(o.op),
+            root(o.op),
+            r.time_us,
+            r.algbw,
+            r.busbw,
+            r.algo,
+            r.proto
+        ));
+    }
+    s.into_bytes()
+}
+
+/// busbw against size, one line per variant (log size axis).
+pub fn chart(rows: &[Row], o: &Options) -> hetsim_output::plot::LineChart {
+    use hetsim_output::plot::{LineChart, Series};
+    let series = variants(o)
+        .into_iter()
+        .map(|(a, p)| {
+            let v = variant_name(a, p);
+            Series {
+                label: if v == "auto" {
+                    "NCCL's choice".into()
+                } else {
+                    v.clone()
+                },
+                points: rows
+                    .iter()
+                    .filter(|r| r.variant == v && r.bytes > 0.0)
+                    .map(|r| (r.bytes, r.busbw))
+                    .collect(),
+            }
+        })
+        .collect();
+    LineChart {
+        title: format!("{}: bus bandwidth on {} GPUs", o.op.name(), o.gpus),
+        note: Some(format!(
+            "simulated on {}; busbw = algbw x {:.3} (nccl-tests)",
+            o.platform.display(),
+            o.op.bus_factor(o.gpus)
+        )),
+        x_desc: "message size (bytes, log scale)".into(),
+        y_desc: "bus bandwidth (GB/s)".into(),
+        log_x: true,
+        log_y: false,
+        markers: true,
+        series,
+        size: (1100, 650),
+    }
+}
+
+/// `--op` values, named as nccl-tests' binaries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OpArg {
+    #[value(name = "all_reduce")]
+    AllReduce,
+    #[value(name = "all_gather")]
+    AllGather,
+    #[value(name = "reduce_scatter")]
+    ReduceScatter,
+    #[value(name = "broadcast")]
+    Broadcast,
+    #[value(name = "reduce")]
+    Reduce,
+    #[value(name = "alltoall")]
+    AllToAll,
+    #[value(name = "sendrecv")]
+    SendRecv,
+}
+
+impl From<OpArg> for Coll {
+    fn from(o: OpArg) -> Coll {
+        match o {
+            OpArg::AllReduce => Coll::AllReduce,
+            OpArg::AllGather => Coll::AllGather,
+            OpArg::ReduceScatter => Coll::ReduceScatter,
+            OpArg::Broadcast => Coll::Broadcast,
+            OpArg::Reduce => Coll::Reduce,
+            OpArg::AllToAll => Coll::AllToAll,
+            OpArg::SendRecv => Coll::SendRecv,
+        }
+    }
+}
+
+/// `--algo` values (NCCL_ALGO).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AlgoArg {
+    Ring,
+    Tree,
+}
+
+impl From<AlgoArg> for Algo {
+    fn from(a: AlgoArg) -> Algo {
+        match a {
+            AlgoArg::Ring => Algo::Ring,
+            AlgoArg::Tree => Algo::Tree,
+        }
+    }
+}
+
+/// `--proto` values (NCCL_PROTO).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProtoArg {
+    #[value(name = "LL")]
+    Ll,
+    #[value(name = "LL128")]
+    Ll128,
+    #[value(name = "Simple")]
+    Simple,
+}
+
+impl From<ProtoArg> for Proto {
+    fn from(p: ProtoArg) -> Proto {
+        match p {
+            ProtoArg::Ll => Proto::LL,
+            ProtoArg::Ll128 => Proto::LL128,
+            ProtoArg::Simple => Proto::Simple,
+        }
+    }
+}
