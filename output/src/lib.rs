@@ -23,6 +23,7 @@ use hetsim_components::entities::{Flow, FlowDone, Link, LinkUsage};
 use hetsim_components::scenario::OutputSpec;
 use hetsim_engine::record::{Recorder, ResourceKind};
 use hetsim_engine::{RunStats, Switches};
+use hetsim_systems::cuda::CudaReport;
 use hetsim_systems::mpi::MpiReport;
 use hetsim_systems::platform::LinkEntities;
 
@@ -58,6 +59,8 @@ pub struct Report {
     pub record: Option<Recorder>,
     /// Per-rank totals of an MPI workload.
     pub mpi: Option<MpiReport>,
+    /// Per-GPU totals and collectives of a CUDA workload.
+    pub cuda: Option<CudaReport>,
 }
 
 /// Collects the report of a finished run.
@@ -97,6 +100,10 @@ pub fn report(world: &mut World, scenario: &str, seed: u64, stats: &RunStats) ->
     if let Some(m) = &mpi {
         summary["mpi"] = mpi_summary(m);
     }
+    let cuda = world.get_resource::<CudaReport>().cloned();
+    if let Some(c) = &cuda {
+        summary["cuda"] = cuda_summary(c);
+    }
     let record = world
         .remove_resource::<Recorder>()
         .filter(|r| r.is_on() && !r.is_empty());
@@ -107,6 +114,7 @@ pub fn report(world: &mut World, scenario: &str, seed: u64, stats: &RunStats) ->
         links,
         record,
         mpi,
+        cuda,
     }
 }
 
@@ -138,6 +146,55 @@ fn mpi_summary(m: &MpiReport) -> Value {
         "bytes": m.bytes.iter().fold(0.0, |a, b| a + b),
         "paths": paths,
     })
+}
+
+/// The `cuda` section: busy time per GPU and the NCCL calls by algorithm and protocol.
+fn cuda_summary(c: &CudaReport) -> Value {
+    let mut chosen = std::collections::BTreeMap::<String, u64>::new();
+    for k in &c.collectives {
+        *chosen.entry(format!("{}/{}", k.algo, k.proto)).or_default() += 1;
+    }
+    let d = &c.devices;
+    json!({
+        "gpus": d.len(),
+        "kernel_time_s": mean_max(d.iter().map(|g| g.kernel_s)),
+        "copy_time_s": mean_max(d.iter().map(|g| g.copy_s)),
+        "nccl_time_s": mean_max(d.iter().map(|g| g.nccl_s)),
+        "end_s": mean_max(d.iter().map(|g| g.end_s)),
+        "kernels": d.iter().map(|g| g.kernels).sum::<u64>(),
+        "copies": d.iter().map(|g| g.copies).sum::<u64>(),
+        "collectives": c.collectives.len(),
+        "algorithm_protocol": chosen,
+    })
+}
+
+/// `collectives.csv`: one row per NCCL call (a group is one row).
+fn collectives_csv(c: &CudaReport) -> std::io::Result<Vec<u8>> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "op",
+        "bytes",
+        "algo",
+        "proto",
+        "channels",
+        "start_s",
+        "end_s",
+        "nccl_model_us",
+    ])?;
+    for k in &c.collectives {
+        w.write_record([
+            k.op.clone(),
+            k.bytes.to_string(),
+            k.algo.clone(),
+            k.proto.clone(),
+            k.channels.to_string(),
+            k.start_s.to_string(),
+            k.end_s.to_string(),
+            k.predicted_us.to_string(),
+        ])?;
+    }
+    w.into_inner()
+        .map_err(|e| std::io::Error::other(e.to_string()))
 }
 
 fn flow_rows(world: &mut World) -> Vec<FlowRow> {
@@ -218,6 +275,9 @@ fn stage_all(st: &mut staged::Staged, report: &Report, spec: &OutputSpec) -> std
     }
     if let Some(m) = &report.mpi {
         st.bytes("ranks.csv", ranks_csv(m)?)?;
+    }
+    if let Some(c) = &report.cuda {
+        st.bytes("collectives.csv", collectives_csv(c)?)?;
     }
     let Some(rec) = &report.record else {
         return Ok(());

@@ -164,7 +164,7 @@ pub struct Cuda {
     gpu_speed: f64,
     gpu_mem_bw: f64,
     /// Stream intervals that ended this step (row, state, label, start, end).
-    finished: Vec<(ResId, &'static str, Option<String>, SimTime, SimTime)>,
+    finished: Vec<(ResId, Arc<str>, Option<String>, SimTime, SimTime)>,
 }
 
 /// A stream item's time is up (`done`) or its enqueueing call has returned (not `done`).
@@ -455,7 +455,6 @@ fn finish_flows(
     let now = cx.clock.now;
     for FlowFinished(e) in inbox.drain() {
         let Ok(&what) = flows.get(e) else { continue };
-        cx.commands.entity(e).despawn();
         match what {
             FlowFor::Copy { dev, stream } => {
                 let d = &mut cuda.devs[dev as usize];
@@ -894,22 +893,23 @@ impl Cuda {
         };
         st.started = false;
         let busy = now.saturating_sub(st.since).as_secs_f64();
-        let (state, label): (&'static str, Option<String>) = match &item.work {
+        // Kernels are coloured by name, so that a timeline shows what ran.
+        let (state, label): (Arc<str>, Option<String>) = match &item.work {
             Work::Kernel { name, .. } => {
                 dev.totals.kernel_s += busy;
                 dev.totals.kernels += 1;
-                ("kernel", Some(name.to_string()))
+                (name.clone(), None)
             }
             Work::Copy { .. } => {
                 dev.totals.copy_s += busy;
                 dev.totals.copies += 1;
-                ("copy", None)
+                ("copy".into(), None)
             }
             Work::Nccl(k) => {
                 dev.totals.nccl_s += busy;
                 let c = &self.colls[*k as usize];
                 (
-                    "nccl",
+                    "nccl".into(),
                     Some(
                         c.calls
                             .iter()
@@ -930,7 +930,7 @@ impl Cuda {
 /// Hands the stream intervals that ended this step to the recorder.
 fn record_stream_intervals(mut cuda: ResMut<Cuda>, mut rec: ResMut<Recorder>) {
     for (row, state, label, start, end) in cuda.finished.drain(..) {
-        let state = rec.name_id(state);
+        let state = rec.name_id(&state);
         let label = label.map(|l| rec.name_id(&l));
         rec.interval(Interval {
             resource: row,
