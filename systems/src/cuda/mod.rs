@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use hetsim_components::SimTime;
-use hetsim_components::cuda::{CopyKind, CudaOp, CudaSpec, NcclCall};
+use hetsim_components::cuda::{Coll, CopyKind, CudaOp, CudaSpec, NcclCall};
 use hetsim_components::entities::Flow;
 use hetsim_components::scenario::PlatformSpec;
 use hetsim_engine::record::{Interval, Recorder, ResId, ResourceKind};
@@ -290,6 +290,7 @@ fn setup(world: &mut World, spec: CudaSpec) -> Result<(), String> {
         return Err("workload.Cuda.copy_engines: expected at least 1".into());
     }
     check_program(&spec.program, "workload.Cuda.program", false)?;
+    check_forced_algo(&spec)?;
     let per = cluster.node.gpus;
     let members: Vec<Endpoint> = (0..n)
         .map(|i| Endpoint::Gpu {
@@ -396,6 +397,37 @@ fn check_program(ops: &[CudaOp], path: &str, in_graph: bool) -> Result<(), Strin
                 return Err(format!("{at}.Group.calls: expected at least one call"));
             }
             _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// A forced algorithm must run every collective the program calls (NCCL_ALGO=Tree has no
+/// Broadcast, for instance).
+fn check_forced_algo(spec: &CudaSpec) -> Result<(), String> {
+    let Some(algo) = spec.nccl.algo else {
+        return Ok(());
+    };
+    fn calls(ops: &[CudaOp], out: &mut Vec<NcclCall>) {
+        for op in ops {
+            match op {
+                CudaOp::Nccl(c) => out.push(c.clone()),
+                CudaOp::Group { calls, .. } => out.extend(calls.iter().cloned()),
+                CudaOp::Capture { ops, .. } => self::calls(ops, out),
+                _ => {}
+            }
+        }
+    }
+    let mut all = Vec::new();
+    calls(&spec.program, &mut all);
+    for c in all {
+        let p2p = matches!(c.op, Coll::AllToAll | Coll::SendRecv);
+        if !p2p && !nccl::tuning::supported(c.op, algo) {
+            return Err(format!(
+                "workload.Cuda.nccl.algo: NCCL runs {} with the ring only, not {}",
+                c.op.name(),
+                algo.name()
+            ));
         }
     }
     Ok(())

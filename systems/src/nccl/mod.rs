@@ -190,10 +190,10 @@ impl Comm {
             tuning::choose(call.op, bytes, &self.tune, self.spec.algo, self.spec.proto)
                 .ok_or_else(|| {
                     format!(
-                        "NCCL {} cannot run with algorithm {:?} and protocol {:?}",
+                        "NCCL {} cannot run with algorithm {} and protocol {}",
                         call.op.name(),
-                        self.spec.algo,
-                        self.spec.proto
+                        self.spec.algo.map_or("any", |a| a.name()),
+                        self.spec.proto.map_or("any", |p| p.name())
                     )
                 })?;
         let tune = tuning::Comm {
