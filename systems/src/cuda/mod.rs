@@ -143,6 +143,9 @@ struct CollRt {
     plan: Option<Plan>,
 }
 
+/// A stream interval that ended: (row, state, label, start, end).
+type Finished = (ResId, Arc<str>, Option<String>, SimTime, SimTime);
+
 /// Totals published at the end of a run (the output crate reads this).
 #[derive(Resource, Debug, Clone, Default)]
 pub struct CudaReport {
@@ -163,8 +166,8 @@ pub struct Cuda {
     streams: Vec<(u32, u32)>,
     gpu_speed: f64,
     gpu_mem_bw: f64,
-    /// Stream intervals that ended this step (row, state, label, start, end).
-    finished: Vec<(ResId, Arc<str>, Option<String>, SimTime, SimTime)>,
+    /// Stream intervals that ended this step.
+    finished: Vec<Finished>,
 }
 
 /// A stream item's time is up (`done`) or its enqueueing call has returned (not `done`).
@@ -408,18 +411,8 @@ fn check_forced_algo(spec: &CudaSpec) -> Result<(), String> {
     let Some(algo) = spec.nccl.algo else {
         return Ok(());
     };
-    fn calls(ops: &[CudaOp], out: &mut Vec<NcclCall>) {
-        for op in ops {
-            match op {
-                CudaOp::Nccl(c) => out.push(c.clone()),
-                CudaOp::Group { calls, .. } => out.extend(calls.iter().cloned()),
-                CudaOp::Capture { ops, .. } => self::calls(ops, out),
-                _ => {}
-            }
-        }
-    }
     let mut all = Vec::new();
-    calls(&spec.program, &mut all);
+    nccl_calls(&spec.program, &mut all);
     for c in all {
         let p2p = matches!(c.op, Coll::AllToAll | Coll::SendRecv);
         if !p2p && !nccl::tuning::supported(c.op, algo) {
@@ -433,12 +426,21 @@ fn check_forced_algo(spec: &CudaSpec) -> Result<(), String> {
     Ok(())
 }
 
+fn nccl_calls(ops: &[CudaOp], out: &mut Vec<NcclCall>) {
+    for op in ops {
+        match op {
+            CudaOp::Nccl(c) => out.push(c.clone()),
+            CudaOp::Group { calls, .. } => out.extend(calls.iter().cloned()),
+            CudaOp::Capture { ops, .. } => nccl_calls(ops, out),
+            _ => {}
+        }
+    }
+}
+
 fn uses_nccl(ops: &[CudaOp]) -> bool {
-    ops.iter().any(|op| match op {
-        CudaOp::Nccl(_) | CudaOp::Group { .. } => true,
-        CudaOp::Capture { ops, .. } => uses_nccl(ops),
-        _ => false,
-    })
+    let mut calls = Vec::new();
+    nccl_calls(ops, &mut calls);
+    !calls.is_empty()
 }
 
 fn max_stream(ops: &[CudaOp]) -> u32 {

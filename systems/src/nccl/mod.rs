@@ -365,7 +365,7 @@ impl Comm {
         }
         let m = self.nodes.len();
         for i in 1..m {
-            let (child, parent) = if c % 2 == 0 {
+            let (child, parent) = if c.is_multiple_of(2) {
                 (i, (i - 1) / 2)
             } else {
                 (m - 1 - i, m - 1 - (i - 1) / 2)
