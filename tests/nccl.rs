@@ -348,3 +348,61 @@ fn bad_cuda_input_gets_clear_errors() {
         "{e}"
     );
 }
+
+#[test]
+fn hetsim_nccl_tests_prints_the_table_and_writes_csv_and_plot() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let o = common::hetsim(
+        &[
+            "nccl-tests",
+            "--platform",
+            "scenarios/platforms/dgx-a100.ron",
+            "-g",
+            "8",
+            "-b",
+            "8",
+            "-e",
+            "1M",
+            "-f",
+            "4",
+            "--proto",
+            "LL",
+            "--proto",
+            "Simple",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &common::repo(),
+    );
+    let text = common::ok(&o);
+    // nccl-tests' header words, a row per size and variant, and the footer of each block.
+    assert!(text.contains("#wrong") && text.contains("algbw") && text.contains("busbw"));
+    assert_eq!(text.matches("# Avg bus bandwidth").count(), 2, "{text}");
+    let rows: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    let sizes = [8, 32, 128, 512, 2048, 8192, 32768, 131072, 524288];
+    assert!(rows.len() >= 2 * sizes.len(), "{text}");
+    let first: Vec<&str> = rows[0].split_whitespace().collect();
+    assert_eq!(&first[..5], &["8", "2", "float", "sum", "-1"]);
+    assert_eq!(first[8], "N/A");
+    let csv = std::fs::read_to_string(out.join("nccl_tests.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 2 * sizes.len());
+    assert!(out.join("nccl_busbw.svg").exists() && out.join("nccl_busbw.png").exists());
+    // Bad input: more GPUs than the platform has; exit code 2, nothing written.
+    let bad = tmp.path().join("bad");
+    let o = common::hetsim(
+        &[
+            "nccl-tests",
+            "--platform",
+            "scenarios/platforms/dgx-a100.ron",
+            "-g",
+            "16",
+            "--out",
+            bad.to_str().unwrap(),
+        ],
+        &common::repo(),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
+    assert!(common::stderr(&o).contains("workload.Cuda.gpus"));
+    assert!(!bad.exists());
+}
