@@ -349,23 +349,26 @@ impl Comm {
         ring
     }
 
-    /// Channel `c`'s tree as (child, parent) pairs: a chain in each node (rotated by `c`) whose
-    /// head links to the head of the parent node. Even channels use the heap-ordered binary
-    /// tree of nodes, odd channels its mirror image, so a node that is a leaf in one is inside
-    /// the other (NCCL's double binary tree).
+    /// Channel `c`'s tree as (child, parent) pairs: a chain in each node whose head links to
+    /// the head of the parent node. The first half of the channels use the heap-ordered binary
+    /// tree of nodes, the second half its mirror image, so that a node that is a leaf in one
+    /// is inside the other (NCCL's double binary tree); channel `c` and `c + half` share their
+    /// chain, hence their head GPU and NIC, so every NIC carries both trees alike.
     pub fn tree_edges(&self, c: u32) -> Vec<(u32, u32)> {
-        let heads: Vec<u32> = self.ring_heads(c);
+        let half = (self.tune.channels / 2).max(1);
+        let (rot, mirrored) = (c % half, (c / half) % 2 == 1);
+        let heads: Vec<u32> = self.ring_heads(rot);
         let mut edges = Vec::new();
         for ranks in &self.nodes {
             let k = ranks.len();
-            let chain: Vec<u32> = (0..k).map(|i| ranks[(i + c as usize) % k]).collect();
+            let chain: Vec<u32> = (0..k).map(|i| ranks[(i + rot as usize) % k]).collect();
             for w in chain.windows(2) {
                 edges.push((w[1], w[0]));
             }
         }
         let m = self.nodes.len();
         for i in 1..m {
-            let (child, parent) = if c.is_multiple_of(2) {
+            let (child, parent) = if !mirrored {
                 (i, (i - 1) / 2)
             } else {
                 (m - 1 - i, m - 1 - (i - 1) / 2)
