@@ -406,3 +406,55 @@ fn hetsim_nccl_tests_prints_the_table_and_writes_csv_and_plot() {
     assert!(common::stderr(&o).contains("workload.Cuda.gpus"));
     assert!(!bad.exists());
 }
+
+#[test]
+fn mpi_programs_call_nccl_collectives() {
+    // 8 ranks on a DGX A100 call nccl_allreduce of 1 GiB, then compute 1 ms: the job takes
+    // exactly the time of the same collective launched from CUDA streams, plus the 1 ms.
+    let platform = r#"File("scenarios/platforms/dgx-a100.ron")"#;
+    let (cuda, _) = run(
+        platform,
+        r#"launch_overhead: "0us", program: [Nccl(op: AllReduce, bytes: "1GiB")]"#,
+    )
+    .unwrap();
+    let coll = cuda.collectives[0].end_s - cuda.collectives[0].start_s;
+    let mut trace = String::new();
+    for r in 0..8 {
+        trace.push_str(&format!("{r} nccl_allreduce 1073741824\n{r} sleep 0.001\n"));
+    }
+    let text = format!(
+        r#"Scenario(name: "mpi-nccl", platform: {platform},
+            workload: Mpi(ranks: 8, program: TraceText([("t.ti", {trace:?})])))"#
+    );
+    let mut s = parse_scenario(&text, "test", &common::repo(), &[]).unwrap();
+    s.output = hetsim::components::scenario::OutputSpec::tables_only();
+    let report = hetsim::simulate_report(&s, &RunOptions::default()).unwrap();
+    close(
+        report.summary["sim_time_s"].as_f64().unwrap(),
+        coll + 1e-3,
+        1e-9,
+    );
+    close(
+        report.summary["mpi"]["comm_time_s"]["max"]
+            .as_f64()
+            .unwrap(),
+        coll,
+        1e-9,
+    );
+    // A rank that never makes the call leaves the others stuck, and the run says so.
+    let trace = (0..7)
+        .map(|r| format!("{r} nccl_allreduce 1024\n"))
+        .collect::<String>();
+    let text = format!(
+        r#"Scenario(name: "mpi-nccl", platform: {platform},
+            workload: Mpi(ranks: 8, program: TraceText([("t.ti", {trace:?})])))"#
+    );
+    let s = parse_scenario(&text, "test", &common::repo(), &[]).unwrap();
+    let e = simulate(&s, &RunOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("waits in NCCL call 0") && e.contains("7 of 8"),
+        "{e}"
+    );
+}

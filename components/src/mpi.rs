@@ -19,6 +19,9 @@ pub struct MpiSpec {
     pub protocol: ProtocolSpec,
     #[serde(default)]
     pub collectives: CollectiveSpec,
+    /// NCCL's tunables, for programs that call NCCL (`nccl_allreduce` ...).
+    #[serde(default)]
+    pub nccl: crate::cuda::NcclSpec,
 }
 
 /// How collectives pick their algorithm, and what reductions cost.

@@ -29,8 +29,8 @@ use hetsim_engine::{
 };
 
 use crate::nccl::{self, Plan};
-use crate::network::{FlowCap, FlowFinished, FlowRoute, FlowStart, NotifyDone};
-use crate::platform::{Endpoint, PlatformConfig, Route, Topology};
+use crate::network::{FlowFinished, FlowRoute, FlowStart, NotifyDone};
+use crate::platform::{Endpoint, PlatformConfig, Topology};
 
 /// The CUDA workload to run (inserted by whoever assembles the app).
 #[derive(Resource, Debug, Clone)]
@@ -837,43 +837,23 @@ impl Cuda {
         }
         let plan = merged.expect("a group has calls");
         let start = now.saturating_add(secs(plan.latency_s));
-        let mut spawned = 0;
-        for edge in &plan.edges {
-            let (a, b) = (
-                comm.members[edge.from as usize],
-                comm.members[edge.to as usize],
-            );
-            let route = match cx.topo.route(a, b) {
-                Ok(r) => r,
-                Err(e) => {
-                    cx.errors.0.push(format!("NCCL: {e}"));
-                    return;
-                }
-            };
-            // NCCL's latency term already holds the hops' latencies.
-            let route = Arc::new(Route {
-                hops: route.hops.clone(),
-                latency: SimTime::ZERO,
-            });
-            let mut entity = cx.commands.spawn((
-                Flow {
-                    id: format!("nccl{k}"),
-                    src: self.devs[edge.from as usize].name.clone(),
-                    dst: self.devs[edge.to as usize].name.clone(),
-                    size: edge.wire_bytes,
-                    start,
-                },
-                FlowRoute(route),
-                NotifyDone,
-                FlowFor::Collective(k),
-            ));
-            if edge.cap.is_finite() {
-                entity.insert(FlowCap(edge.cap));
+        let names = |r: u32| self.devs[r as usize].name.clone();
+        let spawned = match nccl::spawn_flows(
+            &plan,
+            comm,
+            &mut cx.topo,
+            &mut cx.commands,
+            &mut cx.cal,
+            (start, &format!("nccl{k}")),
+            names,
+            FlowFor::Collective(k),
+        ) {
+            Ok(n) => n,
+            Err(e) => {
+                cx.errors.0.push(e);
+                return;
             }
-            let e = entity.id();
-            cx.cal.schedule(start, FlowStart(e));
-            spawned += 1;
-        }
+        };
         let c = &mut self.colls[k as usize];
         c.start = now;
         c.flows_left = spawned;

@@ -27,6 +27,7 @@
 
 pub mod collectives;
 pub mod generators;
+mod nccl_calls;
 pub mod program;
 
 use bevy_app::{App, Plugin};
@@ -224,6 +225,9 @@ struct RankRt {
     /// Expanded collective steps to run before the next program step.
     pending: VecDeque<Op>,
     coll_seq: u64,
+    /// NCCL calls made so far, and the one the rank is blocked in.
+    nccl_seq: u32,
+    in_nccl: Option<u32>,
     state: RankState,
     /// What the current busy period is.
     busy: Busy,
@@ -297,6 +301,8 @@ pub struct Mpi {
     /// Per node: NVLink transfers in flight, and messages waiting for a copy queue.
     nv_active: Vec<u32>,
     nv_waiting: Vec<VecDeque<u32>>,
+    nccl_comm: Option<crate::nccl::Comm>,
+    nccl_calls: Vec<nccl_calls::NcclRt>,
 }
 
 pub struct MpiPlugin;
@@ -305,6 +311,7 @@ impl Plugin for MpiPlugin {
     fn build(&self, app: &mut App) {
         app.add_sim_event::<MsgTimer>()
             .add_sim_event::<RankWake>()
+            .add_sim_event::<nccl_calls::NcclDone>()
             .register_switch(
                 "gpudirect",
                 true,
@@ -322,7 +329,7 @@ impl Plugin for MpiPlugin {
             )
             .describe_model(
                 "mpi",
-                "ranks on GPUs run traced programs; p2p matching with an unexpected queue, eager and rendezvous (RTS/CTS control messages: latency + size, unshared), NVLink, GPUDirect and HostCopy paths; collectives expanded into p2p steps (dissemination barrier, binomial bcast/reduce, recursive-doubling or ring allreduce, ring allgather/reduce_scatter, pairwise alltoall). Simplified: sends complete on delivery, one communicator, HostCopy copies not limited by copy engines",
+                "ranks on GPUs run traced programs; p2p matching with an unexpected queue, eager and rendezvous (RTS/CTS control messages: latency + size, unshared), NVLink, GPUDirect and HostCopy paths; collectives expanded into p2p steps (dissemination barrier, binomial bcast/reduce, recursive-doubling or ring allreduce, ring allgather/reduce_scatter, pairwise alltoall); nccl_* actions run NCCL collectives over the ranks' GPUs. Simplified: sends complete on delivery, one communicator, HostCopy copies not limited by copy engines",
             )
             .init_resource::<Mpi>()
             .add_systems(SimStartup, spawn_ranks.in_set(StartupSet::Workload))
@@ -332,6 +339,7 @@ impl Plugin for MpiPlugin {
                     advance_messages_on_flows,
                     advance_messages_on_timers,
                     wake_computed_ranks,
+                    nccl_calls::finish_nccl_calls,
                     run_ready_ranks,
                 )
                     .chain()
@@ -402,6 +410,8 @@ fn setup(world: &mut World, cfg: &MpiSpec) -> Result<(), String> {
             pass: 0,
             pending: VecDeque::new(),
             coll_seq: 0,
+            nccl_seq: 0,
+            in_nccl: None,
             state: RankState::Ready,
             busy: Busy::Compute,
             overhead_paid: false,
@@ -422,6 +432,27 @@ fn setup(world: &mut World, cfg: &MpiSpec) -> Result<(), String> {
             at_step: 0,
         });
     }
+    let uses_nccl = ranks.iter().any(|r| {
+        r.program
+            .steps
+            .iter()
+            .any(|s| matches!(s.op, Op::Nccl { .. }))
+    });
+    let nccl_comm = if uses_nccl {
+        let gpus: Vec<Endpoint> = ranks.iter().map(|r| r.gpu).collect();
+        let model = world
+            .query::<&Gpu>()
+            .iter(world)
+            .next()
+            .map(|g| g.model.clone())
+            .unwrap_or_default();
+        let mut topo = world.resource_mut::<Topology>();
+        Some(nccl_calls::communicator(
+            gpus, &cfg.nccl, &mut topo, &model,
+        )?)
+    } else {
+        None
+    };
     let policy = policy_of(&cfg.collectives)?;
     if cfg.protocol.copy_queues == 0 {
         return Err("workload.Mpi.protocol.copy_queues: expected at least 1".into());
@@ -433,6 +464,7 @@ fn setup(world: &mut World, cfg: &MpiSpec) -> Result<(), String> {
     mpi.ready = (0..ranks.len() as u32).collect();
     mpi.ranks = ranks;
     mpi.protocol = cfg.protocol.clone();
+    mpi.nccl_comm = nccl_comm;
     // Run the ranks at time 0.
     world
         .resource_mut::<Calendar>()
@@ -530,13 +562,15 @@ struct Net<'w, 's> {
 
 fn advance_messages_on_flows(
     mut inbox: ResMut<Inbox<FlowFinished>>,
-    flows: Query<&FlowOf>,
+    flows: Query<(Option<&FlowOf>, Option<&nccl_calls::NcclFlow>)>,
     mut mpi: ResMut<Mpi>,
     mut net: Net,
 ) {
     for FlowFinished(e) in inbox.drain() {
-        if let Ok(of) = flows.get(e) {
-            mpi.on_stage_done(of.msg, of.stage, &mut net);
+        match flows.get(e) {
+            Ok((Some(of), _)) => mpi.on_stage_done(of.msg, of.stage, &mut net),
+            Ok((None, Some(n))) => mpi.nccl_flow_done(n.0, &mut net),
+            _ => {}
         }
     }
 }
@@ -713,6 +747,10 @@ impl Mpi {
                     if self.block_on(r, all, now) {
                         return;
                     }
+                }
+                Op::Nccl { op, bytes, root } => {
+                    self.nccl_call(r, nccl_calls::call_of(op, bytes, root), net);
+                    return;
                 }
                 Op::Coll(c) => {
                     let rank = &mut self.ranks[r as usize];
@@ -1192,6 +1230,14 @@ fn stuck_ranks(world: &mut World) -> Vec<String> {
                 )
             })
             .collect();
+        if let Some(k) = r.in_nccl {
+            out.push(format!(
+                "rank {i} waits in NCCL call {k} for the other ranks ({} of {} arrived)",
+                mpi.nccl_calls[k as usize].arrived,
+                mpi.ranks.len()
+            ));
+            continue;
+        }
         let at = if r.at_step == usize::MAX {
             "the end of its program (outstanding requests)".to_string()
         } else {

@@ -21,6 +21,12 @@
 //! RANK allgather SEND_BYTES RECV_BYTES      (RECV_BYTES per rank)
 //! RANK alltoall SEND_BYTES RECV_BYTES       (per destination)
 //! RANK reducescatter BYTES COMP_FLOPS       (BYTES = the whole vector)
+//! RANK nccl_allreduce BYTES                 NCCL over every rank's GPU; BYTES = the buffer
+//! RANK nccl_bcast BYTES [ROOT]              (count x type size; the whole gathered buffer
+//! RANK nccl_reduce BYTES [ROOT]              for allgather and reducescatter, what each
+//! RANK nccl_allgather BYTES                  rank sends in all for alltoall)
+//! RANK nccl_reducescatter BYTES
+//! RANK nccl_alltoall BYTES
 //! ```
 //!
 //! RANK is a number, optionally written `pN` or `rankN` as some tools do. Sizes are bytes
@@ -110,6 +116,12 @@ pub enum Op {
     Wait,
     Waitall,
     Coll(Coll),
+    /// An NCCL collective over every rank's GPU (the k-th NCCL call of each rank is one call).
+    Nccl {
+        op: hetsim_components::cuda::Coll,
+        bytes: f64,
+        root: u32,
+    },
 }
 
 impl Op {
@@ -125,6 +137,7 @@ impl Op {
             Op::Wait => "wait",
             Op::Waitall => "waitall",
             Op::Coll(c) => c.name(),
+            Op::Nccl { .. } => "nccl",
         }
     }
 }
@@ -382,6 +395,25 @@ fn parse_line(line: &str, ranks: u32) -> Result<(u32, Option<Op>), String> {
                 bytes: number(arg(0), "size")?,
                 flops: number(arg(1).or(Some("0")), "computation")?,
             }))
+        }
+        nccl if nccl.starts_with("nccl_") => {
+            use hetsim_components::cuda::Coll as N;
+            let op = match &nccl[5..] {
+                "allreduce" => N::AllReduce,
+                "bcast" | "broadcast" => N::Broadcast,
+                "reduce" => N::Reduce,
+                "allgather" => N::AllGather,
+                "reducescatter" | "reduce_scatter" => N::ReduceScatter,
+                "alltoall" => N::AllToAll,
+                other => return Err(format!("unknown NCCL action `nccl_{other}`")),
+            };
+            let rooted = matches!(op, N::Broadcast | N::Reduce);
+            expect_at_most(if rooted { 2 } else { 1 })?;
+            Some(Op::Nccl {
+                op,
+                bytes: number(arg(0), "size")?,
+                root: if rooted { optional_root(1)? } else { 0 },
+            })
         }
         other => return Err(format!("unknown action `{other}`")),
     };

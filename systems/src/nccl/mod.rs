@@ -21,10 +21,17 @@
 
 pub mod tuning;
 
-use hetsim_components::cuda::{Algo, Coll, NcclCall, NcclSpec, Proto};
+use bevy_ecs::prelude::*;
+use std::sync::Arc;
 
+use hetsim_components::SimTime;
+use hetsim_components::cuda::{Algo, Coll, NcclCall, NcclSpec, Proto};
+use hetsim_components::entities::Flow;
+use hetsim_engine::Calendar;
+
+use crate::network::{FlowCap, FlowRoute, FlowStart, NotifyDone};
 use crate::platform::topology::{Layout, NvLayout};
-use crate::platform::{Endpoint, Topology};
+use crate::platform::{Endpoint, Route, Topology};
 use tuning::{Gen, Hw};
 
 /// NCCL's LL buffer per channel and peer (8 lines x 512 threads x 8 steps x 16 B) and LL128's
@@ -401,6 +408,52 @@ impl Comm {
         };
         1.0 / (proto.wire_efficiency() * link)
     }
+}
+
+/// Spawns a plan's edges as flows that start at `start` (after NCCL's latency), named
+/// `label`, between the rows `names` gives ranks, each tagged with `tag` and marked
+/// [`NotifyDone`] so the caller hears of each end. Returns how many flows it spawned.
+#[allow(clippy::too_many_arguments)]
+pub fn spawn_flows<B: Bundle + Clone>(
+    plan: &Plan,
+    comm: &Comm,
+    topo: &mut Topology,
+    commands: &mut Commands,
+    cal: &mut Calendar,
+    (start, label): (SimTime, &str),
+    names: impl Fn(u32) -> String,
+    tag: B,
+) -> Result<u32, String> {
+    for edge in &plan.edges {
+        let (a, b) = (
+            comm.members[edge.from as usize],
+            comm.members[edge.to as usize],
+        );
+        let route = topo.route(a, b).map_err(|e| format!("NCCL: {e}"))?;
+        // NCCL's latency term already holds the hops' latencies.
+        let route = Arc::new(Route {
+            hops: route.hops.clone(),
+            latency: SimTime::ZERO,
+        });
+        let mut entity = commands.spawn((
+            Flow {
+                id: label.to_string(),
+                src: names(edge.from),
+                dst: names(edge.to),
+                size: edge.wire_bytes,
+                start,
+            },
+            FlowRoute(route),
+            NotifyDone,
+            tag.clone(),
+        ));
+        if edge.cap.is_finite() {
+            entity.insert(FlowCap(edge.cap));
+        }
+        let e = entity.id();
+        cal.schedule(start, FlowStart(e));
+    }
+    Ok(plan.edges.len() as u32)
 }
 
 /// Channels as NCCL's search sizes them: enough channels of one NVLink's speed to fill the
