@@ -118,3 +118,30 @@ fn the_attila_platform_has_three_gpus_with_calibrated_links() {
         link.bandwidth
     );
 }
+
+#[test]
+fn a_history_model_returns_the_files_mean_for_a_matching_footprint() {
+    // chol_model_gemm.attila, GEMM on three 960 x 960 single-precision tiles: footprint
+    // 24c84a50 (StarPU's CRC of the three matrix handles), 11,059,200 bytes. The file says
+    // cpu0: mean 84,075.59 us over 1,665 samples; cuda0: 2,795.670 us over 6,503 samples.
+    use hetsim::components::starpu::footprint;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/starpu/machines/codelets/45");
+    let text = std::fs::read_to_string(resolve_link(&root.join("chol_model_gemm.attila")).unwrap())
+        .unwrap();
+    let m = perfmodel::parse(&text).unwrap();
+    let tile = footprint::matrix(960, 960);
+    let fp = footprint::task([tile, tile, tile]);
+    assert_eq!(fp, 0x24c8_4a50);
+    let cpu = m.history(perfmodel::DeviceKind::Cpu, 0, fp).unwrap();
+    assert_eq!(
+        (cpu.mean_us, cpu.n, cpu.size),
+        (8.407559e4, 1665, 11_059_200.0)
+    );
+    let gpu = m.history(perfmodel::DeviceKind::Cuda, 0, fp).unwrap();
+    assert_eq!((gpu.mean_us, gpu.n), (2.795670e3, 6503));
+    // A footprint never measured: no entry (the runtime treats it as uncalibrated).
+    assert!(
+        m.history(perfmodel::DeviceKind::Cuda, 0, 0xdead_beef)
+            .is_none()
+    );
+}

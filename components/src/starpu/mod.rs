@@ -12,6 +12,7 @@
 //! links leaves a one-line file holding the target's name, which [`resolve_link`] follows.
 
 pub mod bus;
+pub mod footprint;
 pub mod perfmodel;
 pub mod platform;
 

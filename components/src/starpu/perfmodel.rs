@@ -101,6 +101,22 @@ impl PerfModel {
     }
 }
 
+impl PerfModel {
+    /// The history entry for `footprint` on the combination of one device of `kind` with id
+    /// `devid` (StarPU's per-device combs: `cuda0`, `cuda1`; CPUs share `cpu0`), first
+    /// implementation; `None` when the footprint was never measured there.
+    pub fn history(&self, kind: DeviceKind, devid: u32, footprint: u32) -> Option<&Entry> {
+        self.combs
+            .iter()
+            .filter(|c| {
+                c.devices.len() == 1 && c.devices[0].kind == kind && c.devices[0].id == devid
+            })
+            .flat_map(|c| c.impls.first())
+            .flat_map(|i| i.history.iter())
+            .find(|e| e.hash == footprint)
+    }
+}
+
 /// What a comment line announces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Heading {
