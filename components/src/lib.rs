@@ -8,6 +8,7 @@ pub mod mpi;
 pub mod scenario;
 pub mod starpu;
 pub mod study;
+pub mod tasks;
 pub mod time;
 pub mod units;
 

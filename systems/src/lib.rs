@@ -6,4 +6,5 @@ pub mod mpi;
 pub mod nccl;
 pub mod network;
 pub mod platform;
+pub mod runtime;
 pub mod workload;
