@@ -125,6 +125,7 @@ pub fn parse(text: &str, label: &str) -> Result<Scenario, Error> {
         // A flow case asks for completion times only: nothing to record.
         output: OutputSpec::tables_only(),
         limits: Default::default(),
+        runtime: Default::default(),
     })
 }
 

@@ -25,6 +25,7 @@ use hetsim_systems::cuda::{CudaConfig, CudaPlugin};
 use hetsim_systems::mpi::{MpiConfig, MpiPlugin};
 use hetsim_systems::network::NetworkPlugin;
 use hetsim_systems::platform::{PlatformConfig, PlatformPlugin};
+use hetsim_systems::runtime::{RuntimeConfig, RuntimePlugin};
 use hetsim_systems::workload::{FlowsPlugin, FlowsWorkload};
 
 /// Why a run did not produce results.
@@ -70,6 +71,7 @@ fn plugins(seed: u64, limits: RunLimits, progress: bool) -> App {
         FlowsPlugin,
         MpiPlugin,
         CudaPlugin,
+        RuntimePlugin,
     ));
     app
 }
@@ -119,6 +121,11 @@ pub fn build_app(scenario: &Scenario, opts: &RunOptions) -> Result<App, Error> {
         Workload::Flows(flows) => world.insert_resource(FlowsWorkload(flows.clone())),
         Workload::Mpi(spec) => world.insert_resource(MpiConfig(spec.clone())),
         Workload::Cuda(spec) => world.insert_resource(CudaConfig(spec.clone())),
+        Workload::Cholesky(_) | Workload::Lu(_) | Workload::Qr(_) | Workload::Dag(_) => world
+            .insert_resource(RuntimeConfig {
+                workload: scenario.workload.clone(),
+                runtime: scenario.runtime.clone(),
+            }),
     }
     Ok(app)
 }

@@ -95,7 +95,63 @@ pub fn parse_scenario_with(
     let mut scenario: Scenario = from_ron(text, label, "")?;
     resolve_platform(&mut scenario, label, read)?;
     resolve_traces(&mut scenario, label, read)?;
-    apply_overrides(scenario, overrides)
+    let mut scenario = apply_overrides(scenario, overrides)?;
+    // After the overrides (they may change the host name; the files are not serialised).
+    resolve_starpu_machine(&mut scenario, label, read)?;
+    Ok(scenario)
+}
+
+/// Reads a StarPU machine's files: its SimGrid platform, bus matrices, and the performance
+/// models of the workload's codelets (missing models are left to `runtime.models`).
+fn resolve_starpu_machine(
+    scenario: &mut Scenario,
+    label: &str,
+    read: &ReadInclude<'_>,
+) -> Result<(), LoadError> {
+    use crate::scenario::Workload;
+    let PlatformSpec::StarpuMachine(m) = &mut scenario.platform else {
+        return Ok(());
+    };
+    let host = m.hostname.clone();
+    let at = |name: &str| format!("{}/{name}", m.dir.trim_end_matches('/'));
+    for name in [
+        format!("bus/{host}.platform.xml"),
+        format!("bus/{host}.bandwidth"),
+        format!("bus/{host}.latency"),
+    ] {
+        let got = read(&at(&name)).map_err(|e| {
+            LoadError::new(
+                label,
+                "platform.StarpuMachine",
+                format!("{e} (hostname `{host}`)"),
+            )
+        })?;
+        m.files.insert(name, got);
+    }
+    let codelets: Vec<String> = match &scenario.workload {
+        Workload::Cholesky(_) => crate::tasks::CHOLESKY_CODELETS.map(String::from).to_vec(),
+        Workload::Lu(t) => crate::tasks::lu_codelets(t.precision).to_vec(),
+        Workload::Qr(_) => crate::tasks::QR_CODELETS.map(String::from).to_vec(),
+        Workload::Dag(d) => d.tasks.iter().map(|t| t.codelet.clone()).collect(),
+        _ => Vec::new(),
+    };
+    for c in codelets {
+        let name = format!("codelets/45/{c}.{host}");
+        if m.files.contains_key(&name) {
+            continue;
+        }
+        if let Ok((file, mut text)) = read(&at(&name)) {
+            // A git symbolic link checked out as a file holds its target's name.
+            let t = text.trim();
+            if !t.is_empty() && t.len() < 256 && !t.contains(char::is_whitespace) {
+                if let Ok((_, target)) = read(&at(&format!("codelets/45/{t}"))) {
+                    text = target;
+                }
+            }
+            m.files.insert(name, (file, text));
+        }
+    }
+    Ok(())
 }
 
 /// Reads MPI trace files named by the scenario into its program, so that a scenario is whole

@@ -25,6 +25,9 @@ pub struct Scenario {
     pub output: OutputSpec,
     #[serde(default)]
     pub limits: Limits,
+    /// The task runtime's settings (task-graph workloads).
+    #[serde(default)]
+    pub runtime: crate::tasks::RuntimeSpec,
 }
 
 /// The machine: included from a file, a cluster of identical nodes, or links listed by hand.
@@ -34,6 +37,32 @@ pub enum PlatformSpec {
     File(String),
     Cluster(Box<Cluster>),
     Explicit(Explicit),
+    /// A machine StarPU calibrated: its bus files and codelet models under `dir`
+    /// (`dir/bus/<hostname>.*`, `dir/codelets/45/<symbol>.<hostname>`), relative to the
+    /// scenario file.
+    StarpuMachine(StarpuMachine),
+}
+
+/// A StarPU-calibrated machine and how much of it to use.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StarpuMachine {
+    pub dir: String,
+    pub hostname: String,
+    /// GPUs to use (STARPU_NCUDA; default all the platform file lists).
+    #[serde(default)]
+    pub ncuda: Option<u32>,
+    /// CPU workers (STARPU_NCPU; default the CPUs left after one per GPU).
+    #[serde(default)]
+    pub ncpu: Option<u32>,
+    /// Memory of each GPU StarPU may use, MB (STARPU_LIMIT_CUDA_MEM; default 90 % of the
+    /// GPU's memory in whole MiB).
+    #[serde(default)]
+    pub limit_cuda_mem_mb: Option<f64>,
+    /// The files, read by the loader (bus platform and matrices, codelet models) as
+    /// (label, text) by name relative to `dir`.
+    #[serde(skip)]
+    pub files: BTreeMap<String, (String, String)>,
 }
 
 /// `nodes` copies of one node template joined by an inter-node network.
@@ -303,6 +332,14 @@ pub enum Workload {
     Mpi(crate::mpi::MpiSpec),
     /// Host programs driving CUDA streams and NCCL collectives, one per GPU.
     Cuda(crate::cuda::CudaSpec),
+    /// Tiled Cholesky factorisation on the task runtime.
+    Cholesky(crate::tasks::Tiled),
+    /// Tiled LU factorisation (no pivoting) on the task runtime.
+    Lu(crate::tasks::Tiled),
+    /// Tiled QR factorisation on the task runtime.
+    Qr(crate::tasks::Tiled),
+    /// A task graph given by hand.
+    Dag(crate::tasks::DagSpec),
 }
 
 /// One transfer: between two named endpoints (routed on the platform) or over listed links.

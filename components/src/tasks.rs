@@ -74,3 +74,152 @@ pub struct TaskSpec {
     #[serde(default)]
     pub deps: Vec<String>,
 }
+
+/// A tiled dense factorisation: an n x n matrix of `tile` x `tile` tiles.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tiled {
+    pub n: u32,
+    pub tile: u32,
+    #[serde(default)]
+    pub precision: Precision,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Precision {
+    /// float (StarPU's cholesky_implicit and lu_implicit_example_float).
+    #[default]
+    Single,
+    Double,
+}
+
+impl Precision {
+    pub fn bytes(self) -> u32 {
+        match self {
+            Precision::Single => 4,
+            Precision::Double => 8,
+        }
+    }
+}
+
+/// Codelet symbols of the generators, as StarPU's examples name their performance models.
+pub const CHOLESKY_CODELETS: [&str; 4] = [
+    "chol_model_potrf",
+    "chol_model_trsm",
+    "chol_model_syrk",
+    "chol_model_gemm",
+];
+/// LU's models carry the precision: `starpu_slu_lu_model_getrf` (float) or `starpu_dlu_...`.
+pub fn lu_codelets(p: Precision) -> [String; 4] {
+    let x = match p {
+        Precision::Single => 's',
+        Precision::Double => 'd',
+    };
+    ["getrf", "trsm_ll", "trsm_ru", "gemm"].map(|k| format!("starpu_{x}lu_lu_model_{k}"))
+}
+pub const QR_CODELETS: [&str; 4] = [
+    "qr_model_geqrt",
+    "qr_model_ormqr",
+    "qr_model_tsqrt",
+    "qr_model_tsmqr",
+];
+
+/// How the runtime schedules and what it knows of codelet times.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeSpec {
+    #[serde(default)]
+    pub scheduler: Scheduler,
+    /// Tasks a GPU worker holds at once (STARPU_CUDA_PIPELINE).
+    #[serde(default = "two")]
+    pub cuda_pipeline: u32,
+    /// dmda's weights of the finish-time and transfer terms (STARPU_SCHED_ALPHA, _BETA).
+    #[serde(default = "one")]
+    pub alpha: f64,
+    #[serde(default = "one")]
+    pub beta: f64,
+    /// Codelet models given here (they win over a StarPU machine's files).
+    #[serde(default)]
+    pub models: std::collections::BTreeMap<String, CodeletModel>,
+}
+
+fn two() -> u32 {
+    2
+}
+fn one() -> f64 {
+    1.0
+}
+
+impl Default for RuntimeSpec {
+    fn default() -> Self {
+        RuntimeSpec {
+            scheduler: Scheduler::default(),
+            cuda_pipeline: 2,
+            alpha: 1.0,
+            beta: 1.0,
+            models: Default::default(),
+        }
+    }
+}
+
+/// StarPU's scheduling policies (STARPU_SCHED).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scheduler {
+    Eager,
+    Prio,
+    Random,
+    Ws,
+    Lws,
+    Dm,
+    Dmda,
+    Dmdar,
+    #[default]
+    Dmdas,
+}
+
+impl Scheduler {
+    /// Whether the policy declares an unbounded priority range (StarPU: the others leave it
+    /// at [0, 0], so the examples' priorities are all 0 under them).
+    pub fn uses_priorities(self) -> bool {
+        matches!(
+            self,
+            Scheduler::Prio | Scheduler::Ws | Scheduler::Lws | Scheduler::Dmdas
+        )
+    }
+}
+
+/// A codelet's time on each kind of worker; a kind without a model cannot run it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CodeletModel {
+    #[serde(default)]
+    pub cpu: Option<TimeModel>,
+    #[serde(default)]
+    pub cuda: Option<TimeModel>,
+}
+
+/// StarPU's model kinds. Regression coefficients take the size in bytes and give
+/// microseconds, as StarPU's files do.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum TimeModel {
+    Constant(crate::units::Duration),
+    /// Mean and standard deviation (sampled only with the switch `perfmodel_noise`).
+    Normal {
+        mean: crate::units::Duration,
+        stddev: crate::units::Duration,
+    },
+    /// Mean time per size: the entry of the nearest size (a history table).
+    Histogram(Vec<(Bytes, crate::units::Duration)>),
+    /// a * size^b (us).
+    Power {
+        a: f64,
+        b: f64,
+    },
+    /// a * size^b + c (us).
+    PowerPlus {
+        a: f64,
+        b: f64,
+        c: f64,
+    },
+}

@@ -26,6 +26,7 @@ use hetsim_engine::{RunStats, Switches};
 use hetsim_systems::cuda::CudaReport;
 use hetsim_systems::mpi::MpiReport;
 use hetsim_systems::platform::LinkEntities;
+use hetsim_systems::runtime::RuntimeReport;
 
 /// One row of `flows.csv`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -100,6 +101,9 @@ pub fn report(world: &mut World, scenario: &str, seed: u64, stats: &RunStats) ->
     if let Some(m) = &mpi {
         summary["mpi"] = mpi_summary(m);
     }
+    if let Some(r) = world.get_resource::<RuntimeReport>() {
+        summary["runtime"] = runtime_summary(r);
+    }
     let cuda = world.get_resource::<CudaReport>().cloned();
     if let Some(c) = &cuda {
         summary["cuda"] = cuda_summary(c);
@@ -165,6 +169,26 @@ fn cuda_summary(c: &CudaReport) -> Value {
         "copies": d.iter().map(|g| g.copies).sum::<u64>(),
         "collectives": c.collectives.len(),
         "algorithm_protocol": chosen,
+    })
+}
+
+/// The `runtime` section: makespan, GFlop/s, per-worker busy time, data movement.
+fn runtime_summary(r: &RuntimeReport) -> Value {
+    let workers: serde_json::Map<String, Value> = r
+        .workers
+        .iter()
+        .map(|(name, busy, tasks)| (name.clone(), json!({ "busy_s": busy, "tasks": tasks })))
+        .collect();
+    json!({
+        "scheduler": r.scheduler,
+        "tasks": r.tasks,
+        "makespan_s": r.makespan_s,
+        "gflops": r.gflops,
+        "workers": workers,
+        "bytes": { "h2d": r.bytes_h2d, "d2h": r.bytes_d2h, "d2d": r.bytes_d2d },
+        "transfers": r.transfers,
+        "evictions": r.evictions,
+        "writebacks": r.writebacks,
     })
 }
 

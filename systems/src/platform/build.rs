@@ -18,7 +18,47 @@ pub fn topology(spec: &PlatformSpec) -> Result<Topology, String> {
         PlatformSpec::File(f) => Err(format!("platform: the include `{f}` was not resolved")),
         PlatformSpec::Cluster(c) => cluster(c),
         PlatformSpec::Explicit(e) => explicit(e),
+        PlatformSpec::StarpuMachine(m) => explicit(&starpu_explicit(m)?),
     }
+}
+
+/// A StarPU machine's SimGrid platform file as links and routes listed by hand: endpoints are
+/// its hosts (`RAM`, `CUDA0`, ...), every link shared by both directions (SimGrid's default).
+pub fn starpu_explicit(m: &hetsim_components::scenario::StarpuMachine) -> Result<Explicit, String> {
+    use hetsim_components::scenario::{NamedLink, RouteSpec};
+    use hetsim_components::starpu::platform;
+    use hetsim_components::units::Duration;
+    let name = format!("bus/{}.platform.xml", m.hostname);
+    let (file, text) = m
+        .files
+        .get(&name)
+        .ok_or_else(|| format!("platform.StarpuMachine: {name} was not read"))?;
+    let p = platform::parse(text).map_err(|e| format!("{file}: {e}"))?;
+    // PCI link ids hold ':' (`PCI:0000:03:00.0 down`), which link references read as a
+    // direction: use '.' instead.
+    let id = |s: &str| s.replace(':', ".");
+    Ok(Explicit {
+        links: p
+            .links
+            .iter()
+            .map(|l| NamedLink {
+                name: id(&l.id),
+                bandwidth: Bandwidth(l.bandwidth),
+                latency: Duration(SimTime::from_secs_saturating(l.latency)),
+                sharing: Sharing::Shared,
+            })
+            .collect(),
+        routes: p
+            .routes
+            .iter()
+            .map(|r| RouteSpec {
+                src: r.src.clone(),
+                dst: r.dst.clone(),
+                links: r.links.iter().map(|l| id(l)).collect(),
+                symmetric: r.symmetrical,
+            })
+            .collect(),
+    })
 }
 
 fn positive(path: &str, bw: Bandwidth) -> Result<f64, String> {

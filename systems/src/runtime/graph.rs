@@ -11,7 +11,7 @@
 use smallvec::SmallVec;
 
 use hetsim_components::starpu::footprint;
-use hetsim_components::tasks::{DagSpec, Mode};
+use hetsim_components::tasks::{DagSpec, Mode, Precision, lu_codelets};
 
 /// A piece of data.
 #[derive(Debug, Clone, PartialEq)]
@@ -291,15 +291,11 @@ pub fn cholesky(n: u32, tile: u32, elem: u32, prio: Priorities) -> Result<Graph,
 /// Tiled LU without pivoting (StarPU's lu_implicit_example): GETRF, TRSM on the L and U
 /// panels, GEMM, with the example's priorities (3nt-3k, 3nt-2k-i, 3nt-k-i-j; set under every
 /// scheduler) and flops.
-pub fn lu(n: u32, tile: u32, elem: u32) -> Result<Graph, String> {
+pub fn lu(n: u32, tile: u32, precision: Precision) -> Result<Graph, String> {
     let nt = tiles(n, tile)?;
+    let elem = precision.bytes();
     let mut g = Graph::default();
-    let (getrf, trsm_ll, trsm_ru, gemm) = (
-        g.codelet("lu_model_getrf"),
-        g.codelet("lu_model_trsm_ll"),
-        g.codelet("lu_model_trsm_ru"),
-        g.codelet("lu_model_gemm"),
-    );
+    let [getrf, trsm_ll, trsm_ru, gemm] = lu_codelets(precision).map(|c| g.codelet(&c));
     let ids = tile_handles(&mut g, nt, tile, elem, |_, _| true);
     let a = |i: u32, j: u32| ids[(i * nt + j) as usize];
     let b = tile as f64;
@@ -571,7 +567,7 @@ mod tests {
     #[test]
     fn lu_and_qr_counts() {
         // LU: GETRF nt, TRSM nt(nt-1), GEMM (nt-1)nt(2nt-1)/6 (notes 6.2); nt = 6.
-        let g = lu(600, 100, 4).unwrap();
+        let g = lu(600, 100, Precision::Single).unwrap();
         assert_eq!(g.tasks.len(), 6 + 30 + 5 * 6 * 11 / 6);
         // QR flat tree: nt GEQRT, nt(nt-1)/2 ORMQR and TSQRT, sum (nt-1-k)^2 TSMQR.
         let g = qr(400, 100, 8).unwrap();

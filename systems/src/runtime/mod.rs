@@ -1,5 +1,987 @@
-//! The StarPU-like task runtime. So far: task graphs (`graph`: handles, accesses, implicit and
-//! explicit dependencies, tiled Cholesky, LU and QR generators, DAG files). Workers, memory
-//! nodes, schedulers and their plugin come next (see the runtime issue's notes).
+//! The StarPU-like task runtime: a task graph ([`graph`]) runs on workers ([`machine`]: GPUs
+//! first, then CPU cores) under one of StarPU's policies ([`sched`]), with data kept
+//! coherent per memory node (MSI replicas) and moved by transfers that are flows on the
+//! platform's links.
+//!
+//! A task becomes ready when its dependencies are done and is pushed to the policy. A worker
+//! holds at most `cuda_pipeline` tasks (GPUs) or one (CPUs); it pops when it has room and no
+//! task is still fetching its inputs. Fetching allocates each buffer on the worker's memory
+//! node (evicting least-recently-used replicas that no task uses: dropped when another valid
+//! copy exists, written back to RAM first when they are the only one) and transfers every
+//! buffer it reads that is not valid there, from RAM when RAM holds it, else from a GPU that
+//! does. A worker runs its ready tasks in order, one at a time, for the codelet model's time.
+//! Writes make the worker's replica the owner and invalidate the others.
+//! Runtime overheads (switch `runtime_overheads`, StarPU-SimGrid's figures): 10 us before each
+//! transfer and each GPU kernel, 175 us per cudaMalloc (a freed buffer of the same size is
+//! reused without it).
+//! Simplified: GPU-to-GPU copies take the platform's route directly, one request level (no
+//! idle write-backs or tidying), no allocation sub-allocator, pinned-memory costs outside the
+//! timed factorisation, reductions (REDUX) treated as read-writes.
 
 pub mod graph;
+pub mod machine;
+pub mod sched;
+
+use bevy_app::{App, Plugin};
+use bevy_ecs::prelude::*;
+use rand_core::Rng;
+use std::collections::VecDeque;
+
+use hetsim_components::SimTime;
+use hetsim_components::entities::Flow;
+use hetsim_components::scenario::Workload;
+use hetsim_components::tasks::{Mode, RuntimeSpec};
+use hetsim_engine::record::{Interval, Recorder, ResId, ResourceKind};
+use hetsim_engine::{
+    Calendar, Clock, Inbox, SimAppExt, SimErrors, SimEvent, SimRng, SimSet, SimStartup, SimStep,
+    StartupSet, Switches,
+};
+
+use crate::network::{FlowFinished, FlowRoute, FlowStart, NotifyDone};
+use crate::platform::{PlatformConfig, Topology};
+use graph::{Graph, Priorities};
+use machine::{Arch, Machine, Models};
+use sched::Sched;
+
+/// The task-graph workload and runtime settings (inserted by whoever assembles the app).
+#[derive(Resource, Debug, Clone)]
+pub struct RuntimeConfig {
+    pub workload: Workload,
+    pub runtime: RuntimeSpec,
+}
+
+const INVALID: u8 = 0;
+const SHARED: u8 = 1;
+const OWNER: u8 = 2;
+
+/// One handle's copy on one memory node.
+#[derive(Debug, Clone, Copy, Default)]
+struct Replica {
+    state: u8,
+    allocated: bool,
+    /// Tasks using or fetching it.
+    refcnt: u32,
+    /// A transfer bringing it here.
+    incoming: Option<u32>,
+    /// Being written back before it is freed.
+    evicting: bool,
+    last_use: u64,
+}
+
+#[derive(Debug, Clone)]
+struct Xfer {
+    handle: u32,
+    src: u32,
+    dst: u32,
+    /// A write-back of an evicted replica (frees the source when done).
+    writeback: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TaskState {
+    Blocked,
+    Queued,
+    Fetching,
+    Ready,
+    Running,
+    Done,
+}
+
+#[derive(Debug, Default)]
+struct WorkerRt {
+    /// Popped tasks in order: the front runs first.
+    in_hand: VecDeque<u32>,
+    fetching: Option<u32>,
+    running: Option<u32>,
+    busy_s: f64,
+    tasks: u64,
+    row: Option<ResId>,
+}
+
+/// What the runtime did, for the summary.
+#[derive(Resource, Debug, Clone, Default)]
+pub struct RuntimeReport {
+    pub scheduler: String,
+    pub tasks: u64,
+    pub makespan_s: f64,
+    /// The application's flop count (n^3/3 Cholesky, 2n^3/3 LU, 4n^3/3 QR; the tasks' sum for
+    /// a DAG) over the makespan.
+    pub gflops: f64,
+    pub workers: Vec<(String, f64, u64)>,
+    pub bytes_h2d: f64,
+    pub bytes_d2h: f64,
+    pub bytes_d2d: f64,
+    pub transfers: u64,
+    pub evictions: u64,
+    pub writebacks: u64,
+}
+
+/// The runtime's whole state.
+#[derive(Resource, Default)]
+pub struct Runtime {
+    graph: Graph,
+    pub(crate) machine: Machine,
+    models: Models,
+    sched: Sched,
+    state: Vec<TaskState>,
+    left: Vec<u32>,
+    worker_of: Vec<u32>,
+    /// dm* predictions per task: (length, transfer not hidden), seconds.
+    pred: Vec<(f64, f64)>,
+    replicas: Vec<Replica>,
+    used: Vec<f64>,
+    /// Freed GPU buffers by node, reusable without cudaMalloc (sizes).
+    cache: Vec<Vec<f64>>,
+    xfers: Vec<Xfer>,
+    /// Tasks waiting for memory on each node.
+    mem_wait: Vec<Vec<u32>>,
+    workers: Vec<WorkerRt>,
+    /// Worker indices that may make progress.
+    dirty: Vec<u32>,
+    tick: u64,
+    now: SimTime,
+    pub(crate) alpha: f64,
+    pub(crate) beta: f64,
+    pipeline: u32,
+    overheads: bool,
+    mem_limit: bool,
+    shared_bus: bool,
+    prefetch_on: bool,
+    noise: bool,
+    rng: Option<rand_chacha::ChaCha8Rng>,
+    flops: f64,
+    done: u64,
+    report: RuntimeReport,
+    /// Events to schedule after a step's work: (time, event).
+    timers: Vec<(SimTime, RtEvent)>,
+    flows: Vec<(SimTime, u32)>,
+    intervals: Vec<(ResId, u16, u32, SimTime, SimTime)>,
+}
+
+/// A task's time is up, or a transfer is due to start or end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum RtEvent {
+    TaskDone(u32),
+    XferStart(u32),
+    XferDone(u32),
+    Start,
+}
+
+impl SimEvent for RtEvent {
+    const NAME: &'static str = "runtime.event";
+    fn pack(&self) -> (Entity, u64) {
+        let (k, v) = match *self {
+            RtEvent::TaskDone(t) => (0u64, t),
+            RtEvent::XferStart(x) => (1, x),
+            RtEvent::XferDone(x) => (2, x),
+            RtEvent::Start => (3, 0),
+        };
+        (Entity::PLACEHOLDER, (k << 32) | v as u64)
+    }
+    fn unpack(_: Entity, arg: u64) -> Self {
+        let v = arg as u32;
+        match arg >> 32 {
+            0 => RtEvent::TaskDone(v),
+            1 => RtEvent::XferStart(v),
+            2 => RtEvent::XferDone(v),
+            _ => RtEvent::Start,
+        }
+    }
+}
+
+/// Marks a flow carrying transfer `x`.
+#[derive(Component, Debug, Clone, Copy)]
+struct XferFlow(u32);
+
+pub struct RuntimePlugin;
+
+impl Plugin for RuntimePlugin {
+    fn build(&self, app: &mut App) {
+        app.add_sim_event::<RtEvent>()
+            .register_switch("gpu_memory_limit", true, "GPU memory holds at most its capacity (90 % of the device, or limit_cuda_mem_mb); replicas are evicted LRU with write-back; off: unlimited")
+            .register_switch("runtime_overheads", true, "StarPU-SimGrid's runtime costs: 10 us per transfer and per GPU kernel, 175 us per cudaMalloc; off: none")
+            .register_switch("pcie_shared_bus", true, "data transfers are flows sharing the platform's PCIe links; off: each transfer alone at latency + size / bandwidth (one independent link per transfer)")
+            .register_switch("prefetch", true, "dm* schedulers prefetch a task's inputs when they assign it; off: data move when the task is popped")
+            .register_switch("perfmodel_noise", false, "task times drawn from the model's normal distribution (mean, stddev; seeded); off: the mean")
+            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with write-back, transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdas; StarPU codelet models and bus files. Simplified: direct GPU-GPU routes, one request level, no tidying or sub-allocator")
+            .init_resource::<Runtime>()
+            .add_systems(SimStartup, setup_runtime.in_set(StartupSet::Workload))
+            .add_systems(
+                SimStep,
+                (finish_runtime_flows, run_runtime)
+                    .chain()
+                    .in_set(SimSet::Runtime)
+                    .run_if(resource_exists::<RuntimeConfig>),
+            )
+            .add_systems(
+                SimStep,
+                record_runtime_intervals
+                    .in_set(SimSet::Record)
+                    .run_if(resource_exists::<RuntimeConfig>),
+            )
+            .add_systems(hetsim_engine::SimFinish, publish_runtime_report)
+            .add_stall_check(stuck_tasks);
+    }
+}
+
+fn setup_runtime(world: &mut World) {
+    let Some(cfg) = world.get_resource::<RuntimeConfig>().cloned() else {
+        return;
+    };
+    if let Err(e) = setup(world, &cfg) {
+        world.resource_mut::<SimErrors>().0.push(e);
+    }
+}
+
+fn setup(world: &mut World, cfg: &RuntimeConfig) -> Result<(), String> {
+    let platform = world.resource::<PlatformConfig>().0.clone();
+    let prio = if cfg.runtime.scheduler.uses_priorities() {
+        Priorities::Used
+    } else {
+        Priorities::Ignored
+    };
+    let (graph, flops) = match &cfg.workload {
+        Workload::Cholesky(t) => {
+            let n = t.n as f64;
+            (
+                graph::cholesky(t.n, t.tile, t.precision.bytes(), prio)
+                    .map_err(|e| format!("workload.Cholesky: {e}"))?,
+                n * n * n / 3.0,
+            )
+        }
+        Workload::Lu(t) => {
+            let n = t.n as f64;
+            (
+                graph::lu(t.n, t.tile, t.precision).map_err(|e| format!("workload.Lu: {e}"))?,
+                2.0 * n * n * n / 3.0,
+            )
+        }
+        Workload::Qr(t) => {
+            let n = t.n as f64;
+            (
+                graph::qr(t.n, t.tile, t.precision.bytes())
+                    .map_err(|e| format!("workload.Qr: {e}"))?,
+                4.0 * n * n * n / 3.0,
+            )
+        }
+        Workload::Dag(d) => {
+            let g = graph::from_dag(d).map_err(|e| format!("workload.Dag: {e}"))?;
+            let f = g.flops();
+            (g, f)
+        }
+        _ => return Ok(()),
+    };
+    let machine = {
+        let Some(mut topo) = world.get_resource_mut::<Topology>() else {
+            return Ok(()); // the platform's own error is reported
+        };
+        Machine::from_platform(&platform, &mut topo).map_err(|e| format!("platform: {e}"))?
+    };
+    if machine.workers.is_empty() {
+        return Err("platform: the runtime has no worker (ncpu = 0 and ncuda = 0)".into());
+    }
+    let mut models = Models::new(&graph.codelets, &cfg.runtime.models, &platform)?;
+    for (c, name) in graph.codelets.iter().enumerate() {
+        if !models.has_model(c as u16) {
+            return Err(format!(
+                "codelet `{name}` has no performance model: give runtime.models.{name}, or use a StarPU machine with {name}.<hostname>"
+            ));
+        }
+    }
+    // Every task must run somewhere, and fit the memory of where it may run.
+    for t in &graph.tasks {
+        let runnable = machine.workers.iter().any(|w| {
+            models.time(t, w.arch).is_some() && t.size <= machine.nodes[w.node as usize].capacity
+        });
+        if !runnable {
+            let why = if machine
+                .workers
+                .iter()
+                .any(|w| models.time(t, w.arch).is_some())
+            {
+                format!(
+                    "its data ({} bytes) do not fit the memory of any worker that can run it",
+                    t.size
+                )
+            } else {
+                "no worker has a model for it at this size".to_string()
+            };
+            return Err(format!(
+                "task {} ({}) cannot run: {why}",
+                t.label, graph.codelets[t.codelet as usize]
+            ));
+        }
+    }
+    let switches = world.resource::<Switches>();
+    let (overheads, mem_limit, shared_bus, prefetch_on, noise) = (
+        switches.is_on("runtime_overheads"),
+        switches.is_on("gpu_memory_limit"),
+        switches.is_on("pcie_shared_bus"),
+        switches.is_on("prefetch"),
+        switches.is_on("perfmodel_noise"),
+    );
+    let seed_rng = {
+        use rand_core::SeedableRng;
+        let seed = world.resource_mut::<SimRng>().0.next_u64();
+        rand_chacha::ChaCha8Rng::seed_from_u64(seed)
+    };
+    let recording = world.resource::<Recorder>().is_on();
+    let mut workers: Vec<WorkerRt> = (0..machine.workers.len())
+        .map(|_| WorkerRt::default())
+        .collect();
+    if recording {
+        let mut rec = world.resource_mut::<Recorder>();
+        for (w, info) in machine.workers.iter().enumerate() {
+            workers[w].row = Some(rec.resource(ResourceKind::Worker, &info.name));
+        }
+    }
+    let nt = graph.tasks.len();
+    let nn = machine.nodes.len();
+    let mut replicas = vec![Replica::default(); graph.handles.len() * nn];
+    for h in 0..graph.handles.len() {
+        replicas[h * nn] = Replica {
+            state: OWNER,
+            allocated: true,
+            ..Default::default()
+        };
+    }
+    let nw = machine.workers.len();
+    let rt = Runtime {
+        state: vec![TaskState::Blocked; nt],
+        left: graph.npred.clone(),
+        worker_of: vec![u32::MAX; nt],
+        pred: vec![(0.0, 0.0); nt],
+        replicas,
+        used: vec![0.0; nn],
+        cache: vec![Vec::new(); nn],
+        mem_wait: vec![Vec::new(); nn],
+        workers,
+        sched: Sched::new(cfg.runtime.scheduler, nw),
+        alpha: cfg.runtime.alpha,
+        beta: cfg.runtime.beta,
+        pipeline: cfg.runtime.cuda_pipeline.max(1),
+        overheads,
+        mem_limit,
+        shared_bus,
+        prefetch_on,
+        noise,
+        rng: Some(seed_rng),
+        flops,
+        report: RuntimeReport {
+            scheduler: format!("{:?}", cfg.runtime.scheduler).to_lowercase(),
+            tasks: nt as u64,
+            ..Default::default()
+        },
+        graph,
+        machine,
+        models,
+        ..Default::default()
+    };
+    world.insert_resource(rt);
+    world
+        .resource_mut::<Calendar>()
+        .schedule(SimTime::ZERO, RtEvent::Start);
+    Ok(())
+}
+
+/// Everything a step needs to start flows and timers.
+#[derive(bevy_ecs::system::SystemParam)]
+struct Ctx<'w, 's> {
+    cal: ResMut<'w, Calendar>,
+    clock: Res<'w, Clock>,
+    topo: ResMut<'w, Topology>,
+    errors: ResMut<'w, SimErrors>,
+    commands: Commands<'w, 's>,
+}
+
+fn finish_runtime_flows(
+    mut inbox: ResMut<Inbox<FlowFinished>>,
+    flows: Query<&XferFlow>,
+    mut rt: ResMut<Runtime>,
+    clock: Res<Clock>,
+) {
+    rt.now = clock.now;
+    for FlowFinished(e) in inbox.drain() {
+        if let Ok(x) = flows.get(e) {
+            rt.xfer_done(x.0);
+        }
+    }
+}
+
+fn run_runtime(mut inbox: ResMut<Inbox<RtEvent>>, mut rt: ResMut<Runtime>, mut cx: Ctx) {
+    rt.now = cx.clock.now;
+    for ev in inbox.drain() {
+        match ev {
+            RtEvent::Start => {
+                let roots: Vec<u32> = (0..rt.left.len() as u32)
+                    .filter(|&t| rt.left[t as usize] == 0)
+                    .collect();
+                for t in roots {
+                    rt.release(t, None);
+                }
+            }
+            RtEvent::TaskDone(t) => rt.task_done(t),
+            RtEvent::XferStart(x) => rt.flows.push((cx.clock.now, x)),
+            RtEvent::XferDone(x) => rt.xfer_done(x),
+        }
+    }
+    rt.progress();
+    rt.flush(&mut cx);
+}
+
+fn record_runtime_intervals(mut rt: ResMut<Runtime>, mut rec: ResMut<Recorder>) {
+    let rows = std::mem::take(&mut rt.intervals);
+    for (row, codelet, t, start, end) in rows {
+        let name = rt.graph.codelets[codelet as usize].clone();
+        // Colour by kernel: `chol_model_gemm` -> `gemm`.
+        let short = name.rsplit('_').next().unwrap_or(&name).to_string();
+        let state = rec.name_id(&short);
+        let label = rec.name_id(&rt.graph.tasks[t as usize].label);
+        rec.interval(Interval {
+            resource: row,
+            state,
+            label: Some(label),
+            start,
+            end,
+        });
+    }
+}
+
+impl Runtime {
+    pub(crate) fn now_s(&self) -> f64 {
+        self.now.as_secs_f64()
+    }
+
+    pub(crate) fn priority(&self, t: u32) -> i64 {
+        self.graph.tasks[t as usize].priority
+    }
+
+    pub(crate) fn can_run(&mut self, t: u32, w: usize) -> bool {
+        self.predicted(t, w).is_some()
+    }
+
+    /// The model's mean time of task `t` on worker `w` (None: it cannot run there).
+    pub(crate) fn predicted(&mut self, t: u32, w: usize) -> Option<f64> {
+        let info = &self.machine.workers[w];
+        let task = &self.graph.tasks[t as usize];
+        if task.size > self.machine.nodes[info.node as usize].capacity {
+            return None;
+        }
+        self.models.time(task, info.arch).map(|m| m.0)
+    }
+
+    pub(crate) fn is_busy(&self, w: usize) -> bool {
+        self.workers[w].running.is_some()
+    }
+
+    pub(crate) fn uniform(&mut self) -> f64 {
+        let x = self.rng.as_mut().expect("seeded").next_u64();
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    pub(crate) fn set_prediction(&mut self, t: u32, len: f64, transfer: f64) {
+        self.pred[t as usize] = (len, transfer);
+    }
+
+    pub(crate) fn prediction(&self, t: u32) -> (f64, f64) {
+        self.pred[t as usize]
+    }
+
+    fn replica(&self, h: u32, node: u32) -> &Replica {
+        &self.replicas[h as usize * self.machine.nodes.len() + node as usize]
+    }
+
+    fn replica_mut(&mut self, h: u32, node: u32) -> &mut Replica {
+        let nn = self.machine.nodes.len();
+        &mut self.replicas[h as usize * nn + node as usize]
+    }
+
+    /// dmda's penalty: predicted time to bring the task's read data to `w`'s node (data
+    /// valid there or already on its way cost nothing).
+    pub(crate) fn transfer_penalty(&self, t: u32, w: usize) -> f64 {
+        let node = self.machine.workers[w].node;
+        let mut total = 0.0;
+        for &(h, mode) in &self.graph.tasks[t as usize].accesses {
+            if !mode.reads() {
+                continue;
+            }
+            let r = self.replica(h, node);
+            if r.state != INVALID || r.incoming.is_some() {
+                continue;
+            }
+            if let Some(src) = self.source_of(h) {
+                total += self
+                    .machine
+                    .transfer_time(src, node, self.graph.handles[h as usize].size);
+            }
+        }
+        total
+    }
+
+    /// Bytes the task would still need on `w`'s node: (to transfer, to allocate).
+    pub(crate) fn missing_bytes(&self, t: u32, w: usize) -> (f64, f64) {
+        let node = self.machine.workers[w].node;
+        let (mut ready, mut alloc) = (0.0, 0.0);
+        for &(h, mode) in &self.graph.tasks[t as usize].accesses {
+            let r = self.replica(h, node);
+            let size = self.graph.handles[h as usize].size;
+            if mode.reads() && r.state == INVALID {
+                ready += size;
+            }
+            if !r.allocated {
+                alloc += size;
+            }
+        }
+        (ready, alloc)
+    }
+
+    /// Where to copy handle `h` from: RAM if valid there, else a GPU holding it.
+    fn source_of(&self, h: u32) -> Option<u32> {
+        (0..self.machine.nodes.len() as u32).find(|&n| self.replica(h, n).state != INVALID)
+    }
+
+    /// Task `t`'s dependencies are done: hand it to the policy.
+    fn release(&mut self, t: u32, by: Option<u32>) {
+        self.state[t as usize] = TaskState::Queued;
+        let mut s = std::mem::take(&mut self.sched);
+        s.push(t, by, self);
+        self.sched = s;
+        self.dirty.extend(0..self.workers.len() as u32);
+    }
+
+    /// dm* prefetch at push: start bringing the task's inputs to `w`'s node.
+    pub(crate) fn prefetch(&mut self, t: u32, w: usize) {
+        if !self.prefetch_on {
+            return;
+        }
+        let node = self.machine.workers[w].node;
+        let acc = self.graph.tasks[t as usize].accesses.clone();
+        for (h, mode) in acc {
+            if mode.reads() && self.replica(h, node).state == INVALID {
+                // A prefetch never evicts: it only uses free memory.
+                if self.allocate(h, node, false) {
+                    self.request(h, node);
+                }
+            }
+        }
+    }
+
+    /// Allocates `h` on `node`; with `evict`, makes room by evicting. False: not now.
+    fn allocate(&mut self, h: u32, node: u32, evict: bool) -> bool {
+        if self.replica(h, node).allocated {
+            return true;
+        }
+        let size = self.graph.handles[h as usize].size;
+        let cap = self.machine.nodes[node as usize].capacity;
+        if self.mem_limit && self.used[node as usize] + size > cap {
+            if !evict {
+                return false;
+            }
+            self.evict(node, self.used[node as usize] + size - cap);
+            if self.used[node as usize] + size > cap {
+                return false;
+            }
+        }
+        if node != 0 {
+            self.used[node as usize] += size;
+            let cached = self.cache[node as usize].iter().position(|&s| s == size);
+            match cached {
+                Some(i) => {
+                    self.cache[node as usize].swap_remove(i);
+                }
+                None if self.overheads => {
+                    // cudaMalloc: the replica is usable after 175 us; modelled by delaying
+                    // the next transfer to it (see `request`).
+                    self.replica_mut(h, node).last_use = u64::MAX;
+                }
+                None => {}
+            }
+        }
+        let tick = self.tick;
+        let r = self.replica_mut(h, node);
+        r.allocated = true;
+        if r.last_use != u64::MAX {
+            r.last_use = tick;
+        }
+        true
+    }
+
+    /// Frees at least `need` bytes on `node` by evicting idle replicas, least recently used
+    /// first (shared ones dropped, owners written back to RAM).
+    fn evict(&mut self, node: u32, need: f64) {
+        let nn = self.machine.nodes.len();
+        let mut cands: Vec<(u64, u32)> = (0..self.graph.handles.len() as u32)
+            .filter(|&h| {
+                let r = &self.replicas[h as usize * nn + node as usize];
+                r.allocated && r.refcnt == 0 && r.incoming.is_none() && !r.evicting
+            })
+            .map(|h| (self.replicas[h as usize * nn + node as usize].last_use, h))
+            .collect();
+        cands.sort_unstable();
+        let mut freed = 0.0;
+        for (_, h) in cands {
+            if freed >= need {
+                break;
+            }
+            let size = self.graph.handles[h as usize].size;
+            let r = *self.replica(h, node);
+            let elsewhere =
+                (0..nn as u32).any(|n| n != node && self.replica(h, n).state != INVALID);
+            if r.state == OWNER && !elsewhere {
+                // The only valid copy: write it back to RAM, free when done.
+                self.replica_mut(h, node).evicting = true;
+                self.report.writebacks += 1;
+                self.start_xfer(h, node, 0, true);
+            } else {
+                self.free(h, node);
+                freed += size;
+            }
+            self.report.evictions += 1;
+        }
+    }
+
+    fn free(&mut self, h: u32, node: u32) {
+        let size = self.graph.handles[h as usize].size;
+        let r = self.replica_mut(h, node);
+        r.allocated = false;
+        r.state = INVALID;
+        r.evicting = false;
+        self.used[node as usize] -= size;
+        self.cache[node as usize].push(size);
+        let waiting = std::mem::take(&mut self.mem_wait[node as usize]);
+        for t in waiting {
+            let w = self.worker_of[t as usize];
+            self.dirty.push(w);
+        }
+    }
+
+    /// Brings a valid copy of `h` to `node` (already allocated) unless it is there or coming.
+    fn request(&mut self, h: u32, node: u32) {
+        let r = *self.replica(h, node);
+        if r.state != INVALID || r.incoming.is_some() {
+            return;
+        }
+        let Some(src) = self.source_of(h) else {
+            return; // never written: nothing to move
+        };
+        let x = self.start_xfer(h, src, node, false);
+        self.replica_mut(h, node).incoming = Some(x);
+    }
+
+    fn start_xfer(&mut self, h: u32, src: u32, dst: u32, writeback: bool) -> u32 {
+        let x = self.xfers.len() as u32;
+        self.xfers.push(Xfer {
+            handle: h,
+            src,
+            dst,
+            writeback,
+        });
+        let size = self.graph.handles[h as usize].size;
+        self.report.transfers += 1;
+        match (src, dst) {
+            (0, _) => self.report.bytes_h2d += size,
+            (_, 0) => self.report.bytes_d2h += size,
+            _ => self.report.bytes_d2d += size,
+        }
+        let mut delay = if self.overheads { 10e-6 } else { 0.0 };
+        if !writeback && self.replica(h, dst).last_use == u64::MAX {
+            delay += 175e-6; // cudaMalloc before the copy
+            let tick = self.tick;
+            self.replica_mut(h, dst).last_use = tick;
+        }
+        let at = self
+            .now
+            .saturating_add(SimTime::from_secs_saturating(delay));
+        if self.shared_bus {
+            if delay > 0.0 {
+                self.timers.push((at, RtEvent::XferStart(x)));
+            } else {
+                self.flows.push((at, x));
+            }
+        } else {
+            let t = self.machine.transfer_time(src, dst, size);
+            self.timers.push((
+                at.saturating_add(SimTime::from_secs_saturating(t)),
+                RtEvent::XferDone(x),
+            ));
+        }
+        x
+    }
+
+    fn xfer_done(&mut self, x: u32) {
+        let Xfer {
+            handle: h,
+            src,
+            dst,
+            writeback,
+        } = self.xfers[x as usize].clone();
+        self.tick += 1;
+        if writeback {
+            // RAM holds the data again; the GPU copy goes.
+            self.replica_mut(h, 0).state = OWNER;
+            self.free(h, src);
+        } else {
+            let tick = self.tick;
+            let r = self.replica_mut(h, dst);
+            r.incoming = None;
+            r.last_use = tick;
+            if r.allocated {
+                r.state = SHARED;
+                let s = self.replica_mut(h, src);
+                if s.state == OWNER {
+                    s.state = SHARED;
+                }
+            }
+        }
+        self.dirty.extend(0..self.workers.len() as u32);
+    }
+
+    fn task_done(&mut self, t: u32) {
+        let w = self.worker_of[t as usize] as usize;
+        let node = self.machine.workers[w].node;
+        self.tick += 1;
+        let tick = self.tick;
+        let nn = self.machine.nodes.len() as u32;
+        let acc = self.graph.tasks[t as usize].accesses.clone();
+        for (h, mode) in acc {
+            if mode == Mode::Scratch {
+                continue;
+            }
+            if mode.writes() || mode == Mode::Redux {
+                for n in 0..nn {
+                    if n != node {
+                        self.replica_mut(h, n).state = INVALID;
+                    }
+                }
+                self.replica_mut(h, node).state = OWNER;
+            }
+            let r = self.replica_mut(h, node);
+            r.refcnt -= 1;
+            r.last_use = tick;
+        }
+        let wr = &mut self.workers[w];
+        wr.running = None;
+        wr.in_hand.retain(|&x| x != t);
+        wr.tasks += 1;
+        self.state[t as usize] = TaskState::Done;
+        self.done += 1;
+        let mut s = std::mem::take(&mut self.sched);
+        s.on_end(t, w, self);
+        self.sched = s;
+        let succ: Vec<u32> = self.graph.successors(t).to_vec();
+        for s in succ {
+            self.left[s as usize] -= 1;
+            if self.left[s as usize] == 0 {
+                self.release(s, Some(w as u32));
+            }
+        }
+        self.dirty.push(w as u32);
+        for n in 0..nn {
+            if !self.mem_wait[n as usize].is_empty() {
+                let waiting = std::mem::take(&mut self.mem_wait[n as usize]);
+                for t in waiting {
+                    self.dirty.push(self.worker_of[t as usize]);
+                }
+            }
+        }
+        if self.done == self.graph.tasks.len() as u64 {
+            self.report.makespan_s = self.now.as_secs_f64();
+        }
+    }
+
+    /// Lets every worker that may move do so.
+    fn progress(&mut self) {
+        while let Some(w) = self.dirty.pop() {
+            self.dirty.retain(|&x| x != w);
+            self.advance_worker(w as usize);
+        }
+    }
+
+    fn advance_worker(&mut self, w: usize) {
+        loop {
+            // Fetching task: are its inputs there now?
+            if let Some(t) = self.workers[w].fetching {
+                if !self.fetch(t, w) {
+                    break;
+                }
+                self.state[t as usize] = TaskState::Ready;
+                self.workers[w].fetching = None;
+            }
+            let slots = match self.machine.workers[w].arch {
+                Arch::Cuda(_) => self.pipeline as usize,
+                Arch::Cpu => 1,
+            };
+            if self.workers[w].in_hand.len() >= slots {
+                break;
+            }
+            let mut s = std::mem::take(&mut self.sched);
+            let popped = s.pop(w, self);
+            self.sched = s;
+            let Some(t) = popped else { break };
+            self.worker_of[t as usize] = w as u32;
+            self.state[t as usize] = TaskState::Fetching;
+            self.workers[w].in_hand.push_back(t);
+            self.workers[w].fetching = Some(t);
+            let node = self.machine.workers[w].node;
+            let acc = self.graph.tasks[t as usize].accesses.clone();
+            for (h, _) in acc {
+                self.replica_mut(h, node).refcnt += 1;
+            }
+        }
+        self.try_run(w);
+    }
+
+    /// Allocates and requests the task's data on the worker's node; true once all is there.
+    fn fetch(&mut self, t: u32, w: usize) -> bool {
+        let node = self.machine.workers[w].node;
+        let acc = self.graph.tasks[t as usize].accesses.clone();
+        let mut ready = true;
+        for (h, mode) in acc {
+            if !self.allocate(h, node, true) {
+                if !self.mem_wait[node as usize].contains(&t) {
+                    self.mem_wait[node as usize].push(t);
+                }
+                return false;
+            }
+            if mode.reads() {
+                self.request(h, node);
+                let r = self.replica(h, node);
+                if r.state == INVALID || r.incoming.is_some() {
+                    ready = false;
+                }
+            }
+        }
+        ready
+    }
+
+    /// Starts the front task of `w` when it is ready and nothing runs.
+    fn try_run(&mut self, w: usize) {
+        if self.workers[w].running.is_some() {
+            return;
+        }
+        let Some(&t) = self.workers[w].in_hand.front() else {
+            return;
+        };
+        if self.state[t as usize] != TaskState::Ready {
+            return;
+        }
+        let arch = self.machine.workers[w].arch;
+        let task = &self.graph.tasks[t as usize];
+        let (mean, sd) = self.models.time(task, arch).expect("checked at push");
+        let mut secs = mean;
+        if self.noise && sd > 0.0 {
+            // Box-Muller from two uniforms of the run's seeded stream.
+            let (u1, u2) = (self.uniform().max(1e-300), self.uniform());
+            secs =
+                (mean + sd * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()).max(0.0);
+        }
+        if self.overheads && matches!(arch, Arch::Cuda(_)) {
+            secs += 10e-6;
+        }
+        self.state[t as usize] = TaskState::Running;
+        let wr = &mut self.workers[w];
+        wr.running = Some(t);
+        wr.busy_s += secs;
+        let end = self.now.saturating_add(SimTime::from_secs_saturating(secs));
+        if let Some(row) = wr.row {
+            self.intervals
+                .push((row, self.graph.tasks[t as usize].codelet, t, self.now, end));
+        }
+        let mut s = std::mem::take(&mut self.sched);
+        s.on_start(t, w, self);
+        self.sched = s;
+        self.timers.push((end, RtEvent::TaskDone(t)));
+    }
+
+    /// Schedules the step's timers and spawns its transfer flows.
+    fn flush(&mut self, cx: &mut Ctx) {
+        for (at, ev) in self.timers.drain(..) {
+            cx.cal.schedule(at, ev);
+        }
+        for (at, x) in std::mem::take(&mut self.flows) {
+            let xf = &self.xfers[x as usize];
+            let (a, b) = (
+                self.machine.nodes[xf.src as usize].endpoint,
+                self.machine.nodes[xf.dst as usize].endpoint,
+            );
+            let route = match cx.topo.route(a, b) {
+                Ok(r) => r,
+                Err(e) => {
+                    cx.errors.0.push(format!("runtime: transfer: {e}"));
+                    continue;
+                }
+            };
+            let e = cx
+                .commands
+                .spawn((
+                    Flow {
+                        id: format!("x{x}"),
+                        src: self.machine.nodes[xf.src as usize].name.clone(),
+                        dst: self.machine.nodes[xf.dst as usize].name.clone(),
+                        size: self.graph.handles[xf.handle as usize].size,
+                        start: at,
+                    },
+                    FlowRoute(route),
+                    NotifyDone,
+                    XferFlow(x),
+                ))
+                .id();
+            cx.cal.schedule(at, FlowStart(e));
+        }
+    }
+}
+
+pub fn publish_runtime_report(world: &mut World) {
+    if world.get_resource::<RuntimeConfig>().is_none() {
+        return;
+    }
+    let rt = world.resource::<Runtime>();
+    let mut report = rt.report.clone();
+    if report.makespan_s > 0.0 {
+        report.gflops = rt.flops / report.makespan_s / 1e9;
+    }
+    report.workers = rt
+        .machine
+        .workers
+        .iter()
+        .zip(&rt.workers)
+        .map(|(i, w)| (i.name.clone(), w.busy_s, w.tasks))
+        .collect();
+    world.insert_resource(report);
+}
+
+fn stuck_tasks(world: &mut World) -> Vec<String> {
+    let Some(rt) = world.get_resource::<Runtime>() else {
+        return Vec::new();
+    };
+    if rt.state.is_empty() || rt.done == rt.state.len() as u64 {
+        return Vec::new();
+    }
+    let mut out = vec![format!(
+        "{} of {} tasks did not run ({} queued in the scheduler)",
+        rt.state.len() as u64 - rt.done,
+        rt.state.len(),
+        rt.sched.queued()
+    )];
+    for (w, wr) in rt.workers.iter().enumerate() {
+        if let Some(t) = wr.fetching {
+            let node = rt.machine.workers[w].node;
+            out.push(format!(
+                "{} fetches {} and waits{}",
+                rt.machine.workers[w].name,
+                rt.graph.tasks[t as usize].label,
+                if rt.mem_wait[node as usize].contains(&t) {
+                    format!(
+                        " for memory on {} ({:.0} of {:.0} bytes used, nothing evictable)",
+                        rt.machine.nodes[node as usize].name,
+                        rt.used[node as usize],
+                        rt.machine.nodes[node as usize].capacity
+                    )
+                } else {
+                    " for its data".to_string()
+                }
+            ));
+        }
+    }
+    out
+}

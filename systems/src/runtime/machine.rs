@@ -1,0 +1,327 @@
+//! What the runtime sees of the machine: workers (GPUs first, then CPU cores, as StarPU numbers
+//! them), memory nodes (0 = RAM, then one per GPU) with their capacities and endpoints, the
+//! bus predictions the dm* schedulers use, and codelet time models.
+
+use std::collections::BTreeMap;
+
+use hetsim_components::scenario::{PlatformSpec, StarpuMachine};
+use hetsim_components::starpu::{bus, perfmodel};
+use hetsim_components::tasks::{CodeletModel, TimeModel};
+
+use super::graph::Task;
+use crate::platform::{Endpoint, Topology};
+
+const MIB: f64 = 1048576.0;
+
+/// A kind of worker, with its device number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Arch {
+    Cuda(u32),
+    Cpu,
+}
+
+#[derive(Debug, Clone)]
+pub struct Worker {
+    pub arch: Arch,
+    pub node: u32,
+    pub name: String,
+    /// StarPU's relative speed-up (random's weights): CUDA 13.33, CPU 0.5.
+    pub speedup: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct MemNode {
+    pub name: String,
+    pub endpoint: Endpoint,
+    /// Bytes usable (infinite for RAM).
+    pub capacity: f64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Machine {
+    pub workers: Vec<Worker>,
+    pub nodes: Vec<MemNode>,
+    /// Predicted bandwidth (bytes/s) and latency (s) between memory nodes.
+    pub bw: Vec<Vec<f64>>,
+    pub lat: Vec<Vec<f64>>,
+}
+
+impl Machine {
+    /// StarPU's transfer prediction: latency + size / bandwidth (0 on the same node).
+    pub fn transfer_time(&self, from: u32, to: u32, bytes: f64) -> f64 {
+        if from == to || bytes <= 0.0 {
+            return 0.0;
+        }
+        let bw = self.bw[from as usize][to as usize];
+        let lat = self.lat[from as usize][to as usize];
+        if bw.is_finite() && bw > 0.0 {
+            lat + bytes / bw
+        } else {
+            0.0
+        }
+    }
+
+    pub fn from_platform(spec: &PlatformSpec, topo: &mut Topology) -> Result<Machine, String> {
+        match spec {
+            PlatformSpec::StarpuMachine(m) => starpu(m, topo),
+            PlatformSpec::Cluster(c) => {
+                let gpus = c.node.gpus;
+                let cpus = c.node.cpu_cores.saturating_sub(gpus);
+                let cap = (c.node.gpu.memory.0 / MIB * 0.9).floor() * MIB;
+                let mut nodes = vec![MemNode {
+                    name: "RAM".into(),
+                    endpoint: Endpoint::Host { node: 0 },
+                    capacity: f64::INFINITY,
+                }];
+                nodes.extend((0..gpus).map(|g| MemNode {
+                    name: format!("CUDA{g}"),
+                    endpoint: Endpoint::Gpu { node: 0, gpu: g },
+                    capacity: cap,
+                }));
+                let (bw, lat) = route_matrices(&nodes, topo)?;
+                Ok(Machine {
+                    workers: workers(gpus, cpus),
+                    nodes,
+                    bw,
+                    lat,
+                })
+            }
+            _ => Err("the task runtime needs a StarpuMachine or Cluster platform".into()),
+        }
+    }
+}
+
+fn workers(gpus: u32, cpus: u32) -> Vec<Worker> {
+    let mut w: Vec<Worker> = (0..gpus)
+        .map(|g| Worker {
+            arch: Arch::Cuda(g),
+            node: g + 1,
+            name: format!("CUDA{g}"),
+            speedup: 13.33,
+        })
+        .collect();
+    w.extend((0..cpus).map(|c| Worker {
+        arch: Arch::Cpu,
+        node: 0,
+        name: format!("CPU{c}"),
+        speedup: 0.5,
+    }));
+    w
+}
+
+/// Bandwidth and latency of each pair of memory nodes' routes (a platform without bus files).
+fn route_matrices(
+    nodes: &[MemNode],
+    topo: &mut Topology,
+) -> Result<(Vec<Vec<f64>>, Vec<Vec<f64>>), String> {
+    let n = nodes.len();
+    let mut bw = vec![vec![f64::INFINITY; n]; n];
+    let mut lat = vec![vec![0.0; n]; n];
+    for i in 0..n {
+        for j in 0..n {
+            if i != j {
+                let r = topo.route(nodes[i].endpoint, nodes[j].endpoint)?;
+                bw[i][j] = r
+                    .hops
+                    .iter()
+                    .map(|h| topo.links[h.link as usize].bandwidth)
+                    .fold(f64::INFINITY, f64::min);
+                lat[i][j] = r.latency.as_secs_f64();
+            }
+        }
+    }
+    Ok((bw, lat))
+}
+
+fn starpu(m: &StarpuMachine, topo: &mut Topology) -> Result<Machine, String> {
+    use hetsim_components::starpu::platform;
+    let host = &m.hostname;
+    let file = |name: &str| {
+        m.files
+            .get(name)
+            .ok_or_else(|| format!("platform.StarpuMachine: {name} was not read"))
+    };
+    let (label, text) = file(&format!("bus/{host}.platform.xml"))?;
+    let p = platform::parse(text).map_err(|e| format!("{label}: {e}"))?;
+    let gpus: Vec<&platform::Host> = p
+        .hosts
+        .iter()
+        .filter(|h| h.id.starts_with("CUDA"))
+        .collect();
+    let cpus = p.hosts.iter().filter(|h| h.id.starts_with("CPU")).count() as u32;
+    let ncuda = m.ncuda.unwrap_or(gpus.len() as u32);
+    if ncuda as usize > gpus.len() {
+        return Err(format!(
+            "platform.ncuda: {host} has {} CUDA devices, not {ncuda}",
+            gpus.len()
+        ));
+    }
+    let ncpu = m.ncpu.unwrap_or(cpus.saturating_sub(ncuda));
+    if ncpu + ncuda > cpus {
+        return Err(format!(
+            "platform.ncpu: {host} has {cpus} CPU cores; {ncuda} drive the GPUs, so at most {} CPU workers",
+            cpus.saturating_sub(ncuda)
+        ));
+    }
+    let mut nodes = vec![MemNode {
+        name: "RAM".into(),
+        endpoint: topo.endpoint("RAM")?,
+        capacity: f64::INFINITY,
+    }];
+    for g in gpus.iter().take(ncuda as usize) {
+        let memsize: f64 = g
+            .props
+            .get("memsize")
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| format!("{label}: host {} has no memsize", g.id))?;
+        let cap = match m.limit_cuda_mem_mb {
+            Some(mb) if mb > 0.0 => mb * MIB,
+            Some(_) => return Err("platform.limit_cuda_mem_mb: expected a positive size".into()),
+            None => ((memsize / MIB).floor() * 0.9).floor() * MIB,
+        };
+        nodes.push(MemNode {
+            name: g.id.clone(),
+            endpoint: topo.endpoint(&g.id)?,
+            capacity: cap,
+        });
+    }
+    // Bus matrices: RAM is raw index 0, CUDA device d is 1 + d (MB/s = bytes/us, us).
+    let matrix = |suffix: &str| -> Result<bus::Matrix, String> {
+        let (label, text) = file(&format!("bus/{host}.{suffix}"))?;
+        bus::parse_matrix(text).map_err(|e| format!("{label}: {e}"))
+    };
+    let (bwm, latm) = (matrix("bandwidth")?, matrix("latency")?);
+    let n = nodes.len();
+    let mut bw = vec![vec![f64::INFINITY; n]; n];
+    let mut lat = vec![vec![0.0; n]; n];
+    for i in 0..n {
+        for j in 0..n {
+            if i != j {
+                bw[i][j] = bwm.get(i, j).map_or(f64::NAN, |v| v * 1e6);
+                lat[i][j] = latm.get(i, j).map_or(0.0, |v| v * 1e-6);
+            }
+        }
+    }
+    Ok(Machine {
+        workers: workers(ncuda, ncpu),
+        nodes,
+        bw,
+        lat,
+    })
+}
+
+/// Where a codelet's times come from.
+#[derive(Debug, Clone)]
+enum Source {
+    Given(CodeletModel),
+    Starpu(perfmodel::PerfModel),
+}
+
+/// Codelet time models, looked up per (codelet, arch, footprint) and cached.
+#[derive(Debug, Clone, Default)]
+pub struct Models {
+    sources: Vec<Option<Source>>,
+    cache: BTreeMap<(u16, Arch, u32), Option<(f64, f64)>>,
+}
+
+impl Models {
+    /// Models for `codelets`: the scenario's `runtime.models` first, then the StarPU machine's
+    /// files.
+    pub fn new(
+        codelets: &[String],
+        given: &BTreeMap<String, CodeletModel>,
+        platform: &PlatformSpec,
+    ) -> Result<Models, String> {
+        let mut sources = Vec::new();
+        for c in codelets {
+            let s = if let Some(m) = given.get(c) {
+                Some(Source::Given(m.clone()))
+            } else if let PlatformSpec::StarpuMachine(m) = platform {
+                match m.files.get(&format!("codelets/45/{c}.{}", m.hostname)) {
+                    Some((label, text)) => Some(Source::Starpu(
+                        perfmodel::parse(text).map_err(|e| format!("{label}: {e}"))?,
+                    )),
+                    None => None,
+                }
+            } else {
+                None
+            };
+            sources.push(s);
+        }
+        Ok(Models {
+            sources,
+            cache: BTreeMap::new(),
+        })
+    }
+
+    /// Mean and standard deviation of `task` on `arch`, seconds; `None` if it cannot run there.
+    pub fn time(&mut self, task: &Task, arch: Arch) -> Option<(f64, f64)> {
+        let key = (task.codelet, arch, task.footprint);
+        if let Some(v) = self.cache.get(&key) {
+            return *v;
+        }
+        let v = self.sources[task.codelet as usize]
+            .as_ref()
+            .and_then(|s| lookup(s, task, arch));
+        self.cache.insert(key, v);
+        v
+    }
+
+    pub fn has_model(&self, codelet: u16) -> bool {
+        self.sources[codelet as usize].is_some()
+    }
+}
+
+fn lookup(s: &Source, task: &Task, arch: Arch) -> Option<(f64, f64)> {
+    let us = 1e-6;
+    match s {
+        Source::Given(m) => {
+            let model = match arch {
+                Arch::Cpu => m.cpu.as_ref(),
+                Arch::Cuda(_) => m.cuda.as_ref(),
+            }?;
+            Some(match model {
+                TimeModel::Constant(d) => (d.0.as_secs_f64(), 0.0),
+                TimeModel::Normal { mean, stddev } => {
+                    (mean.0.as_secs_f64(), stddev.0.as_secs_f64())
+                }
+                TimeModel::Histogram(points) => {
+                    let (_, d) = points.iter().min_by(|a, b| {
+                        (a.0.0 - task.size)
+                            .abs()
+                            .total_cmp(&(b.0.0 - task.size).abs())
+                    })?;
+                    (d.0.as_secs_f64(), 0.0)
+                }
+                TimeModel::Power { a, b } => (a * task.size.powf(*b) * us, 0.0),
+                TimeModel::PowerPlus { a, b, c } => ((a * task.size.powf(*b) + c) * us, 0.0),
+            })
+        }
+        Source::Starpu(p) => {
+            let (kind, dev) = match arch {
+                Arch::Cpu => (perfmodel::DeviceKind::Cpu, 0),
+                Arch::Cuda(d) => (perfmodel::DeviceKind::Cuda, d),
+            };
+            if let Some(e) = p.history(kind, dev, task.footprint)
+                && e.n > 0
+                && e.mean_us.is_finite()
+            {
+                return Some((e.mean_us * us, e.dev_us.max(0.0) * us));
+            }
+            // No measurement at this footprint: the fitted regressions, if any.
+            let comb = p.combs.iter().find(|c| {
+                c.devices.len() == 1 && c.devices[0].kind == kind && c.devices[0].id == dev
+            })?;
+            let m = comb.impls.first()?;
+            let [a, b, c] = m.nl;
+            if a.is_finite() && b.is_finite() && c.is_finite() {
+                return Some(((a * task.size.powf(b) + c) * us, 0.0));
+            }
+            let r = &m.regression;
+            if r.alpha.is_finite() && r.beta.is_finite() && r.n > 1 {
+                return Some((r.alpha * task.size.powf(r.beta) * us, 0.0));
+            }
+            None
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! StarPU's scheduling policies (src/sched_policies/), as the reference notes describe them:
+//! eager (one FIFO), prio (one priority list), random (weighted by relative speed-up), ws and
+//! lws (per-worker priority deques with stealing; lws steals from workers of its own kind
+//! first), and the dm family: dm (earliest expected finish), dmda (plus transfer penalty,
+//! alpha/beta fitness, prefetch at push), dmdar (ready-first pop), dmdas (priority-sorted
+//! queues, ready-first pop). Ties go to the first worker in StarPU's order (GPUs first).
+//! Simplified: the ready-first scan looks at the first 256 queued tasks; no energy term.
+
+use std::collections::VecDeque;
+
+use hetsim_components::tasks::Scheduler;
+
+use super::Runtime;
+
+/// Most tasks the ready-first pop examines.
+const READY_SCAN: usize = 256;
+
+/// A worker's expected-finish bookkeeping (deque_modeling_policy_data_aware.c).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DmState {
+    pub exp_start: f64,
+    pub exp_len: f64,
+    pub pipeline_len: f64,
+}
+
+#[derive(Debug, Default)]
+pub struct Sched {
+    pub kind: Option<Scheduler>,
+    central: VecDeque<u32>,
+    local: Vec<VecDeque<u32>>,
+    pub dm: Vec<DmState>,
+    last_push: usize,
+    last_victim: usize,
+}
+
+impl Sched {
+    pub fn new(kind: Scheduler, workers: usize) -> Sched {
+        Sched {
+            kind: Some(kind),
+            local: vec![VecDeque::new(); workers],
+            dm: vec![DmState::default(); workers],
+            ..Default::default()
+        }
+    }
+
+    fn kind(&self) -> Scheduler {
+        self.kind.expect("a scheduler")
+    }
+
+    fn is_dm(&self) -> bool {
+        matches!(
+            self.kind(),
+            Scheduler::Dm | Scheduler::Dmda | Scheduler::Dmdar | Scheduler::Dmdas
+        )
+    }
+
+    /// Tasks waiting in the policy's queues.
+    pub fn queued(&self) -> usize {
+        self.central.len() + self.local.iter().map(VecDeque::len).sum::<usize>()
+    }
+
+    /// A task became ready (released by worker `by`, or at submission).
+    pub fn push(&mut self, t: u32, by: Option<u32>, rt: &mut Runtime) {
+        let prio = rt.priority(t);
+        match self.kind() {
+            Scheduler::Eager => self.central.push_back(t),
+            Scheduler::Prio => insert_sorted(&mut self.central, t, prio, rt),
+            Scheduler::Random => {
+                let w = self.random_worker(t, rt);
+                insert_sorted(&mut self.local[w], t, prio, rt);
+            }
+            Scheduler::Ws | Scheduler::Lws => {
+                let n = self.local.len();
+                let w = match by {
+                    Some(b) if rt.can_run(t, b as usize) => b as usize,
+                    _ => {
+                        let mut w = self.last_push;
+                        for i in 1..=n {
+                            let c = (self.last_push + i) % n;
+                            if rt.can_run(t, c) {
+                                w = c;
+                                break;
+                            }
+                        }
+                        self.last_push = w;
+                        w
+                    }
+                };
+                insert_sorted(&mut self.local[w], t, prio, rt);
+            }
+            _ => self.dm_push(t, rt),
+        }
+    }
+
+    fn random_worker(&self, t: u32, rt: &mut Runtime) -> usize {
+        let able: Vec<usize> = (0..self.local.len())
+            .filter(|&w| rt.can_run(t, w))
+            .collect();
+        let total: f64 = able.iter().map(|&w| rt.machine.workers[w].speedup).sum();
+        let mut x = rt.uniform() * total;
+        for &w in &able {
+            x -= rt.machine.workers[w].speedup;
+            if x < 0.0 {
+                return w;
+            }
+        }
+        *able.last().expect("a worker can run the task")
+    }
+
+    /// dm*: the worker with the best fitness; commit the expected times, prefetch.
+    fn dm_push(&mut self, t: u32, rt: &mut Runtime) {
+        let da = self.kind() != Scheduler::Dm;
+        let now = rt.now_s();
+        let (alpha, beta) = (rt.alpha, rt.beta);
+        let mut cands: Vec<(usize, f64, f64, f64)> = Vec::new(); // worker, exp_end, len, penalty
+        for w in 0..self.local.len() {
+            let Some(len) = rt.predicted(t, w) else {
+                continue;
+            };
+            let s = &self.dm[w];
+            let start_w = s.exp_start.max(now);
+            let penalty = if da { rt.transfer_penalty(t, w) } else { 0.0 };
+            let mut start = start_w + s.exp_len;
+            if da {
+                start = start.max(now + penalty);
+            }
+            cands.push((w, start + len, len, penalty));
+        }
+        let best_end = cands.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
+        let mut best: Option<(usize, f64, f64, f64)> = None;
+        let mut best_fit = f64::INFINITY;
+        for &(w, end, len, penalty) in &cands {
+            let fit = if da {
+                alpha * (end - best_end) + beta * penalty
+            } else {
+                end - best_end
+            };
+            if fit < best_fit {
+                best_fit = fit;
+                best = Some((w, end, len, penalty));
+            }
+        }
+        let (w, _, len, penalty) = best.expect("a worker can run the task (checked at start)");
+        let s = &mut self.dm[w];
+        s.exp_start = s.exp_start.max(now);
+        let queue_end = s.exp_start + s.exp_len;
+        let extra = if now + penalty < queue_end {
+            0.0
+        } else {
+            now + penalty - queue_end
+        };
+        s.exp_len += extra + len;
+        rt.set_prediction(t, len, extra);
+        let prio = rt.priority(t);
+        if self.kind() == Scheduler::Dmdas {
+            insert_sorted(&mut self.local[w], t, prio, rt);
+        } else {
+            self.local[w].push_back(t);
+        }
+        if da {
+            rt.prefetch(t, w);
+        }
+    }
+
+    /// Worker `w` asks for work.
+    pub fn pop(&mut self, w: usize, rt: &mut Runtime) -> Option<u32> {
+        match self.kind() {
+            Scheduler::Eager | Scheduler::Prio => {
+                let i = self.central.iter().position(|&t| rt.can_run(t, w))?;
+                self.central.remove(i)
+            }
+            Scheduler::Random => self.local[w].pop_front(),
+            Scheduler::Ws | Scheduler::Lws => {
+                if let Some(t) = self.local[w].pop_front() {
+                    return Some(t);
+                }
+                self.steal(w, rt)
+            }
+            _ => self.dm_pop(w, rt),
+        }
+    }
+
+    /// Takes the newest task of the highest priority from a busy victim's deque.
+    fn steal(&mut self, w: usize, rt: &mut Runtime) -> Option<u32> {
+        let n = self.local.len();
+        let order: Vec<usize> = if self.kind() == Scheduler::Lws {
+            // Closest first: workers of the same kind, then the others, by distance in id.
+            let mut v: Vec<usize> = (0..n).filter(|&v| v != w).collect();
+            let same = |v: usize| {
+                rt.machine.workers[v].arch == rt.machine.workers[w].arch
+                    || matches!(
+                        (rt.machine.workers[v].arch, rt.machine.workers[w].arch),
+                        (super::machine::Arch::Cuda(_), super::machine::Arch::Cuda(_))
+                    )
+            };
+            v.sort_by_key(|&v| (!same(v), v.abs_diff(w)));
+            v
+        } else {
+            (1..n)
+                .map(|i| (self.last_victim + i) % n)
+                .filter(|&v| v != w)
+                .collect()
+        };
+        for v in order {
+            if self.local[v].is_empty() || !rt.is_busy(v) {
+                continue;
+            }
+            let q = &self.local[v];
+            let top = rt.priority(q[0]);
+            let end = q.partition_point(|&t| rt.priority(t) >= top);
+            let pick = (0..q.len())
+                .rev()
+                .filter(|&i| i < end)
+                .chain(end..q.len())
+                .find(|&i| rt.can_run(q[i], w));
+            if let Some(i) = pick {
+                self.last_victim = v;
+                return self.local[v].remove(i);
+            }
+        }
+        None
+    }
+
+    fn dm_pop(&mut self, w: usize, rt: &mut Runtime) -> Option<u32> {
+        let now = rt.now_s();
+        let s = &mut self.dm[w];
+        s.exp_start = s.exp_start.max(now);
+        let q = &self.local[w];
+        if q.is_empty() {
+            return None;
+        }
+        let i = if matches!(self.kind(), Scheduler::Dmdar | Scheduler::Dmdas) {
+            let top = rt.priority(q[0]);
+            let mut best = (f64::INFINITY, f64::INFINITY, 0);
+            for (i, &t) in q.iter().enumerate().take(READY_SCAN) {
+                if rt.priority(t) < top {
+                    break;
+                }
+                let (non_ready, non_alloc) = rt.missing_bytes(t, w);
+                if (non_ready, non_alloc) < (best.0, best.1) {
+                    best = (non_ready, non_alloc, i);
+                }
+                if non_ready == 0.0 && non_alloc == 0.0 {
+                    break;
+                }
+            }
+            best.2
+        } else {
+            0
+        };
+        let t = self.local[w].remove(i)?;
+        let (_, transfer) = rt.prediction(t);
+        let s = &mut self.dm[w];
+        s.exp_len = (s.exp_len - transfer).max(0.0);
+        s.pipeline_len += transfer;
+        s.exp_start = now + s.pipeline_len;
+        Some(t)
+    }
+
+    /// The task's inputs are there and it starts on `w`.
+    pub fn on_start(&mut self, t: u32, w: usize, rt: &Runtime) {
+        if !self.is_dm() {
+            return;
+        }
+        let now = rt.now_s();
+        let (len, transfer) = rt.prediction(t);
+        let s = &mut self.dm[w];
+        s.pipeline_len = (s.pipeline_len - transfer).max(0.0);
+        s.exp_len = (s.exp_len - len).max(0.0);
+        s.pipeline_len += len;
+        s.exp_start = s.exp_start.max(now + s.pipeline_len);
+    }
+
+    /// The task ended on `w`.
+    pub fn on_end(&mut self, t: u32, w: usize, rt: &Runtime) {
+        if !self.is_dm() {
+            return;
+        }
+        let now = rt.now_s();
+        let (len, _) = rt.prediction(t);
+        let s = &mut self.dm[w];
+        s.pipeline_len = (s.pipeline_len - len).max(0.0);
+        s.exp_start = s.exp_start.max(now + s.pipeline_len);
+    }
+}
+
+/// Inserts after every task of priority >= `prio` (highest first, FIFO within a priority).
+fn insert_sorted(q: &mut VecDeque<u32>, t: u32, prio: i64, rt: &Runtime) {
+    let at = q.partition_point(|&x| rt.priority(x) >= prio);
+    q.insert(at, t);
+}
