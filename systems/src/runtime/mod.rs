@@ -625,15 +625,20 @@ impl Runtime {
             }
             let size = self.graph.handles[h as usize].size;
             let r = *self.replica(h, node);
-            let elsewhere =
-                (0..nn as u32).any(|n| n != node && self.replica(h, n).state != INVALID);
-            if r.state == OWNER && !elsewhere {
+            let others: Vec<u32> = (0..nn as u32)
+                .filter(|&n| n != node && self.replica(h, n).state != INVALID)
+                .collect();
+            if r.state != INVALID && others.is_empty() {
                 // The only valid copy: write it back to RAM, free when done.
                 self.replica_mut(h, node).evicting = true;
                 self.report.writebacks += 1;
                 self.start_xfer(h, node, 0, true);
             } else {
                 self.free(h, node);
+                // The last valid copy elsewhere owns the data now.
+                if let [last] = others[..] {
+                    self.replica_mut(h, last).state = OWNER;
+                }
                 freed += size;
             }
             self.report.evictions += 1;
