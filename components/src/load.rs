@@ -143,10 +143,12 @@ fn resolve_starpu_machine(
         if let Ok((file, mut text)) = read(&at(&name)) {
             // A git symbolic link checked out as a file holds its target's name.
             let t = text.trim();
-            if !t.is_empty() && t.len() < 256 && !t.contains(char::is_whitespace) {
-                if let Ok((_, target)) = read(&at(&format!("codelets/45/{t}"))) {
-                    text = target;
-                }
+            if !t.is_empty()
+                && t.len() < 256
+                && !t.contains(char::is_whitespace)
+                && let Ok((_, target)) = read(&at(&format!("codelets/45/{t}")))
+            {
+                text = target;
             }
             m.files.insert(name, (file, text));
         }

@@ -13,6 +13,9 @@ use crate::platform::{Endpoint, Topology};
 
 const MIB: f64 = 1048576.0;
 
+/// Values between memory nodes, `[from][to]`.
+type Matrix = Vec<Vec<f64>>;
+
 /// A kind of worker, with its device number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Arch {
@@ -110,10 +113,7 @@ fn workers(gpus: u32, cpus: u32) -> Vec<Worker> {
 }
 
 /// Bandwidth and latency of each pair of memory nodes' routes (a platform without bus files).
-fn route_matrices(
-    nodes: &[MemNode],
-    topo: &mut Topology,
-) -> Result<(Vec<Vec<f64>>, Vec<Vec<f64>>), String> {
+fn route_matrices(nodes: &[MemNode], topo: &mut Topology) -> Result<(Matrix, Matrix), String> {
     let n = nodes.len();
     let mut bw = vec![vec![f64::INFINITY; n]; n];
     let mut lat = vec![vec![0.0; n]; n];

@@ -114,6 +114,10 @@ pub struct RuntimeReport {
     pub transfers: u64,
     pub evictions: u64,
     pub writebacks: u64,
+    /// Per task: start, end (s) and worker index.
+    pub task_times: Vec<(f64, f64, u32)>,
+    /// Per memory node: name, capacity and the most bytes ever allocated there.
+    pub memory: Vec<(String, f64, f64)>,
 }
 
 /// The runtime's whole state.
@@ -130,6 +134,7 @@ pub struct Runtime {
     pred: Vec<(f64, f64)>,
     replicas: Vec<Replica>,
     used: Vec<f64>,
+    peak: Vec<f64>,
     /// Freed GPU buffers by node, reusable without cudaMalloc (sizes).
     cache: Vec<Vec<f64>>,
     xfers: Vec<Xfer>,
@@ -353,6 +358,7 @@ fn setup(world: &mut World, cfg: &RuntimeConfig) -> Result<(), String> {
         pred: vec![(0.0, 0.0); nt],
         replicas,
         used: vec![0.0; nn],
+        peak: vec![0.0; nn],
         cache: vec![Vec::new(); nn],
         mem_wait: vec![Vec::new(); nn],
         workers,
@@ -370,6 +376,7 @@ fn setup(world: &mut World, cfg: &RuntimeConfig) -> Result<(), String> {
         report: RuntimeReport {
             scheduler: format!("{:?}", cfg.runtime.scheduler).to_lowercase(),
             tasks: nt as u64,
+            task_times: vec![(f64::NAN, f64::NAN, u32::MAX); nt],
             ..Default::default()
         },
         graph,
@@ -584,6 +591,13 @@ impl Runtime {
         }
         if node != 0 {
             self.used[node as usize] += size;
+            let u = self.used[node as usize];
+            let peak = &mut self.peak[node as usize];
+            *peak = peak.max(u);
+            debug_assert!(
+                !self.mem_limit || u <= cap * (1.0 + 1e-12),
+                "memory over capacity"
+            );
             let cached = self.cache[node as usize].iter().position(|&s| s == size);
             match cached {
                 Some(i) => {
@@ -722,9 +736,16 @@ impl Runtime {
         } = self.xfers[x as usize].clone();
         self.tick += 1;
         if writeback {
-            // RAM holds the data again; the GPU copy goes.
-            self.replica_mut(h, 0).state = OWNER;
-            self.free(h, src);
+            if self.replica(h, src).refcnt > 0 {
+                // A task took the replica meanwhile: keep it, both copies now valid.
+                self.replica_mut(h, src).evicting = false;
+                self.replica_mut(h, src).state = SHARED;
+                self.replica_mut(h, 0).state = SHARED;
+            } else {
+                // RAM holds the data again; the GPU copy goes.
+                self.replica_mut(h, 0).state = OWNER;
+                self.free(h, src);
+            }
         } else {
             let tick = self.tick;
             let r = self.replica_mut(h, dst);
@@ -769,6 +790,7 @@ impl Runtime {
         wr.in_hand.retain(|&x| x != t);
         wr.tasks += 1;
         self.state[t as usize] = TaskState::Done;
+        self.report.task_times[t as usize].1 = self.now.as_secs_f64();
         self.done += 1;
         let mut s = std::mem::take(&mut self.sched);
         s.on_end(t, w, self);
@@ -883,6 +905,16 @@ impl Runtime {
         if self.overheads && matches!(arch, Arch::Cuda(_)) {
             secs += 10e-6;
         }
+        // Coherence: every buffer the task reads is valid where it runs.
+        debug_assert!(
+            self.graph.tasks[t as usize]
+                .accesses
+                .iter()
+                .all(|&(h, m)| !m.reads()
+                    || self.replica(h, self.machine.workers[w].node).state != INVALID),
+            "a reader would read a stale copy"
+        );
+        self.report.task_times[t as usize] = (self.now.as_secs_f64(), f64::NAN, w as u32);
         self.state[t as usize] = TaskState::Running;
         let wr = &mut self.workers[w];
         wr.running = Some(t);
@@ -951,6 +983,13 @@ pub fn publish_runtime_report(world: &mut World) {
         .iter()
         .zip(&rt.workers)
         .map(|(i, w)| (i.name.clone(), w.busy_s, w.tasks))
+        .collect();
+    report.memory = rt
+        .machine
+        .nodes
+        .iter()
+        .zip(&rt.peak)
+        .map(|(n, &p)| (n.name.clone(), n.capacity, p))
         .collect();
     world.insert_resource(report);
 }
