@@ -2,7 +2,8 @@
 //! SimGrid's CM02 model (TCP-gamma off, latency and bandwidth factors 1).
 //!
 //! A flow is an entity with [`Flow`] and [`FlowRoute`]; whoever creates one schedules
-//! [`FlowStart`] at its start time. The flow then pays its route's latency without using
+//! [`FlowStart`] at its start time (or [`FlowReady`] once the route's latency is paid, which
+//! saves a calendar step when the creator can compute it). The flow then pays its route's latency without using
 //! bandwidth, joins the max-min solver ([`maxmin`]), and moves its bytes at its fair rate,
 //! re-shared at every start and completion. Only flows whose rate changed get their
 //! completion event re-timed. At the end the network marks the entity with [`FlowDone`].

@@ -37,7 +37,7 @@ use hetsim_engine::{
     StartupSet, Switches,
 };
 
-use crate::network::{FlowFinished, FlowRoute, FlowStart, NotifyDone};
+use crate::network::{FlowFinished, FlowReady, FlowRoute, NotifyDone};
 use crate::platform::{PlatformConfig, Topology};
 use graph::{Graph, Priorities};
 use machine::{Arch, Machine, Models};
@@ -65,6 +65,8 @@ struct Replica {
     incoming: Option<u32>,
     /// Being written back before it is freed.
     evicting: bool,
+    /// A new buffer: the first copy into it pays cudaMalloc.
+    malloc_pending: bool,
     last_use: u64,
 }
 
@@ -135,6 +137,8 @@ pub struct Runtime {
     replicas: Vec<Replica>,
     used: Vec<f64>,
     peak: Vec<f64>,
+    /// Allocated GPU replicas per node by last use: the eviction order.
+    lru: Vec<std::collections::BTreeSet<(u64, u32)>>,
     /// Freed GPU buffers by node, reusable without cudaMalloc (sizes).
     cache: Vec<Vec<f64>>,
     xfers: Vec<Xfer>,
@@ -163,11 +167,10 @@ pub struct Runtime {
     intervals: Vec<(ResId, u16, u32, SimTime, SimTime)>,
 }
 
-/// A task's time is up, or a transfer is due to start or end.
+/// A task's time is up, or a transfer (off the shared bus) is over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum RtEvent {
     TaskDone(u32),
-    XferStart(u32),
     XferDone(u32),
     Start,
 }
@@ -177,7 +180,6 @@ impl SimEvent for RtEvent {
     fn pack(&self) -> (Entity, u64) {
         let (k, v) = match *self {
             RtEvent::TaskDone(t) => (0u64, t),
-            RtEvent::XferStart(x) => (1, x),
             RtEvent::XferDone(x) => (2, x),
             RtEvent::Start => (3, 0),
         };
@@ -187,7 +189,6 @@ impl SimEvent for RtEvent {
         let v = arg as u32;
         match arg >> 32 {
             0 => RtEvent::TaskDone(v),
-            1 => RtEvent::XferStart(v),
             2 => RtEvent::XferDone(v),
             _ => RtEvent::Start,
         }
@@ -359,6 +360,7 @@ fn setup(world: &mut World, cfg: &RuntimeConfig) -> Result<(), String> {
         replicas,
         used: vec![0.0; nn],
         peak: vec![0.0; nn],
+        lru: vec![Default::default(); nn],
         cache: vec![Vec::new(); nn],
         mem_wait: vec![Vec::new(); nn],
         workers,
@@ -428,7 +430,6 @@ fn run_runtime(mut inbox: ResMut<Inbox<RtEvent>>, mut rt: ResMut<Runtime>, mut c
                 }
             }
             RtEvent::TaskDone(t) => rt.task_done(t),
-            RtEvent::XferStart(x) => rt.flows.push((cx.clock.now, x)),
             RtEvent::XferDone(x) => rt.xfer_done(x),
         }
     }
@@ -604,9 +605,8 @@ impl Runtime {
                     self.cache[node as usize].swap_remove(i);
                 }
                 None if self.overheads => {
-                    // cudaMalloc: the replica is usable after 175 us; modelled by delaying
-                    // the next transfer to it (see `request`).
-                    self.replica_mut(h, node).last_use = u64::MAX;
+                    // cudaMalloc: paid before the first copy into the buffer (`start_xfer`).
+                    self.replica_mut(h, node).malloc_pending = true;
                 }
                 None => {}
             }
@@ -614,30 +614,43 @@ impl Runtime {
         let tick = self.tick;
         let r = self.replica_mut(h, node);
         r.allocated = true;
-        if r.last_use != u64::MAX {
-            r.last_use = tick;
+        r.last_use = tick;
+        if node != 0 {
+            self.lru[node as usize].insert((tick, h));
         }
         true
+    }
+
+    /// Marks a use of `h` on `node` (moves it to the back of the eviction order).
+    fn touch(&mut self, h: u32, node: u32) {
+        let tick = self.tick;
+        let r = self.replica_mut(h, node);
+        let old = r.last_use;
+        r.last_use = tick;
+        if node != 0 && r.allocated {
+            self.lru[node as usize].remove(&(old, h));
+            self.lru[node as usize].insert((tick, h));
+        }
     }
 
     /// Frees at least `need` bytes on `node` by evicting idle replicas, least recently used
     /// first (shared ones dropped, owners written back to RAM).
     fn evict(&mut self, node: u32, need: f64) {
         let nn = self.machine.nodes.len();
-        let mut cands: Vec<(u64, u32)> = (0..self.graph.handles.len() as u32)
-            .filter(|&h| {
-                let r = &self.replicas[h as usize * nn + node as usize];
-                r.allocated && r.refcnt == 0 && r.incoming.is_none() && !r.evicting
-            })
-            .map(|h| (self.replicas[h as usize * nn + node as usize].last_use, h))
-            .collect();
-        cands.sort_unstable();
-        let mut freed = 0.0;
-        for (_, h) in cands {
-            if freed >= need {
+        // Victims in LRU order until `need` bytes would be freed (write-backs free later).
+        let mut victims = Vec::new();
+        let mut counted = 0.0;
+        for &(_, h) in &self.lru[node as usize] {
+            if counted >= need {
                 break;
             }
-            let size = self.graph.handles[h as usize].size;
+            let r = &self.replicas[h as usize * nn + node as usize];
+            if r.refcnt == 0 && r.incoming.is_none() && !r.evicting {
+                victims.push(h);
+                counted += self.graph.handles[h as usize].size;
+            }
+        }
+        for h in victims {
             let r = *self.replica(h, node);
             let others: Vec<u32> = (0..nn as u32)
                 .filter(|&n| n != node && self.replica(h, n).state != INVALID)
@@ -653,7 +666,6 @@ impl Runtime {
                 if let [last] = others[..] {
                     self.replica_mut(h, last).state = OWNER;
                 }
-                freed += size;
             }
             self.report.evictions += 1;
         }
@@ -662,9 +674,12 @@ impl Runtime {
     fn free(&mut self, h: u32, node: u32) {
         let size = self.graph.handles[h as usize].size;
         let r = self.replica_mut(h, node);
+        let last = r.last_use;
         r.allocated = false;
         r.state = INVALID;
         r.evicting = false;
+        r.malloc_pending = false;
+        self.lru[node as usize].remove(&(last, h));
         self.used[node as usize] -= size;
         self.cache[node as usize].push(size);
         let waiting = std::mem::take(&mut self.mem_wait[node as usize]);
@@ -703,20 +718,16 @@ impl Runtime {
             _ => self.report.bytes_d2d += size,
         }
         let mut delay = if self.overheads { 10e-6 } else { 0.0 };
-        if !writeback && self.replica(h, dst).last_use == u64::MAX {
+        if !writeback && self.replica(h, dst).malloc_pending {
             delay += 175e-6; // cudaMalloc before the copy
-            let tick = self.tick;
-            self.replica_mut(h, dst).last_use = tick;
+            self.replica_mut(h, dst).malloc_pending = false;
         }
         let at = self
             .now
             .saturating_add(SimTime::from_secs_saturating(delay));
         if self.shared_bus {
-            if delay > 0.0 {
-                self.timers.push((at, RtEvent::XferStart(x)));
-            } else {
-                self.flows.push((at, x));
-            }
+            // The flow is spawned now and starts after the queueing delay.
+            self.flows.push((at, x));
         } else {
             let t = self.machine.transfer_time(src, dst, size);
             self.timers.push((
@@ -747,10 +758,9 @@ impl Runtime {
                 self.free(h, src);
             }
         } else {
-            let tick = self.tick;
+            self.touch(h, dst);
             let r = self.replica_mut(h, dst);
             r.incoming = None;
-            r.last_use = tick;
             if r.allocated {
                 r.state = SHARED;
                 let s = self.replica_mut(h, src);
@@ -758,15 +768,19 @@ impl Runtime {
                     s.state = SHARED;
                 }
             }
+            // Only the workers of the destination can be waiting for these data.
+            for (w, info) in self.machine.workers.iter().enumerate() {
+                if info.node == dst {
+                    self.dirty.push(w as u32);
+                }
+            }
         }
-        self.dirty.extend(0..self.workers.len() as u32);
     }
 
     fn task_done(&mut self, t: u32) {
         let w = self.worker_of[t as usize] as usize;
         let node = self.machine.workers[w].node;
         self.tick += 1;
-        let tick = self.tick;
         let nn = self.machine.nodes.len() as u32;
         let acc = self.graph.tasks[t as usize].accesses.clone();
         for (h, mode) in acc {
@@ -781,9 +795,8 @@ impl Runtime {
                 }
                 self.replica_mut(h, node).state = OWNER;
             }
-            let r = self.replica_mut(h, node);
-            r.refcnt -= 1;
-            r.last_use = tick;
+            self.replica_mut(h, node).refcnt -= 1;
+            self.touch(h, node);
         }
         let wr = &mut self.workers[w];
         wr.running = None;
@@ -948,6 +961,7 @@ impl Runtime {
                     continue;
                 }
             };
+            let latency = route.latency;
             let e = cx
                 .commands
                 .spawn((
@@ -963,7 +977,9 @@ impl Runtime {
                     XferFlow(x),
                 ))
                 .id();
-            cx.cal.schedule(at, FlowStart(e));
+            // Straight to `FlowReady` after the queueing delay and the route's latency: one
+            // calendar step per transfer fewer than going through `FlowStart`.
+            cx.cal.schedule(at.saturating_add(latency), FlowReady(e));
         }
     }
 }

@@ -4,7 +4,7 @@
 //! first), and the dm family: dm (earliest expected finish), dmda (plus transfer penalty,
 //! alpha/beta fitness, prefetch at push), dmdar (ready-first pop), dmdas (priority-sorted
 //! queues, ready-first pop). Ties go to the first worker in StarPU's order (GPUs first).
-//! Simplified: the ready-first scan looks at the first 256 queued tasks; no energy term.
+//! Simplified: the ready-first scan looks at the first 64 queued tasks; no energy term.
 
 use std::collections::VecDeque;
 
@@ -13,7 +13,7 @@ use hetsim_components::tasks::Scheduler;
 use super::Runtime;
 
 /// Most tasks the ready-first pop examines.
-const READY_SCAN: usize = 256;
+const READY_SCAN: usize = 64;
 
 /// A worker's expected-finish bookkeeping (deque_modeling_policy_data_aware.c).
 #[derive(Debug, Clone, Copy, Default)]
