@@ -13,6 +13,10 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
+/// Most lines whose legend goes inside the plot; more get a legend column.
+const LEGEND_INSIDE_MAX: usize = 8;
+const LEGEND_WIDTH: i32 = 330;
+
 /// A chart of several lines with a legend.
 #[derive(Debug, Clone)]
 pub struct LineChart {
@@ -67,6 +71,15 @@ impl LineChart {
     {
         root.fill(&WHITE).map_err(err)?;
         let area = with_footnote(root, self.note.as_deref())?;
+        // Many lines: the legend gets its own column right of the plot instead of covering it.
+        let outside = self.series.len() > LEGEND_INSIDE_MAX;
+        let (area, legend_area) = if outside {
+            let w = area.dim_in_pixel().0 as i32;
+            let (a, b) = area.split_horizontally(w - LEGEND_WIDTH);
+            (a, Some(b))
+        } else {
+            (area, None)
+        };
         let mut chart = ChartBuilder::on(&area)
             .caption(
                 &self.title,
@@ -114,7 +127,28 @@ impl LineChart {
                     .map_err(err)?;
             }
         }
-        if self.series.len() > 1 || self.series.iter().any(|s| !s.label.is_empty()) {
+        if let Some(legend) = legend_area {
+            for (i, s) in self.series.iter().enumerate() {
+                let y = 40 + 18 * i as i32;
+                let color = series_rgb(i);
+                legend
+                    .draw(&PathElement::new(
+                        vec![(8, y), (32, y)],
+                        color.stroke_width(3),
+                    ))
+                    .map_err(err)?;
+                legend
+                    .draw(&Circle::new((20, y), 3, color.filled()))
+                    .map_err(err)?;
+                legend
+                    .draw(&Text::new(
+                        s.label.clone(),
+                        (38, y - 7),
+                        ("sans-serif", 13).into_font(),
+                    ))
+                    .map_err(err)?;
+            }
+        } else if self.series.len() > 1 || self.series.iter().any(|s| !s.label.is_empty()) {
             chart
                 .configure_series_labels()
                 .position(SeriesLabelPosition::UpperRight)

@@ -179,6 +179,17 @@ pub fn series_rgb(i: usize) -> RGBColor {
         [127, 127, 127],
         [188, 189, 34],
         [23, 190, 207],
+        // The paler halves of the same hues (matplotlib's tab20), for charts of many lines.
+        [174, 199, 232],
+        [255, 187, 120],
+        [152, 223, 138],
+        [255, 152, 150],
+        [197, 176, 213],
+        [196, 156, 148],
+        [247, 182, 210],
+        [199, 199, 199],
+        [219, 219, 141],
+        [158, 218, 229],
     ];
     let [r, g, b] = SERIES[i % SERIES.len()];
     RGBColor(r, g, b)
