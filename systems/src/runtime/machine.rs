@@ -89,7 +89,7 @@ impl Machine {
                     lat,
                 })
             }
-            _ => Err("the task runtime needs a StarpuMachine or Cluster platform".into()),
+            _ => Err("platform: the task runtime needs a StarpuMachine or Cluster platform".into()),
         }
     }
 }
@@ -120,7 +120,9 @@ fn route_matrices(nodes: &[MemNode], topo: &mut Topology) -> Result<(Matrix, Mat
     for i in 0..n {
         for j in 0..n {
             if i != j {
-                let r = topo.route(nodes[i].endpoint, nodes[j].endpoint)?;
+                let r = topo
+                    .route(nodes[i].endpoint, nodes[j].endpoint)
+                    .map_err(|e| format!("platform: {e}"))?;
                 bw[i][j] = r
                     .hops
                     .iter()
@@ -165,7 +167,7 @@ fn starpu(m: &StarpuMachine, topo: &mut Topology) -> Result<Machine, String> {
     }
     let mut nodes = vec![MemNode {
         name: "RAM".into(),
-        endpoint: topo.endpoint("RAM")?,
+        endpoint: topo.endpoint("RAM").map_err(|e| format!("{label}: {e}"))?,
         capacity: f64::INFINITY,
     }];
     for g in gpus.iter().take(ncuda as usize) {
@@ -181,7 +183,7 @@ fn starpu(m: &StarpuMachine, topo: &mut Topology) -> Result<Machine, String> {
         };
         nodes.push(MemNode {
             name: g.id.clone(),
-            endpoint: topo.endpoint(&g.id)?,
+            endpoint: topo.endpoint(&g.id).map_err(|e| format!("{label}: {e}"))?,
             capacity: cap,
         });
     }

@@ -281,7 +281,7 @@ fn setup(world: &mut World, cfg: &RuntimeConfig) -> Result<(), String> {
         let Some(mut topo) = world.get_resource_mut::<Topology>() else {
             return Ok(()); // the platform's own error is reported
         };
-        Machine::from_platform(&platform, &mut topo).map_err(|e| format!("platform: {e}"))?
+        Machine::from_platform(&platform, &mut topo)?
     };
     if machine.workers.is_empty() {
         return Err("platform: the runtime has no worker (ncpu = 0 and ncuda = 0)".into());
