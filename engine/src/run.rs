@@ -65,6 +65,8 @@ pub fn run(app: &mut App) -> Result<RunStats, RunError> {
     let limits = *world.resource::<RunLimits>();
     let mut events = 0u64;
     let mut steps = 0u64;
+    // Kinds of the events delivered this step: only their inboxes can need clearing.
+    let mut delivered: Vec<usize> = Vec::new();
     while let Some(t) = world.resource::<Calendar>().peek_time() {
         if let Some(max) = limits.max_time
             && t > max
@@ -73,10 +75,10 @@ pub fn run(app: &mut App) -> Result<RunStats, RunError> {
         }
         world.resource_mut::<Clock>().now = t;
         loop {
-            events += deliver_due(world, t);
+            events += deliver_due(world, t, &mut delivered);
             world.run_schedule(SimStep);
             steps += 1;
-            clear_inboxes(world);
+            clear_inboxes(world, &mut delivered);
             check_errors(world)?;
             if world.resource::<Calendar>().peek_time() != Some(t) {
                 break;
@@ -103,21 +105,25 @@ pub fn run(app: &mut App) -> Result<RunStats, RunError> {
 }
 
 /// Moves the events due at `t` into their inboxes; returns how many.
-fn deliver_due(world: &mut World, t: SimTime) -> u64 {
+fn deliver_due(world: &mut World, t: SimTime, delivered: &mut Vec<usize>) -> u64 {
     let mut n = 0;
     while let Some(ev) = world.resource_mut::<Calendar>().pop_at(t) {
-        let deliver = world.resource::<Routes>().0[ev.kind.0 as usize].deliver;
+        let kind = ev.kind.0 as usize;
+        let deliver = world.resource::<Routes>().0[kind].deliver;
         deliver(world, ev.entity, ev.arg);
+        if !delivered.contains(&kind) {
+            delivered.push(kind);
+        }
         n += 1;
     }
     n
 }
 
 /// Drops events no system consumed (e.g. of a switched-off model), so they do not pile up.
-fn clear_inboxes(world: &mut World) {
-    let n = world.resource::<Routes>().0.len();
-    for i in 0..n {
-        let clear = world.resource::<Routes>().0[i].clear;
+/// Only the kinds delivered this step can hold any: every inbox is emptied after each step.
+fn clear_inboxes(world: &mut World, delivered: &mut Vec<usize>) {
+    for kind in delivered.drain(..) {
+        let clear = world.resource::<Routes>().0[kind].clear;
         clear(world);
     }
 }
