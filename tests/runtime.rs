@@ -185,3 +185,56 @@ fn bad_task_input_gets_clear_errors() {
     .to_string();
     assert!(e.contains("cannot run") && e.contains("do not fit"), "{e}");
 }
+
+#[test]
+fn an_uncalibrated_worker_gets_the_task_to_calibrate() {
+    // One POTRF (n = tile = 960) on attila with dmda. Calibrated models: the fastest GPU,
+    // CUDA0 (44.3 ms against 45.6 and 48.3). With CUDA1's history entry cut to 3 samples
+    // (under STARPU_CALIBRATE_MINIMUM = 10), StarPU's greedy rule hands the task to the first
+    // uncalibrated worker: CUDA1 (notes 1.5, "forced" choice).
+    let tmp = tempfile::tempdir().unwrap();
+    let machines = common::repo().join("scenarios/machines");
+    let copy = |rel: &str| {
+        let to = tmp.path().join(rel);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(machines.join(rel), &to).unwrap();
+    };
+    for ext in ["platform.xml", "bandwidth", "latency"] {
+        copy(&format!("bus/attila.{ext}"));
+    }
+    let model =
+        std::fs::read_to_string(machines.join("codelets/45/chol_model_potrf.attila")).unwrap();
+    let run_with = |model: &str| {
+        let dir = tmp.path().join("codelets/45");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("chol_model_potrf.attila"), model).unwrap();
+        let text = r#"Scenario(name: "t",
+            platform: StarpuMachine(dir: ".", hostname: "attila", ncuda: 3, ncpu: 8),
+            workload: Cholesky(n: 960, tile: 960),
+            runtime: RuntimeSpec(scheduler: dmda))"#;
+        let mut s = parse_scenario(text, "t", tmp.path(), &[]).unwrap();
+        s.output = OutputSpec::tables_only();
+        let (app, _) = simulate(&s, &RunOptions::default()).unwrap();
+        app.world().resource::<RuntimeReport>().task_times[0].2
+    };
+    assert_eq!(run_with(&model), 0, "calibrated: CUDA0");
+    // The third 617e5fe6 entry is cuda1's (combs in file order: cpu0, cuda0, cuda1, cuda2).
+    let mut seen = 0;
+    let cut: String = model
+        .lines()
+        .map(|l| {
+            if l.starts_with("617e5fe6") {
+                seen += 1;
+                if seen == 3 {
+                    let mut f: Vec<&str> = l.split_whitespace().collect();
+                    *f.last_mut().unwrap() = "3";
+                    return f.join("\t");
+                }
+            }
+            l.to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert_eq!(seen, 4);
+    assert_eq!(run_with(&cut), 1, "uncalibrated CUDA1 takes it");
+}

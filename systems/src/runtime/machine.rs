@@ -223,7 +223,7 @@ enum Source {
 #[derive(Debug, Clone, Default)]
 pub struct Models {
     sources: Vec<Option<Source>>,
-    cache: BTreeMap<(u16, Arch, u32), Option<(f64, f64)>>,
+    cache: BTreeMap<(u16, Arch, u32), Option<(f64, f64, bool)>>,
 }
 
 impl Models {
@@ -258,6 +258,17 @@ impl Models {
 
     /// Mean and standard deviation of `task` on `arch`, seconds; `None` if it cannot run there.
     pub fn time(&mut self, task: &Task, arch: Arch) -> Option<(f64, f64)> {
+        self.entry(task, arch).map(|(m, sd, _)| (m, sd))
+    }
+
+    /// Whether the model is calibrated there: a StarPU history entry needs
+    /// STARPU_CALIBRATE_MINIMUM = 10 samples; below, the dm* policies see NaN (the time is
+    /// still used to run the task, as StarPU-SimGrid does).
+    pub fn calibrated(&mut self, task: &Task, arch: Arch) -> bool {
+        self.entry(task, arch).is_some_and(|e| e.2)
+    }
+
+    fn entry(&mut self, task: &Task, arch: Arch) -> Option<(f64, f64, bool)> {
         let key = (task.codelet, arch, task.footprint);
         if let Some(v) = self.cache.get(&key) {
             return *v;
@@ -274,7 +285,10 @@ impl Models {
     }
 }
 
-fn lookup(s: &Source, task: &Task, arch: Arch) -> Option<(f64, f64)> {
+/// Samples a history entry needs to count as calibrated.
+const CALIBRATE_MINIMUM: u64 = 10;
+
+fn lookup(s: &Source, task: &Task, arch: Arch) -> Option<(f64, f64, bool)> {
     let us = 1e-6;
     match s {
         Source::Given(m) => {
@@ -282,7 +296,7 @@ fn lookup(s: &Source, task: &Task, arch: Arch) -> Option<(f64, f64)> {
                 Arch::Cpu => m.cpu.as_ref(),
                 Arch::Cuda(_) => m.cuda.as_ref(),
             }?;
-            Some(match model {
+            let (m, sd) = match model {
                 TimeModel::Constant(d) => (d.0.as_secs_f64(), 0.0),
                 TimeModel::Normal { mean, stddev } => {
                     (mean.0.as_secs_f64(), stddev.0.as_secs_f64())
@@ -297,7 +311,8 @@ fn lookup(s: &Source, task: &Task, arch: Arch) -> Option<(f64, f64)> {
                 }
                 TimeModel::Power { a, b } => (a * task.size.powf(*b) * us, 0.0),
                 TimeModel::PowerPlus { a, b, c } => ((a * task.size.powf(*b) + c) * us, 0.0),
-            })
+            };
+            Some((m, sd, true))
         }
         Source::Starpu(p) => {
             let (kind, dev) = match arch {
@@ -308,7 +323,11 @@ fn lookup(s: &Source, task: &Task, arch: Arch) -> Option<(f64, f64)> {
                 && e.n > 0
                 && e.mean_us.is_finite()
             {
-                return Some((e.mean_us * us, e.dev_us.max(0.0) * us));
+                return Some((
+                    e.mean_us * us,
+                    e.dev_us.max(0.0) * us,
+                    e.n >= CALIBRATE_MINIMUM,
+                ));
             }
             // No measurement at this footprint: the fitted regressions, if any.
             let comb = p.combs.iter().find(|c| {
@@ -317,11 +336,11 @@ fn lookup(s: &Source, task: &Task, arch: Arch) -> Option<(f64, f64)> {
             let m = comb.impls.first()?;
             let [a, b, c] = m.nl;
             if a.is_finite() && b.is_finite() && c.is_finite() {
-                return Some(((a * task.size.powf(b) + c) * us, 0.0));
+                return Some(((a * task.size.powf(b) + c) * us, 0.0, true));
             }
             let r = &m.regression;
             if r.alpha.is_finite() && r.beta.is_finite() && r.n > 1 {
-                return Some((r.alpha * task.size.powf(r.beta) * us, 0.0));
+                return Some((r.alpha * task.size.powf(r.beta) * us, 0.0, true));
             }
             None
         }

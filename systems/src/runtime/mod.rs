@@ -147,6 +147,7 @@ pub struct Runtime {
     workers: Vec<WorkerRt>,
     /// Worker indices that may make progress.
     dirty: Vec<u32>,
+    dirty_mark: Vec<bool>,
     tick: u64,
     now: SimTime,
     pub(crate) alpha: f64,
@@ -288,7 +289,8 @@ fn setup(world: &mut World, cfg: &RuntimeConfig) -> Result<(), String> {
     }
     let mut models = Models::new(&graph.codelets, &cfg.runtime.models, &platform)?;
     for (c, name) in graph.codelets.iter().enumerate() {
-        if !models.has_model(c as u16) {
+        let used = graph.tasks.iter().any(|t| t.codelet == c as u16);
+        if used && !models.has_model(c as u16) {
             return Err(format!(
                 "codelet `{name}` has no performance model: give runtime.models.{name}, or use a StarPU machine with {name}.<hostname>"
             ));
@@ -364,6 +366,7 @@ fn setup(world: &mut World, cfg: &RuntimeConfig) -> Result<(), String> {
         cache: vec![Vec::new(); nn],
         mem_wait: vec![Vec::new(); nn],
         workers,
+        dirty_mark: vec![false; nw],
         sched: Sched::new(cfg.runtime.scheduler, nw),
         alpha: cfg.runtime.alpha,
         beta: cfg.runtime.beta,
@@ -478,6 +481,12 @@ impl Runtime {
         self.models.time(task, info.arch).map(|m| m.0)
     }
 
+    /// Whether worker `w`'s model for task `t` is calibrated (else dm* see NaN).
+    pub(crate) fn calibrated(&mut self, t: u32, w: usize) -> bool {
+        let arch = self.machine.workers[w].arch;
+        self.models.calibrated(&self.graph.tasks[t as usize], arch)
+    }
+
     pub(crate) fn is_busy(&self, w: usize) -> bool {
         self.workers[w].running.is_some()
     }
@@ -554,7 +563,7 @@ impl Runtime {
         let mut s = std::mem::take(&mut self.sched);
         s.push(t, by, self);
         self.sched = s;
-        self.dirty.extend(0..self.workers.len() as u32);
+        self.wake_all();
     }
 
     /// dm* prefetch at push: start bringing the task's inputs to `w`'s node.
@@ -685,7 +694,7 @@ impl Runtime {
         let waiting = std::mem::take(&mut self.mem_wait[node as usize]);
         for t in waiting {
             let w = self.worker_of[t as usize];
-            self.dirty.push(w);
+            self.wake(w);
         }
     }
 
@@ -769,9 +778,9 @@ impl Runtime {
                 }
             }
             // Only the workers of the destination can be waiting for these data.
-            for (w, info) in self.machine.workers.iter().enumerate() {
-                if info.node == dst {
-                    self.dirty.push(w as u32);
+            for w in 0..self.machine.workers.len() {
+                if self.machine.workers[w].node == dst {
+                    self.wake(w as u32);
                 }
             }
         }
@@ -815,12 +824,12 @@ impl Runtime {
                 self.release(s, Some(w as u32));
             }
         }
-        self.dirty.push(w as u32);
+        self.wake(w as u32);
         for n in 0..nn {
             if !self.mem_wait[n as usize].is_empty() {
                 let waiting = std::mem::take(&mut self.mem_wait[n as usize]);
                 for t in waiting {
-                    self.dirty.push(self.worker_of[t as usize]);
+                    self.wake(self.worker_of[t as usize]);
                 }
             }
         }
@@ -829,10 +838,23 @@ impl Runtime {
         }
     }
 
+    fn wake(&mut self, w: u32) {
+        if !self.dirty_mark[w as usize] {
+            self.dirty_mark[w as usize] = true;
+            self.dirty.push(w);
+        }
+    }
+
+    fn wake_all(&mut self) {
+        for w in 0..self.workers.len() as u32 {
+            self.wake(w);
+        }
+    }
+
     /// Lets every worker that may move do so.
     fn progress(&mut self) {
         while let Some(w) = self.dirty.pop() {
-            self.dirty.retain(|&x| x != w);
+            self.dirty_mark[w as usize] = false;
             self.advance_worker(w as usize);
         }
     }

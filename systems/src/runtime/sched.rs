@@ -4,6 +4,8 @@
 //! first), and the dm family: dm (earliest expected finish), dmda (plus transfer penalty,
 //! alpha/beta fitness, prefetch at push), dmdar (ready-first pop), dmdas (priority-sorted
 //! queues, ready-first pop). Ties go to the first worker in StarPU's order (GPUs first).
+//! Uncalibrated models (StarPU history entries under 10 samples) make dm* fall back to
+//! StarPU's greedy rule: the least loaded worker, the first uncalibrated one at once.
 //! Simplified: the ready-first scan looks at the first 64 queued tasks; no energy term.
 
 use std::collections::VecDeque;
@@ -21,6 +23,8 @@ pub struct DmState {
     pub exp_start: f64,
     pub exp_len: f64,
     pub pipeline_len: f64,
+    /// Tasks pushed to the worker and not finished (queued + pipeline).
+    pub ntasks: u32,
 }
 
 #[derive(Debug, Default)]
@@ -113,10 +117,27 @@ impl Sched {
         let now = rt.now_s();
         let (alpha, beta) = (rt.alpha, rt.beta);
         let mut cands: Vec<(usize, f64, f64, f64)> = Vec::new(); // worker, exp_end, len, penalty
+        // StarPU's greedy fallback when a model is uncalibrated (NaN): the least loaded
+        // worker (tasks / relative speed-up), grabbing the first uncalibrated one at once.
+        let mut greedy: Option<(usize, f64)> = None;
+        let mut seen_nan = false;
         for w in 0..self.local.len() {
             let Some(len) = rt.predicted(t, w) else {
                 continue;
             };
+            let nan = !rt.calibrated(t, w);
+            let load = self.dm[w].ntasks as f64 / rt.machine.workers[w].speedup;
+            let take = match greedy {
+                None => true,
+                Some((_, best_load)) => {
+                    (!seen_nan && (load < best_load || nan))
+                        || (seen_nan && nan && load < best_load)
+                }
+            };
+            if take {
+                greedy = Some((w, load));
+            }
+            seen_nan |= nan;
             let s = &self.dm[w];
             let start_w = s.exp_start.max(now);
             let penalty = if da { rt.transfer_penalty(t, w) } else { 0.0 };
@@ -125,6 +146,16 @@ impl Sched {
                 start = start.max(now + penalty);
             }
             cands.push((w, start + len, len, penalty));
+        }
+        if seen_nan {
+            let (w, _) = greedy.expect("a worker can run the task (checked at start)");
+            self.dm[w].ntasks += 1;
+            rt.set_prediction(t, 0.0, 0.0);
+            self.local[w].push_back(t);
+            if da {
+                rt.prefetch(t, w);
+            }
+            return;
         }
         let best_end = cands.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
         let mut best: Option<(usize, f64, f64, f64)> = None;
@@ -150,6 +181,7 @@ impl Sched {
             now + penalty - queue_end
         };
         s.exp_len += extra + len;
+        s.ntasks += 1;
         rt.set_prediction(t, len, extra);
         let prio = rt.priority(t);
         if self.kind() == Scheduler::Dmdas {
@@ -279,6 +311,7 @@ impl Sched {
         let now = rt.now_s();
         let (len, _) = rt.prediction(t);
         let s = &mut self.dm[w];
+        s.ntasks = s.ntasks.saturating_sub(1);
         s.pipeline_len = (s.pipeline_len - len).max(0.0);
         s.exp_start = s.exp_start.max(now + s.pipeline_len);
     }
