@@ -219,11 +219,14 @@ enum Source {
     Starpu(perfmodel::PerfModel),
 }
 
+/// A codelet's time somewhere: mean (s), standard deviation (s), calibrated.
+type Timing = (f64, f64, bool);
+
 /// Codelet time models, looked up per (codelet, arch, footprint) and cached.
 #[derive(Debug, Clone, Default)]
 pub struct Models {
     sources: Vec<Option<Source>>,
-    cache: BTreeMap<(u16, Arch, u32), Option<(f64, f64, bool)>>,
+    cache: BTreeMap<(u16, Arch, u32), Option<Timing>>,
 }
 
 impl Models {
@@ -268,7 +271,7 @@ impl Models {
         self.entry(task, arch).is_some_and(|e| e.2)
     }
 
-    fn entry(&mut self, task: &Task, arch: Arch) -> Option<(f64, f64, bool)> {
+    fn entry(&mut self, task: &Task, arch: Arch) -> Option<Timing> {
         let key = (task.codelet, arch, task.footprint);
         if let Some(v) = self.cache.get(&key) {
             return *v;
@@ -288,7 +291,7 @@ impl Models {
 /// Samples a history entry needs to count as calibrated.
 const CALIBRATE_MINIMUM: u64 = 10;
 
-fn lookup(s: &Source, task: &Task, arch: Arch) -> Option<(f64, f64, bool)> {
+fn lookup(s: &Source, task: &Task, arch: Arch) -> Option<Timing> {
     let us = 1e-6;
     match s {
         Source::Given(m) => {
