@@ -238,3 +238,24 @@ fn an_uncalibrated_worker_gets_the_task_to_calibrate() {
     assert_eq!(seen, 4);
     assert_eq!(run_with(&cut), 1, "uncalibrated CUDA1 takes it");
 }
+
+#[test]
+fn perfmodel_noise_is_seeded() {
+    // Task times drawn from the models' normal distributions: the same seed gives the same
+    // run, another seed another one; without the switch, the means.
+    let run_seed = |seed: u64, noise: bool| {
+        let mut set = vec![format!("seed={seed}"), "workload.n=9600".to_string()];
+        if noise {
+            set.push("switches.perfmodel_noise=true".into());
+        }
+        let mut s =
+            load_scenario(&common::repo().join("scenarios/cholesky-attila.ron"), &set).unwrap();
+        s.output = OutputSpec::tables_only();
+        let (app, _) = simulate(&s, &RunOptions::default()).unwrap();
+        app.world().resource::<RuntimeReport>().makespan_s
+    };
+    assert_eq!(run_seed(1, true), run_seed(1, true));
+    assert_ne!(run_seed(1, true), run_seed(2, true));
+    assert_ne!(run_seed(1, true), run_seed(1, false));
+    assert_eq!(run_seed(1, false), run_seed(2, false));
+}
