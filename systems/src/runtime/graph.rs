@@ -51,6 +51,10 @@ pub struct Graph {
     edges: Vec<(u32, u32)>,
     /// Per handle: the previous access group, the current one, and whether it shares.
     groups: Vec<HandleGroups>,
+    /// `starpu_data_wont_use` hints: the handle, and how many tasks must end first.
+    pub hints: Vec<(u32, u32)>,
+    /// Per task: the hints waiting for it.
+    pub hint_of: Vec<SmallVec<[u32; 1]>>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -120,6 +124,7 @@ impl Graph {
             .iter()
             .map(|&(h, _)| self.handles[h as usize].size)
             .sum();
+        self.hint_of.push(SmallVec::new());
         self.tasks.push(Task {
             codelet,
             accesses: accesses.iter().copied().collect(),
@@ -130,6 +135,20 @@ impl Graph {
             label,
         });
         t
+    }
+
+    /// StarPU's `starpu_data_wont_use(h)`: once the tasks accessing `h` so far have ended,
+    /// its copies are the first to evict.
+    pub fn wont_use(&mut self, h: u32) {
+        let group = self.groups[h as usize].cur.clone();
+        if group.is_empty() {
+            return;
+        }
+        let id = self.hints.len() as u32;
+        self.hints.push((h, group.len() as u32));
+        for t in group {
+            self.hint_of[t as usize].push(id);
+        }
     }
 
     /// An explicit dependency: `succ` runs after `pred`.
@@ -227,7 +246,8 @@ pub enum Priorities {
 
 /// Tiled Cholesky (right-looking, StarPU's cholesky_implicit) of an n x n matrix of
 /// `tile` x `tile` tiles of `elem` bytes: POTRF, TRSM, SYRK, GEMM with the example's
-/// bottom-level priorities (2nt-2k, 2nt-2k-m, 2nt-2k-n, 2nt-2k-m-n) and flops.
+/// bottom-level priorities (2nt-2k, 2nt-2k-m, 2nt-2k-n, 2nt-2k-m-n), flops and wont_use
+/// hints.
 pub fn cholesky(n: u32, tile: u32, elem: u32, prio: Priorities) -> Result<Graph, String> {
     let nt = tiles(n, tile)?;
     let mut g = Graph::default();
@@ -261,6 +281,9 @@ pub fn cholesky(n: u32, tile: u32, elem: u32, prio: Priorities) -> Result<Graph,
                 format!("trsm({k},{m})"),
             );
         }
+        // As StarPU's cholesky_implicit: the diagonal tile is done with after its TRSMs, a
+        // panel tile after its SYRK and GEMMs.
+        g.wont_use(kk);
         for nn in k + 1..nt {
             g.add_task(
                 syrk,
@@ -282,6 +305,7 @@ pub fn cholesky(n: u32, tile: u32, elem: u32, prio: Priorities) -> Result<Graph,
                     format!("gemm({k},{m},{nn})"),
                 );
             }
+            g.wont_use(a(nn, k));
         }
     }
     g.finish()?;

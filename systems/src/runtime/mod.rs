@@ -142,6 +142,8 @@ pub struct Runtime {
     /// Freed GPU buffers by node, reusable without cudaMalloc (sizes).
     cache: Vec<Vec<f64>>,
     xfers: Vec<Xfer>,
+    /// Tasks each `wont_use` hint still waits for.
+    hints_left: Vec<u32>,
     /// Tasks waiting for memory on each node.
     mem_wait: Vec<Vec<u32>>,
     workers: Vec<WorkerRt>,
@@ -367,6 +369,7 @@ fn setup(world: &mut World, cfg: &RuntimeConfig) -> Result<(), String> {
         mem_wait: vec![Vec::new(); nn],
         workers,
         dirty_mark: vec![false; nw],
+        hints_left: graph.hints.iter().map(|h| h.1).collect(),
         sched: Sched::new(cfg.runtime.scheduler, nw),
         alpha: cfg.runtime.alpha,
         beta: cfg.runtime.beta,
@@ -630,6 +633,20 @@ impl Runtime {
         true
     }
 
+    /// A `wont_use` hint came due: `h`'s GPU copies go to the front of the eviction order.
+    /// (StarPU also starts an idle write-back; here the write-back waits for the eviction.)
+    fn evict_first(&mut self, h: u32) {
+        for node in 1..self.machine.nodes.len() as u32 {
+            let r = self.replica_mut(h, node);
+            if r.allocated {
+                let old = r.last_use;
+                r.last_use = 0;
+                self.lru[node as usize].remove(&(old, h));
+                self.lru[node as usize].insert((0, h));
+            }
+        }
+    }
+
     /// Marks a use of `h` on `node` (moves it to the back of the eviction order).
     fn touch(&mut self, h: u32, node: u32) {
         let tick = self.tick;
@@ -817,6 +834,14 @@ impl Runtime {
         let mut s = std::mem::take(&mut self.sched);
         s.on_end(t, w, self);
         self.sched = s;
+        for i in 0..self.graph.hint_of[t as usize].len() {
+            let id = self.graph.hint_of[t as usize][i] as usize;
+            self.hints_left[id] -= 1;
+            if self.hints_left[id] == 0 {
+                let h = self.graph.hints[id].0;
+                self.evict_first(h);
+            }
+        }
         let succ: Vec<u32> = self.graph.successors(t).to_vec();
         for s in succ {
             self.left[s as usize] -= 1;
