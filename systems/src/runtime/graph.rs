@@ -550,6 +550,21 @@ mod tests {
     }
 
     #[test]
+    fn cholesky_carries_the_examples_wont_use_hints() {
+        // nt = 3: per step k the diagonal tile (after its nt-1-k TRSMs, or POTRF alone at the
+        // last step) and each panel tile (after its SYRK and GEMMs): 3 + 2 + 1 hints.
+        let g = cholesky(300, 100, 4, Priorities::Used).unwrap();
+        assert_eq!(g.hints.len(), 6);
+        // The first: A[0][0] once trsm(0,1) and trsm(0,2) have ended.
+        assert_eq!(g.hints[0].1, 2);
+        let waiting: Vec<&str> = (0..g.tasks.len())
+            .filter(|&t| g.hint_of[t].contains(&0))
+            .map(|t| g.tasks[t].label.as_str())
+            .collect();
+        assert_eq!(waiting, ["trsm(0,1)", "trsm(0,2)"]);
+    }
+
+    #[test]
     fn readers_share_and_writers_wait_for_every_reader() {
         let mut g = Graph::default();
         let c = g.codelet("k");
