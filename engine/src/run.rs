@@ -3,6 +3,7 @@
 
 use bevy_app::App;
 use bevy_ecs::prelude::*;
+use bevy_ecs::schedule::{Schedule, Schedules};
 use std::time::Instant;
 
 use hetsim_components::SimTime;
@@ -63,6 +64,34 @@ pub fn run(app: &mut App) -> Result<RunStats, RunError> {
         other => other,
     })?;
     let limits = *world.resource::<RunLimits>();
+    // The step schedule is taken out of `Schedules` for the run: `run_schedule` would look it
+    // up, remove and reinsert it at every step.
+    let mut step = world
+        .resource_mut::<Schedules>()
+        .remove(SimStep)
+        .expect("the engine plugin adds the step schedule");
+    let result = run_steps(world, &mut step, limits);
+    world.resource_mut::<Schedules>().insert(step);
+    let (events, steps) = result?;
+    world.resource_mut::<Progress>().finish();
+    let now = world.resource::<Clock>().now;
+    check_stalls(world, now)?;
+    world.run_schedule(SimFinish);
+    Ok(RunStats {
+        sim_time: now,
+        events,
+        steps,
+        wall_s: wall.elapsed().as_secs_f64(),
+    })
+}
+
+/// Drains the calendar, one step per timestamp and zero-delay cascade; returns the events
+/// and steps.
+fn run_steps(
+    world: &mut World,
+    step: &mut Schedule,
+    limits: RunLimits,
+) -> Result<(u64, u64), RunError> {
     let mut events = 0u64;
     let mut steps = 0u64;
     // Kinds of the events delivered this step: only their inboxes can need clearing.
@@ -76,7 +105,7 @@ pub fn run(app: &mut App) -> Result<RunStats, RunError> {
         world.resource_mut::<Clock>().now = t;
         loop {
             events += deliver_due(world, t, &mut delivered);
-            world.run_schedule(SimStep);
+            step.run(world);
             steps += 1;
             clear_inboxes(world, &mut delivered);
             check_errors(world)?;
@@ -92,16 +121,7 @@ pub fn run(app: &mut App) -> Result<RunStats, RunError> {
         }
         world.resource_mut::<Progress>().tick(t, events);
     }
-    world.resource_mut::<Progress>().finish();
-    let now = world.resource::<Clock>().now;
-    check_stalls(world, now)?;
-    world.run_schedule(SimFinish);
-    Ok(RunStats {
-        sim_time: now,
-        events,
-        steps,
-        wall_s: wall.elapsed().as_secs_f64(),
-    })
+    Ok((events, steps))
 }
 
 /// Moves the events due at `t` into their inboxes; returns how many.
