@@ -149,10 +149,11 @@ fn clear_inboxes(world: &mut World, delivered: &mut Vec<usize>) {
 }
 
 fn check_errors(world: &mut World) -> Result<(), RunError> {
-    let mut errors = world.resource_mut::<SimErrors>();
-    if errors.0.is_empty() {
+    // Read first: a mutable access at every step would cost change-detection bookkeeping.
+    if world.resource::<SimErrors>().0.is_empty() {
         return Ok(());
     }
+    let mut errors = world.resource_mut::<SimErrors>();
     Err(RunError::Model(std::mem::take(&mut errors.0).join("\n")))
 }
 
