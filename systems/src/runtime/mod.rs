@@ -16,7 +16,7 @@
 //! reused without it).
 //! Simplified: GPU-to-GPU copies take the platform's route directly, one request level (no
 //! idle write-backs or tidying), no allocation sub-allocator, pinned-memory costs outside the
-//! timed factorisation, reductions (REDUX) treated as read-writes.
+//! timed factorisation, redux accesses treated as plain writes (no init or reduction tasks).
 
 pub mod graph;
 pub mod machine;
