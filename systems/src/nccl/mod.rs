@@ -331,7 +331,7 @@ impl Comm {
             }
         }
         let latency_us = tuning::latency_us(call.op, Algo::Ring, proto, &self.tune);
-        let bw = edges
+        let busiest = edges
             .iter()
             .map(|e| e.wire_bytes)
             .fold(0.0, f64::max)
@@ -341,7 +341,8 @@ impl Comm {
             proto,
             latency_s: latency_us * 1e-6,
             fill_s: 0.0,
-            predicted_us: latency_us + bw / (1000.0 * self.tune.bw_inter.min(self.tune.bw_intra)),
+            predicted_us: latency_us
+                + busiest / (1000.0 * self.tune.bw_inter.min(self.tune.bw_intra)),
             edges,
         }
     }

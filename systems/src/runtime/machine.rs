@@ -64,6 +64,11 @@ impl Machine {
         }
     }
 
+    /// Whether worker `w`'s memory node can hold `bytes` at once.
+    pub fn fits(&self, w: usize, bytes: f64) -> bool {
+        bytes <= self.nodes[self.workers[w].node as usize].capacity
+    }
+
     pub fn from_platform(spec: &PlatformSpec, topo: &mut Topology) -> Result<Machine, String> {
         match spec {
             PlatformSpec::StarpuMachine(m) => starpu(m, topo),
@@ -112,27 +117,37 @@ fn workers(gpus: u32, cpus: u32) -> Vec<Worker> {
     w
 }
 
-/// Bandwidth and latency of each pair of memory nodes' routes (a platform without bus files).
-fn route_matrices(nodes: &[MemNode], topo: &mut Topology) -> Result<(Matrix, Matrix), String> {
-    let n = nodes.len();
+/// Bandwidth and latency matrices between `n` memory nodes, from `pair(from, to)` for every
+/// pair of distinct nodes (the diagonal: infinite bandwidth, no latency).
+fn pair_matrices(
+    n: usize,
+    mut pair: impl FnMut(usize, usize) -> Result<(f64, f64), String>,
+) -> Result<(Matrix, Matrix), String> {
     let mut bw = vec![vec![f64::INFINITY; n]; n];
     let mut lat = vec![vec![0.0; n]; n];
     for i in 0..n {
         for j in 0..n {
             if i != j {
-                let r = topo
-                    .route(nodes[i].endpoint, nodes[j].endpoint)
-                    .map_err(|e| format!("platform: {e}"))?;
-                bw[i][j] = r
-                    .hops
-                    .iter()
-                    .map(|h| topo.links[h.link as usize].bandwidth)
-                    .fold(f64::INFINITY, f64::min);
-                lat[i][j] = r.latency.as_secs_f64();
+                (bw[i][j], lat[i][j]) = pair(i, j)?;
             }
         }
     }
     Ok((bw, lat))
+}
+
+/// Bandwidth and latency of each pair of memory nodes' routes (a platform without bus files).
+fn route_matrices(nodes: &[MemNode], topo: &mut Topology) -> Result<(Matrix, Matrix), String> {
+    pair_matrices(nodes.len(), |i, j| {
+        let r = topo
+            .route(nodes[i].endpoint, nodes[j].endpoint)
+            .map_err(|e| format!("platform: {e}"))?;
+        let bw = r
+            .hops
+            .iter()
+            .map(|h| topo.links[h.link as usize].bandwidth)
+            .fold(f64::INFINITY, f64::min);
+        Ok((bw, r.latency.as_secs_f64()))
+    })
 }
 
 fn starpu(m: &StarpuMachine, topo: &mut Topology) -> Result<Machine, String> {
@@ -193,17 +208,12 @@ fn starpu(m: &StarpuMachine, topo: &mut Topology) -> Result<Machine, String> {
         bus::parse_matrix(text).map_err(|e| format!("{label}: {e}"))
     };
     let (bwm, latm) = (matrix("bandwidth")?, matrix("latency")?);
-    let n = nodes.len();
-    let mut bw = vec![vec![f64::INFINITY; n]; n];
-    let mut lat = vec![vec![0.0; n]; n];
-    for i in 0..n {
-        for j in 0..n {
-            if i != j {
-                bw[i][j] = bwm.get(i, j).map_or(f64::NAN, |v| v * 1e6);
-                lat[i][j] = latm.get(i, j).map_or(0.0, |v| v * 1e-6);
-            }
-        }
-    }
+    let (bw, lat) = pair_matrices(nodes.len(), |i, j| {
+        Ok((
+            bwm.get(i, j).map_or(f64::NAN, |v| v * 1e6),
+            latm.get(i, j).map_or(0.0, |v| v * 1e-6),
+        ))
+    })?;
     Ok(Machine {
         workers: workers(ncuda, ncpu),
         nodes,
@@ -220,7 +230,7 @@ enum Source {
 }
 
 /// A codelet's time somewhere: mean (s), standard deviation (s), calibrated.
-type Timing = (f64, f64, bool);
+pub type Timing = (f64, f64, bool);
 
 /// Codelet time models, looked up per (codelet, arch, footprint) and cached.
 #[derive(Debug, Clone, Default)]
@@ -261,17 +271,13 @@ impl Models {
 
     /// Mean and standard deviation of `task` on `arch`, seconds; `None` if it cannot run there.
     pub fn time(&mut self, task: &Task, arch: Arch) -> Option<(f64, f64)> {
-        self.entry(task, arch).map(|(m, sd, _)| (m, sd))
+        self.timing(task, arch).map(|(m, sd, _)| (m, sd))
     }
 
-    /// Whether the model is calibrated there: a StarPU history entry needs
-    /// STARPU_CALIBRATE_MINIMUM = 10 samples; below, the dm* policies see NaN (the time is
-    /// still used to run the task, as StarPU-SimGrid does).
-    pub fn calibrated(&mut self, task: &Task, arch: Arch) -> bool {
-        self.entry(task, arch).is_some_and(|e| e.2)
-    }
-
-    fn entry(&mut self, task: &Task, arch: Arch) -> Option<Timing> {
+    /// Mean, standard deviation and whether the model is calibrated there: a StarPU history
+    /// entry needs STARPU_CALIBRATE_MINIMUM = 10 samples; below, the dm* policies see NaN
+    /// (the time is still used to run the task, as StarPU-SimGrid does).
+    pub fn timing(&mut self, task: &Task, arch: Arch) -> Option<Timing> {
         let key = (task.codelet, arch, task.footprint);
         if let Some(v) = self.cache.get(&key) {
             return *v;

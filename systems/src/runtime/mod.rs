@@ -183,8 +183,8 @@ impl SimEvent for RtEvent {
     fn pack(&self) -> (Entity, u64) {
         let (k, v) = match *self {
             RtEvent::TaskDone(t) => (0u64, t),
-            RtEvent::XferDone(x) => (2, x),
-            RtEvent::Start => (3, 0),
+            RtEvent::XferDone(x) => (1, x),
+            RtEvent::Start => (2, 0),
         };
         (Entity::PLACEHOLDER, (k << 32) | v as u64)
     }
@@ -192,7 +192,7 @@ impl SimEvent for RtEvent {
         let v = arg as u32;
         match arg >> 32 {
             0 => RtEvent::TaskDone(v),
-            2 => RtEvent::XferDone(v),
+            1 => RtEvent::XferDone(v),
             _ => RtEvent::Start,
         }
     }
@@ -300,9 +300,8 @@ fn setup(world: &mut World, cfg: &RuntimeConfig) -> Result<(), String> {
     }
     // Every task must run somewhere, and fit the memory of where it may run.
     for t in &graph.tasks {
-        let runnable = machine.workers.iter().any(|w| {
-            models.time(t, w.arch).is_some() && t.size <= machine.nodes[w.node as usize].capacity
-        });
+        let runnable = (0..machine.workers.len())
+            .any(|w| models.time(t, machine.workers[w].arch).is_some() && machine.fits(w, t.size));
         if !runnable {
             let why = if machine
                 .workers
@@ -474,20 +473,15 @@ impl Runtime {
         self.predicted(t, w).is_some()
     }
 
-    /// The model's mean time of task `t` on worker `w` (None: it cannot run there).
-    pub(crate) fn predicted(&mut self, t: u32, w: usize) -> Option<f64> {
-        let info = &self.machine.workers[w];
+    /// The model's mean time of task `t` on worker `w` and whether the model is calibrated
+    /// there (else dm* see NaN); `None`: it cannot run there.
+    pub(crate) fn predicted(&mut self, t: u32, w: usize) -> Option<(f64, bool)> {
         let task = &self.graph.tasks[t as usize];
-        if task.size > self.machine.nodes[info.node as usize].capacity {
+        if !self.machine.fits(w, task.size) {
             return None;
         }
-        self.models.time(task, info.arch).map(|m| m.0)
-    }
-
-    /// Whether worker `w`'s model for task `t` is calibrated (else dm* see NaN).
-    pub(crate) fn calibrated(&mut self, t: u32, w: usize) -> bool {
         let arch = self.machine.workers[w].arch;
-        self.models.calibrated(&self.graph.tasks[t as usize], arch)
+        self.models.timing(task, arch).map(|(m, _, cal)| (m, cal))
     }
 
     pub(crate) fn is_busy(&self, w: usize) -> bool {

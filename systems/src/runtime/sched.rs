@@ -122,10 +122,10 @@ impl Sched {
         let mut greedy: Option<(usize, f64)> = None;
         let mut seen_nan = false;
         for w in 0..self.local.len() {
-            let Some(len) = rt.predicted(t, w) else {
+            let Some((len, calibrated)) = rt.predicted(t, w) else {
                 continue;
             };
-            let nan = !rt.calibrated(t, w);
+            let nan = !calibrated;
             let load = self.dm[w].ntasks as f64 / rt.machine.workers[w].speedup;
             let take = match greedy {
                 None => true,
