@@ -136,18 +136,13 @@ fn measure(
     let mut scenario = base.clone();
     scenario.workload = Workload::Cuda(CudaSpec {
         gpus: Some(o.gpus),
-        launch_overhead: hetsim_components::units::Duration(
-            hetsim_components::SimTime::from_nanos(4000),
-        ),
-        copy_engines: 2,
         nccl: NcclSpec {
             channels: o.channels,
             algo,
             proto,
             ..NcclSpec::default()
         },
-        program,
-        repeat: 1,
+        ..CudaSpec::new(program)
     });
     let (app, _) = simulate(&scenario, &RunOptions::default())?;
     let report = app

@@ -27,6 +27,20 @@ pub struct CudaSpec {
     pub repeat: u32,
 }
 
+impl CudaSpec {
+    /// A program on every GPU with the schema's defaults for everything else.
+    pub fn new(program: Vec<CudaOp>) -> Self {
+        CudaSpec {
+            gpus: None,
+            launch_overhead: default_launch(),
+            copy_engines: two(),
+            nccl: NcclSpec::default(),
+            program,
+            repeat: one(),
+        }
+    }
+}
+
 fn default_launch() -> Duration {
     Duration(crate::SimTime::from_nanos(4000))
 }
