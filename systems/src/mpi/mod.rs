@@ -1094,11 +1094,7 @@ impl Mpi {
                 return;
             }
         };
-        let bottleneck = route
-            .hops
-            .iter()
-            .map(|h| net.topo.links[h.link as usize].bandwidth)
-            .fold(f64::INFINITY, f64::min);
+        let bottleneck = net.topo.bottleneck(&route);
         let transfer = if bottleneck.is_finite() {
             SimTime::from_secs_saturating(self.protocol.control_size.0 / bottleneck)
         } else {

@@ -117,11 +117,7 @@ impl Comm {
         let per_node = nodes.iter().map(Vec::len).max().unwrap_or(1) as u32;
         let alone = |topo: &mut Topology, a: Endpoint, b: Endpoint| -> Result<f64, String> {
             let route = topo.route(a, b)?;
-            Ok(route
-                .hops
-                .iter()
-                .map(|h| topo.links[h.link as usize].bandwidth)
-                .fold(f64::INFINITY, f64::min))
+            Ok(topo.bottleneck(&route))
         };
         // Whole-ring bandwidth inside a node and between nodes, in GB/s of data.
         let intra_eff = if nvlink { spec.nvlink_efficiency } else { 1.0 };

@@ -326,12 +326,9 @@ fn admit_ready_flows(
             end_s: f64::INFINITY,
         };
         if !contention {
-            let alone = route
-                .0
-                .hops
-                .iter()
-                .map(|h| topo.links[h.link as usize].bandwidth)
-                .fold(cap.map_or(f64::INFINITY, |c| c.0), f64::min);
+            let alone = topo
+                .bottleneck(&route.0)
+                .min(cap.map_or(f64::INFINITY, |c| c.0));
             active.set_rate(alone, now);
             net.completions.set(slot, active.due(now));
         }

@@ -345,6 +345,16 @@ impl Topology {
         Route { hops, latency }
     }
 
+    /// The smallest bandwidth along a route (infinite for an empty one): what a flow alone
+    /// on it gets.
+    pub fn bottleneck(&self, route: &Route) -> f64 {
+        route
+            .hops
+            .iter()
+            .map(|h| self.links[h.link as usize].bandwidth)
+            .fold(f64::INFINITY, f64::min)
+    }
+
     /// Reads an endpoint name: `node[3].gpu[1]`, `node[3].host`, `node[3].nic[0]`, or a name of
     /// an explicit platform.
     pub fn endpoint(&self, name: &str) -> Result<Endpoint, String> {

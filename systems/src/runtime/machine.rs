@@ -141,12 +141,7 @@ fn route_matrices(nodes: &[MemNode], topo: &mut Topology) -> Result<(Matrix, Mat
         let r = topo
             .route(nodes[i].endpoint, nodes[j].endpoint)
             .map_err(|e| format!("platform: {e}"))?;
-        let bw = r
-            .hops
-            .iter()
-            .map(|h| topo.links[h.link as usize].bandwidth)
-            .fold(f64::INFINITY, f64::min);
-        Ok((bw, r.latency.as_secs_f64()))
+        Ok((topo.bottleneck(&r), r.latency.as_secs_f64()))
     })
 }
 
