@@ -96,6 +96,78 @@ fn a_chain_pays_its_transfer() {
     assert!((r.makespan_s - 0.12002).abs() < 1e-9, "{}", r.makespan_s);
 }
 
+#[test]
+fn copies_on_one_link_go_one_at_a_time() {
+    // dmda prefetches x then y (0.5 GB each) to the only GPU at t = 0. StarPU-SimGrid runs
+    // one copy at a time per node pair: x lands at 0.05 s (10 GB/s up link), a runs to
+    // 0.06 s; y lands at 0.1 s, b ends at 0.11 s. (Sharing the link, both would land at 0.1 s.)
+    let dag = r#"Dag(handles: [(name: "x", size: 5e8), (name: "y", size: 5e8)], tasks: [
+        (name: "a", codelet: "k", accesses: [("x", R)]),
+        (name: "b", codelet: "k", accesses: [("y", R)])])"#;
+    let models = r#"models: {"k": CodeletModel(cuda: Some(Constant("10ms")))}"#;
+    let r = run(
+        &node(1, 0),
+        dag,
+        &format!("scheduler: dmda, {models}"),
+        QUIET,
+    )
+    .unwrap();
+    assert!(
+        (r.task_times[0].1 - 0.06).abs() < 1e-9,
+        "{:?}",
+        r.task_times
+    );
+    assert!(
+        (r.task_times[1].1 - 0.11).abs() < 1e-9,
+        "{:?}",
+        r.task_times
+    );
+}
+
+#[test]
+fn gpus_without_peer_access_copy_through_ram() {
+    // a and b write x and y (0.5 GB each) on the two GPUs at once (10 ms); c reads both, so
+    // one tile crosses. Peer access: GPU -> GPU over the 10 GB/s links, 0.05 s: 0.07 s.
+    // Without: GPU -> RAM then RAM -> GPU, 0.05 s each: 0.12 s.
+    let dag = r#"Dag(handles: [(name: "x", size: 5e8), (name: "y", size: 5e8)], tasks: [
+        (name: "a", codelet: "k", accesses: [("x", W)]),
+        (name: "b", codelet: "k", accesses: [("y", W)]),
+        (name: "c", codelet: "k", accesses: [("x", R), ("y", R)])])"#;
+    let models = r#"models: {"k": CodeletModel(cuda: Some(Constant("10ms")))}"#;
+    let rt = format!("scheduler: eager, cuda_pipeline: 1, {models}");
+    let peer = run(&node(2, 0), dag, &rt, QUIET).unwrap();
+    assert!((peer.makespan_s - 0.07).abs() < 1e-9, "{}", peer.makespan_s);
+    assert_eq!(
+        (peer.bytes_d2d, peer.bytes_d2h, peer.bytes_h2d),
+        (5e8, 0.0, 0.0)
+    );
+    let no_peer = node(2, 0).replace(
+        r#"latency: "0us")"#,
+        r#"latency: "0us", peer_access: false)"#,
+    );
+    let r = run(&no_peer, dag, &rt, QUIET).unwrap();
+    assert!((r.makespan_s - 0.12).abs() < 1e-9, "{}", r.makespan_s);
+    assert_eq!((r.bytes_d2d, r.bytes_d2h, r.bytes_h2d), (0.0, 5e8, 5e8));
+}
+
+#[test]
+fn machines_without_peer_access_factorise_through_ram() {
+    // hannibal's GPUs have memcpy_peer = 0 and no GPU-GPU routes in StarPU's platform file:
+    // every GPU-GPU copy takes two hops; attila's copy directly.
+    let hannibal = attila(
+        9600,
+        "dmdas",
+        &[
+            "platform.hostname=hannibal".into(),
+            "platform.ncpu=5".into(),
+        ],
+    )
+    .unwrap();
+    assert_eq!(hannibal.bytes_d2d, 0.0);
+    assert!(hannibal.bytes_d2h > 0.0 && hannibal.gflops > 0.0);
+    assert!(attila(9600, "dmdas", &[]).unwrap().bytes_d2d > 0.0);
+}
+
 fn attila(n: u32, sched: &str, extra: &[String]) -> Result<RuntimeReport, Error> {
     let mut set = vec![
         format!("workload.n={n}"),

@@ -146,6 +146,10 @@ pub struct PcieSpec {
     /// The shared host link (root complex / memory bus) all transfers cross, both directions.
     pub bus: Bandwidth,
     pub latency: Duration,
+    /// GPUs copy to each other directly over PCIe (CUDA peer access); false: a copy between
+    /// two GPUs without NVLink goes through host memory (the task runtime's two hops).
+    #[serde(default = "yes")]
+    pub peer_access: bool,
 }
 
 impl Default for PcieSpec {
@@ -156,6 +160,7 @@ impl Default for PcieSpec {
             down: Bandwidth(12e9),
             bus: Bandwidth(24e9),
             latency: Duration(crate::SimTime::from_nanos(1000)),
+            peer_access: true,
         }
     }
 }

@@ -47,21 +47,54 @@ pub struct Machine {
     /// Predicted bandwidth (bytes/s) and latency (s) between memory nodes.
     pub bw: Vec<Vec<f64>>,
     pub lat: Vec<Vec<f64>>,
+    /// Whether a copy may go straight from one node to another: RAM and a GPU always; two
+    /// GPUs with peer access (the platform's `memcpy_peer`, or a route between them).
+    /// Otherwise it takes two hops through RAM.
+    pub direct: Vec<Vec<bool>>,
 }
 
 impl Machine {
-    /// StarPU's transfer prediction: latency + size / bandwidth (0 on the same node).
-    pub fn transfer_time(&self, from: u32, to: u32, bytes: f64) -> f64 {
+    /// The GPUs StarPU's transfer prediction assumes share every bus.
+    fn ngpus(&self) -> f64 {
+        (self.nodes.len() - 1) as f64
+    }
+
+    /// One hop's time alone on its link: latency + size / bandwidth (0 on the same node or
+    /// with an unknown bus).
+    fn hop(&self, from: u32, to: u32, bytes: f64, share: f64) -> f64 {
         if from == to || bytes <= 0.0 {
             return 0.0;
         }
         let bw = self.bw[from as usize][to as usize];
         let lat = self.lat[from as usize][to as usize];
         if bw.is_finite() && bw > 0.0 {
-            lat + bytes / bw
+            lat + bytes * share / bw
         } else {
             0.0
         }
+    }
+
+    /// Sums `hop` over the path a copy takes (through RAM between GPUs without peer access).
+    fn path(&self, from: u32, to: u32, bytes: f64, share: f64) -> f64 {
+        if from == to || self.direct[from as usize][to as usize] {
+            self.hop(from, to, bytes, share)
+        } else {
+            self.hop(from, 0, bytes, share) + self.hop(0, to, bytes, share)
+        }
+    }
+
+    /// StarPU's transfer prediction (`starpu_transfer_predict`, summed over the hops):
+    /// latency + 2 x ngpus x size / bandwidth per hop, as if every GPU moved data both ways
+    /// on the bus at once (ngpus = the CUDA devices in use; 0 on the same node or with an
+    /// unknown bus).
+    pub fn predict(&self, from: u32, to: u32, bytes: f64) -> f64 {
+        self.path(from, to, bytes, 2.0 * self.ngpus())
+    }
+
+    /// The time a copy takes alone on the bus: latency + size / bandwidth per hop (the crude
+    /// bus model of `pcie_shared_bus` off).
+    pub fn alone(&self, from: u32, to: u32, bytes: f64) -> f64 {
+        self.path(from, to, bytes, 1.0)
     }
 
     /// Whether worker `w`'s memory node can hold `bytes` at once.
@@ -87,11 +120,25 @@ impl Machine {
                     capacity: cap,
                 }));
                 let (bw, lat) = route_matrices(&nodes, topo)?;
+                let n = nodes.len();
                 Ok(Machine {
                     workers: workers(gpus, cpus),
                     nodes,
                     bw,
                     lat,
+                    // RAM and a GPU always; two GPUs over NVLink or with PCIe peer access.
+                    direct: (0..n)
+                        .map(|i| {
+                            (0..n)
+                                .map(|j| {
+                                    i == 0
+                                        || j == 0
+                                        || c.node.nvlink.is_some()
+                                        || c.node.pcie.peer_access
+                                })
+                                .collect()
+                        })
+                        .collect(),
                 })
             }
             _ => Err("platform: the task runtime needs a StarpuMachine or Cluster platform".into()),
@@ -209,11 +256,27 @@ fn starpu(m: &StarpuMachine, topo: &mut Topology) -> Result<Machine, String> {
             latm.get(i, j).map_or(0.0, |v| v * 1e-6),
         ))
     })?;
+    // Peer copies: the destination's driver does them when its host says `memcpy_peer`
+    // (StarPU prefers the destination as handler; the source's would do too) and the
+    // platform routes the pair.
+    let peer =
+        |i: usize| i > 0 && gpus[i - 1].props.get("memcpy_peer").map(String::as_str) == Some("1");
+    let n = nodes.len();
+    let mut direct = vec![vec![true; n]; n];
+    for i in 1..n {
+        for j in 1..n {
+            if i != j {
+                direct[i][j] = (peer(i) || peer(j))
+                    && topo.route(nodes[i].endpoint, nodes[j].endpoint).is_ok();
+            }
+        }
+    }
     Ok(Machine {
         workers: workers(ncuda, ncpu),
         nodes,
         bw,
         lat,
+        direct,
     })
 }
 
@@ -348,5 +411,42 @@ fn lookup(s: &Source, task: &Task, arch: Arch) -> Option<Timing> {
             }
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// RAM and two GPUs, 1 GB/s and 10 us on every bus, no peer access.
+    fn two_gpus() -> Machine {
+        let node = |name: &str, gpu| MemNode {
+            name: name.into(),
+            endpoint: Endpoint::Gpu { node: 0, gpu },
+            capacity: 1e9,
+        };
+        Machine {
+            workers: workers(2, 0),
+            nodes: vec![node("RAM", 0), node("CUDA0", 0), node("CUDA1", 1)],
+            bw: vec![vec![1e9; 3]; 3],
+            lat: vec![vec![1e-5; 3]; 3],
+            direct: vec![
+                vec![true, true, true],
+                vec![true, true, false],
+                vec![true, false, true],
+            ],
+        }
+    }
+
+    #[test]
+    fn predictions_follow_starpu_transfer_predict() {
+        let m = two_gpus();
+        // starpu_transfer_predict: latency + 2 x ngpus x size / bandwidth, ngpus = 2:
+        // 10 us + 4 x 1 MB / (1 GB/s) = 4.01 ms; GPU -> GPU without peer: two hops.
+        assert!((m.predict(0, 1, 1e6) - 4.01e-3).abs() < 1e-15);
+        assert!((m.predict(1, 2, 1e6) - 8.02e-3).abs() < 1e-15);
+        // Alone on the bus: 10 us + 1 ms per hop.
+        assert!((m.alone(1, 2, 1e6) - 2.02e-3).abs() < 1e-15);
+        assert_eq!(m.predict(1, 1, 1e6), 0.0);
     }
 }

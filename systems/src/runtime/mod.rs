@@ -70,13 +70,34 @@ struct Replica {
     last_use: u64,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 struct Xfer {
     handle: u32,
     src: u32,
     dst: u32,
     /// A write-back of an evicted replica (frees the source when done).
     writeback: bool,
+    /// GPUs to forward the data to once they land in RAM (no peer access to the source).
+    then: Vec<u32>,
+    /// When its queueing costs are paid and it may start.
+    ready_at: SimTime,
+    /// Earlier transfers it waits for, and later ones waiting for it (StarPU-SimGrid's
+    /// serialisation: one copy at a time per node pair and per GPU-GPU pair).
+    waits: u32,
+    wakes: Vec<u32>,
+}
+
+impl Xfer {
+    /// StarPU-SimGrid's rule for two copies that must not overlap (`new` waits for `old`):
+    /// the same node pair (one CUDA stream per pair), crossed GPU-GPU copies, or a GPU-GPU
+    /// copy and a copy into one of its ends.
+    fn after(new: (u32, u32), old: (u32, u32)) -> bool {
+        let gpu_gpu = |(s, d): (u32, u32)| s != 0 && d != 0;
+        new == old
+            || (gpu_gpu(new) && gpu_gpu(old) && new == (old.1, old.0))
+            || (gpu_gpu(new) && (old.1 == new.0 || old.1 == new.1))
+            || (gpu_gpu(old) && (new.1 == old.0 || new.1 == old.1))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,6 +163,8 @@ pub struct Runtime {
     /// Freed GPU buffers by node, reusable without cudaMalloc (sizes).
     cache: Vec<Vec<f64>>,
     xfers: Vec<Xfer>,
+    /// Transfers queued or running on the shared bus.
+    pending: Vec<u32>,
     /// Tasks each `wont_use` hint still waits for.
     hints_left: Vec<u32>,
     /// Tasks waiting for memory on each node.
@@ -523,10 +546,10 @@ impl Runtime {
             if r.state != INVALID || r.incoming.is_some() {
                 continue;
             }
-            if let Some(src) = self.source_of(h) {
+            if let Some(src) = self.source_for(h, node) {
                 total += self
                     .machine
-                    .transfer_time(src, node, self.graph.handles[h as usize].size);
+                    .predict(src, node, self.graph.handles[h as usize].size);
             }
         }
         total
@@ -549,9 +572,32 @@ impl Runtime {
         (ready, alloc)
     }
 
-    /// Where to copy handle `h` from: RAM if valid there, else a GPU holding it.
-    fn source_of(&self, h: u32) -> Option<u32> {
-        (0..self.machine.nodes.len() as u32).find(|&n| self.replica(h, n).state != INVALID)
+    /// Where to copy handle `h` from to bring it to `dst` (StarPU's source selection): the
+    /// valid copy with a direct link and the smallest prediction, first in node order on
+    /// ties; when no copy is direct or a prediction is unknown, RAM if valid, else a GPU.
+    fn source_for(&self, h: u32, dst: u32) -> Option<u32> {
+        let size = self.graph.handles[h as usize].size;
+        let mut best: Option<(f64, u32)> = None;
+        let mut unknown = false;
+        for n in 0..self.machine.nodes.len() as u32 {
+            if n == dst
+                || self.replica(h, n).state == INVALID
+                || !self.machine.direct[n as usize][dst as usize]
+            {
+                continue;
+            }
+            let p = self.machine.predict(n, dst, size);
+            unknown |= p <= 0.0;
+            if best.is_none_or(|(b, _)| p < b) {
+                best = Some((p, n));
+            }
+        }
+        match best {
+            Some((_, n)) if !unknown => Some(n),
+            _ => {
+                (0..self.machine.nodes.len() as u32).find(|&n| self.replica(h, n).state != INVALID)
+            }
+        }
     }
 
     /// Task `t`'s dependencies are done: hand it to the policy.
@@ -676,10 +722,12 @@ impl Runtime {
                 .filter(|&n| n != node && self.replica(h, n).state != INVALID)
                 .collect();
             if r.state != INVALID && others.is_empty() {
-                // The only valid copy: write it back to RAM, free when done.
+                // The only valid copy: write it back to RAM, free when done. Copies to GPUs
+                // without peer access may ride on it (`request`).
                 self.replica_mut(h, node).evicting = true;
                 self.report.writebacks += 1;
-                self.start_xfer(h, node, 0, true);
+                let x = self.start_xfer(h, node, 0, true);
+                self.replica_mut(h, 0).incoming = Some(x);
             } else {
                 self.free(h, node);
                 // The last valid copy elsewhere owns the data now.
@@ -715,21 +763,27 @@ impl Runtime {
         if r.state != INVALID || r.incoming.is_some() {
             return;
         }
-        let Some(src) = self.source_of(h) else {
+        let Some(src) = self.source_for(h, node) else {
             return; // never written: nothing to move
         };
-        let x = self.start_xfer(h, src, node, false);
+        let x = if self.machine.direct[src as usize][node as usize] {
+            self.start_xfer(h, src, node, false)
+        } else {
+            // No peer access: to RAM first (or with the copy already going there), then on.
+            self.request(h, 0);
+            let x = self.replica(h, 0).incoming.expect("RAM copy requested");
+            self.xfers[x as usize].then.push(node);
+            x
+        };
         self.replica_mut(h, node).incoming = Some(x);
     }
 
     fn start_xfer(&mut self, h: u32, src: u32, dst: u32, writeback: bool) -> u32 {
         let x = self.xfers.len() as u32;
-        self.xfers.push(Xfer {
-            handle: h,
-            src,
-            dst,
-            writeback,
-        });
+        if !writeback {
+            // The source stays while it is read (a write-back's source is `evicting`).
+            self.replica_mut(h, src).refcnt += 1;
+        }
         let size = self.graph.handles[h as usize].size;
         self.report.transfers += 1;
         match (src, dst) {
@@ -745,28 +799,67 @@ impl Runtime {
         let at = self
             .now
             .saturating_add(SimTime::from_secs_saturating(delay));
+        let mut xfer = Xfer {
+            handle: h,
+            src,
+            dst,
+            writeback,
+            ready_at: at,
+            ..Default::default()
+        };
         if self.shared_bus {
-            // The flow is spawned now and starts after the queueing delay.
-            self.flows.push((at, x));
+            // Waits for the pending copies it must follow; the flow starts after them and
+            // the queueing delay.
+            for &p in &self.pending {
+                let old = &mut self.xfers[p as usize];
+                if Xfer::after((src, dst), (old.src, old.dst)) {
+                    old.wakes.push(x);
+                    xfer.waits += 1;
+                }
+            }
+            self.pending.push(x);
+            if xfer.waits == 0 {
+                self.flows.push((at, x));
+            }
         } else {
-            let t = self.machine.transfer_time(src, dst, size);
+            let t = self.machine.alone(src, dst, size);
             self.timers.push((
                 at.saturating_add(SimTime::from_secs_saturating(t)),
                 RtEvent::XferDone(x),
             ));
         }
+        self.xfers.push(xfer);
         x
     }
 
+    /// Transfer `x` is over: the copies serialised behind it may go.
+    fn unblock_after(&mut self, x: u32) {
+        if let Some(i) = self.pending.iter().position(|&p| p == x) {
+            self.pending.remove(i);
+        }
+        let now = self.now;
+        for w in std::mem::take(&mut self.xfers[x as usize].wakes) {
+            let next = &mut self.xfers[w as usize];
+            next.waits -= 1;
+            if next.waits == 0 {
+                self.flows.push((next.ready_at.max(now), w));
+            }
+        }
+    }
+
     fn xfer_done(&mut self, x: u32) {
+        self.unblock_after(x);
         let Xfer {
             handle: h,
             src,
             dst,
             writeback,
-        } = self.xfers[x as usize].clone();
+            ..
+        } = self.xfers[x as usize];
+        let then = std::mem::take(&mut self.xfers[x as usize].then);
         self.tick += 1;
         if writeback {
+            self.replica_mut(h, 0).incoming = None;
             if self.replica(h, src).refcnt > 0 {
                 // A task took the replica meanwhile: keep it, both copies now valid.
                 self.replica_mut(h, src).evicting = false;
@@ -778,6 +871,7 @@ impl Runtime {
                 self.free(h, src);
             }
         } else {
+            self.replica_mut(h, src).refcnt -= 1;
             self.touch(h, dst);
             let r = self.replica_mut(h, dst);
             r.incoming = None;
@@ -788,12 +882,17 @@ impl Runtime {
                     s.state = SHARED;
                 }
             }
-            // Only the workers of the destination can be waiting for these data.
-            for w in 0..self.machine.workers.len() {
-                if self.machine.workers[w].node == dst {
-                    self.wake(w as u32);
-                }
+        }
+        // Only the workers of the destination can be waiting for these data.
+        for w in 0..self.machine.workers.len() {
+            if self.machine.workers[w].node == dst {
+                self.wake(w as u32);
             }
+        }
+        // The second hop of copies between GPUs without peer access.
+        for node in then {
+            let x2 = self.start_xfer(h, 0, node, false);
+            self.replica_mut(h, node).incoming = Some(x2);
         }
     }
 
@@ -1085,4 +1184,22 @@ fn stuck_tasks(world: &mut World) -> Vec<String> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Xfer;
+
+    #[test]
+    fn copies_serialise_as_starpu_simgrid_does() {
+        // Same pair: one CUDA stream per (src, dst).
+        assert!(Xfer::after((0, 1), (0, 1)));
+        // Different pairs from RAM overlap (they share the bus through max-min).
+        assert!(!Xfer::after((0, 1), (0, 2)) && !Xfer::after((1, 0), (0, 1)));
+        // Crossed GPU-GPU copies, and GPU-GPU against a copy into either end.
+        assert!(Xfer::after((1, 2), (2, 1)));
+        assert!(Xfer::after((1, 2), (0, 1)) && Xfer::after((1, 2), (0, 2)));
+        assert!(Xfer::after((0, 2), (1, 2)) && Xfer::after((0, 1), (1, 2)));
+        assert!(!Xfer::after((1, 0), (1, 2)) && !Xfer::after((0, 3), (1, 2)));
+    }
 }
