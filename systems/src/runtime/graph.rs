@@ -17,6 +17,8 @@ use hetsim_components::tasks::{DagSpec, Mode, Precision, lu_codelets};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Handle {
     pub size: f64,
+    /// Holds data in RAM from the start (see `HandleSpec::home`).
+    pub home: bool,
     /// StarPU footprint of the handle (its shape).
     pub footprint: u32,
 }
@@ -76,7 +78,11 @@ impl Graph {
     }
 
     pub fn add_handle(&mut self, size: f64, footprint: u32) -> u32 {
-        self.handles.push(Handle { size, footprint });
+        self.handles.push(Handle {
+            size,
+            footprint,
+            home: true,
+        });
         self.groups.push(HandleGroups::default());
         (self.handles.len() - 1) as u32
     }
@@ -451,10 +457,9 @@ pub fn from_dag(dag: &DagSpec) -> Result<Graph, String> {
             Some((nx, ny)) => footprint::matrix(nx, ny),
             None => footprint::vector(h.size.0 as u32),
         };
-        if handle_ids
-            .insert(h.name.clone(), g.add_handle(h.size.0, fp))
-            .is_some()
-        {
+        let id = g.add_handle(h.size.0, fp);
+        g.handles[id as usize].home = h.home;
+        if handle_ids.insert(h.name.clone(), id).is_some() {
             return Err(format!("handles[{i}].name: `{}` is given twice", h.name));
         }
     }

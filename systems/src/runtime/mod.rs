@@ -50,6 +50,14 @@ pub struct RuntimeConfig {
     pub runtime: RuntimeSpec,
 }
 
+/// StarPU-SimGrid's runtime costs (notes 5.2), seconds: per transfer and per GPU kernel
+/// queued, cudaMalloc, cudaFree, and pinning host memory per MiB.
+const QUEUE_COST: f64 = 10e-6;
+const CUDA_MALLOC: f64 = 175e-6;
+const CUDA_FREE: f64 = 750e-6;
+const PINNED_PER_MIB: f64 = 650e-6;
+const MIB: f64 = 1048576.0;
+
 const INVALID: u8 = 0;
 const SHARED: u8 = 1;
 const OWNER: u8 = 2;
@@ -65,8 +73,6 @@ struct Replica {
     incoming: Option<u32>,
     /// Being written back before it is freed.
     evicting: bool,
-    /// A new buffer: the first copy into it pays cudaMalloc.
-    malloc_pending: bool,
     last_use: u64,
 }
 
@@ -160,8 +166,12 @@ pub struct Runtime {
     peak: Vec<f64>,
     /// Allocated GPU replicas per node by last use: the eviction order.
     lru: Vec<std::collections::BTreeSet<(u64, u32)>>,
-    /// Freed GPU buffers by node, reusable without cudaMalloc (sizes).
+    /// Freed GPU buffers by node (sizes), still counted as used: reusable without
+    /// cudaMalloc, or freed with cudaFree when memory runs short.
     cache: Vec<Vec<f64>>,
+    /// Allocation costs (cudaMalloc, cudaFree, pinned RAM) each node's driver still owes:
+    /// paid by the next copy into the node or the next task started there.
+    debt: Vec<f64>,
     xfers: Vec<Xfer>,
     /// Transfers queued or running on the shared bus.
     pending: Vec<u32>,
@@ -370,12 +380,14 @@ fn setup(world: &mut World, cfg: &RuntimeConfig) -> Result<(), String> {
     let nt = graph.tasks.len();
     let nn = machine.nodes.len();
     let mut replicas = vec![Replica::default(); graph.handles.len() * nn];
-    for h in 0..graph.handles.len() {
-        replicas[h * nn] = Replica {
-            state: OWNER,
-            allocated: true,
-            ..Default::default()
-        };
+    for (h, handle) in graph.handles.iter().enumerate() {
+        if handle.home {
+            replicas[h * nn] = Replica {
+                state: OWNER,
+                allocated: true,
+                ..Default::default()
+            };
+        }
     }
     let nw = machine.workers.len();
     let rt = Runtime {
@@ -388,6 +400,7 @@ fn setup(world: &mut World, cfg: &RuntimeConfig) -> Result<(), String> {
         peak: vec![0.0; nn],
         lru: vec![Default::default(); nn],
         cache: vec![Vec::new(); nn],
+        debt: vec![0.0; nn],
         mem_wait: vec![Vec::new(); nn],
         workers,
         dirty_mark: vec![false; nw],
@@ -626,41 +639,49 @@ impl Runtime {
         }
     }
 
-    /// Allocates `h` on `node`; with `evict`, makes room by evicting. False: not now.
+    /// Allocates `h` on `node` as StarPU does: a cached buffer of the same size, else
+    /// cudaMalloc; short of memory, free cached buffers (cudaFree) and, with `evict`, evict
+    /// LRU replicas and reuse their buffers. False: not now. In RAM only handles without home
+    /// data get here, in pinned memory.
     fn allocate(&mut self, h: u32, node: u32, evict: bool) -> bool {
         if self.replica(h, node).allocated {
             return true;
         }
         let size = self.graph.handles[h as usize].size;
-        let cap = self.machine.nodes[node as usize].capacity;
-        if self.mem_limit && self.used[node as usize] + size > cap {
-            if !evict {
-                return false;
+        let n = node as usize;
+        if node == 0 {
+            if self.overheads && self.machine.nodes.len() > 1 {
+                self.debt[0] += PINNED_PER_MIB * size / MIB;
             }
-            self.evict(node, self.used[node as usize] + size - cap);
-            if self.used[node as usize] + size > cap {
-                return false;
+        } else if !self.take_cached(n, size) {
+            let cap = self.machine.nodes[n].capacity;
+            let mut reused = false;
+            if self.mem_limit && self.used[n] + size > cap {
+                self.flush_cache(n, size);
+                if self.used[n] + size > cap {
+                    if !evict {
+                        return false;
+                    }
+                    self.evict(node, self.used[n] + size - cap);
+                    reused = self.take_cached(n, size);
+                    if !reused {
+                        self.flush_cache(n, size);
+                        if self.used[n] + size > cap {
+                            return false;
+                        }
+                    }
+                }
             }
-        }
-        if node != 0 {
-            self.used[node as usize] += size;
-            let u = self.used[node as usize];
-            let peak = &mut self.peak[node as usize];
-            *peak = peak.max(u);
-            debug_assert!(
-                !self.mem_limit || u <= cap * (1.0 + 1e-12),
-                "memory over capacity"
-            );
-            let cached = self.cache[node as usize].iter().position(|&s| s == size);
-            match cached {
-                Some(i) => {
-                    self.cache[node as usize].swap_remove(i);
+            if !reused {
+                self.used[n] += size;
+                self.peak[n] = self.peak[n].max(self.used[n]);
+                debug_assert!(
+                    !self.mem_limit || self.used[n] <= cap * (1.0 + 1e-12),
+                    "memory over capacity"
+                );
+                if self.overheads {
+                    self.debt[n] += CUDA_MALLOC;
                 }
-                None if self.overheads => {
-                    // cudaMalloc: paid before the first copy into the buffer (`start_xfer`).
-                    self.replica_mut(h, node).malloc_pending = true;
-                }
-                None => {}
             }
         }
         let tick = self.tick;
@@ -668,9 +689,34 @@ impl Runtime {
         r.allocated = true;
         r.last_use = tick;
         if node != 0 {
-            self.lru[node as usize].insert((tick, h));
+            self.lru[n].insert((tick, h));
         }
         true
+    }
+
+    /// Takes a cached buffer of exactly `size` bytes on node `n`.
+    fn take_cached(&mut self, n: usize, size: f64) -> bool {
+        match self.cache[n].iter().position(|&s| s == size) {
+            Some(i) => {
+                self.cache[n].swap_remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Out of memory for `size` bytes on node `n`: cudaFree cached buffers, newest first,
+    /// until twice that is freed (StarPU's reclaim target) or none is left.
+    fn flush_cache(&mut self, n: usize, size: f64) {
+        let mut freed = 0.0;
+        while freed < 2.0 * size {
+            let Some(s) = self.cache[n].pop() else { break };
+            self.used[n] -= s;
+            freed += s;
+            if self.overheads {
+                self.debt[n] += CUDA_FREE;
+            }
+        }
     }
 
     /// A `wont_use` hint came due: `h`'s GPU copies go to the front of the eviction order.
@@ -726,6 +772,7 @@ impl Runtime {
                 // without peer access may ride on it (`request`).
                 self.replica_mut(h, node).evicting = true;
                 self.report.writebacks += 1;
+                self.allocate(h, 0, false);
                 let x = self.start_xfer(h, node, 0, true);
                 self.replica_mut(h, 0).incoming = Some(x);
             } else {
@@ -746,9 +793,7 @@ impl Runtime {
         r.allocated = false;
         r.state = INVALID;
         r.evicting = false;
-        r.malloc_pending = false;
         self.lru[node as usize].remove(&(last, h));
-        self.used[node as usize] -= size;
         self.cache[node as usize].push(size);
         let waiting = std::mem::take(&mut self.mem_wait[node as usize]);
         for t in waiting {
@@ -770,6 +815,7 @@ impl Runtime {
             self.start_xfer(h, src, node, false)
         } else {
             // No peer access: to RAM first (or with the copy already going there), then on.
+            self.allocate(h, 0, false);
             self.request(h, 0);
             let x = self.replica(h, 0).incoming.expect("RAM copy requested");
             self.xfers[x as usize].then.push(node);
@@ -791,10 +837,10 @@ impl Runtime {
             (_, 0) => self.report.bytes_d2h += size,
             _ => self.report.bytes_d2d += size,
         }
-        let mut delay = if self.overheads { 10e-6 } else { 0.0 };
-        if !writeback && self.replica(h, dst).malloc_pending {
-            delay += 175e-6; // cudaMalloc before the copy
-            self.replica_mut(h, dst).malloc_pending = false;
+        // Queueing cost, after the allocations the destination's driver owes.
+        let mut delay = std::mem::take(&mut self.debt[dst as usize]);
+        if self.overheads {
+            delay += QUEUE_COST;
         }
         let at = self
             .now
@@ -1056,8 +1102,10 @@ impl Runtime {
                 (mean + sd * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()).max(0.0);
         }
         if self.overheads && matches!(arch, Arch::Cuda(_)) {
-            secs += 10e-6;
+            secs += QUEUE_COST;
         }
+        // Allocations made for it without a copy (written-only buffers) before it starts.
+        secs += std::mem::take(&mut self.debt[self.machine.workers[w].node as usize]);
         // Coherence: every buffer the task reads is valid where it runs.
         debug_assert!(
             self.graph.tasks[t as usize]
