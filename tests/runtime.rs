@@ -55,7 +55,19 @@ fn independent_tasks_share_two_workers() {
     let dag = format!("Dag(handles: [], tasks: [{tasks}])");
     let models =
         r#"models: {"k": CodeletModel(cpu: Some(Constant("10ms")), cuda: Some(Constant("10ms")))}"#;
-    for sched in ["eager", "prio", "ws", "lws", "dm", "dmda", "dmdar", "dmdas"] {
+    for sched in [
+        "eager",
+        "prio",
+        "ws",
+        "lws",
+        "dm",
+        "dmda",
+        "dmdar",
+        "dmdap",
+        "dmdas",
+        "dmdasd",
+        "heteroprio",
+    ] {
         let r = run(
             &node(1, 1),
             &dag,
@@ -127,6 +139,35 @@ fn short_of_memory_cached_buffers_of_other_sizes_are_freed() {
     let expected = 0.010185 + 0.00001 + 0.12 + 0.010 + 0.00001 + 0.00075 + 0.000175;
     assert!((r.makespan_s - expected).abs() < 1e-9, "{}", r.makespan_s);
     assert_eq!((r.evictions, r.writebacks), (1, 1));
+}
+
+#[test]
+fn heteroprio_gives_each_kind_what_it_accelerates() {
+    // g: 1 ms on the GPU, 10 ms on a CPU; c: the reverse. Two of each on 1 GPU + 1 CPU:
+    // heteroprio's GPU walks g's bucket first, the CPU c's: 2 ms. eager takes them in
+    // submission order and puts a g on the CPU: 10 ms.
+    let tasks = ["g", "g", "c", "c"]
+        .iter()
+        .enumerate()
+        .map(|(i, c)| format!(r#"(name: "t{i}", codelet: "{c}")"#))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let dag = format!("Dag(handles: [], tasks: [{tasks}])");
+    let models = r#"models: {
+        "g": CodeletModel(cpu: Some(Constant("10ms")), cuda: Some(Constant("1ms"))),
+        "c": CodeletModel(cpu: Some(Constant("1ms")), cuda: Some(Constant("10ms")))}"#;
+    let run_with = |sched: &str| {
+        run(
+            &node(1, 1),
+            &dag,
+            &format!("scheduler: {sched}, cuda_pipeline: 1, {models}"),
+            QUIET,
+        )
+        .unwrap()
+    };
+    let r = run_with("heteroprio");
+    assert!((r.makespan_s - 0.002).abs() < 1e-12, "{}", r.makespan_s);
+    assert!(run_with("eager").makespan_s > 0.009);
 }
 
 #[test]
@@ -218,7 +259,18 @@ fn attila(n: u32, sched: &str, extra: &[String]) -> Result<RuntimeReport, Error>
 fn every_scheduler_runs_each_task_once_after_its_dependencies() {
     let g = graph::cholesky(9600, 960, 4, Priorities::Used).unwrap();
     for sched in [
-        "eager", "prio", "random", "ws", "lws", "dm", "dmda", "dmdar", "dmdas",
+        "eager",
+        "prio",
+        "random",
+        "ws",
+        "lws",
+        "dm",
+        "dmda",
+        "dmdar",
+        "dmdap",
+        "dmdas",
+        "dmdasd",
+        "heteroprio",
     ] {
         let r = attila(9600, sched, &[]).unwrap();
         assert_eq!(r.task_times.len(), g.tasks.len());

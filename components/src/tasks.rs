@@ -183,8 +183,14 @@ pub enum Scheduler {
     Dm,
     Dmda,
     Dmdar,
+    /// dmda with priority-sorted queues, head pop.
+    Dmdap,
     #[default]
     Dmdas,
+    /// dmdas whose decision counts only the queued work that runs before the task.
+    Dmdasd,
+    /// Buckets per codelet; GPUs take the most accelerated kinds first, CPUs the least.
+    Heteroprio,
 }
 
 impl Scheduler {
@@ -193,7 +199,13 @@ impl Scheduler {
     pub fn uses_priorities(self) -> bool {
         matches!(
             self,
-            Scheduler::Prio | Scheduler::Ws | Scheduler::Lws | Scheduler::Dmdas
+            Scheduler::Prio
+                | Scheduler::Ws
+                | Scheduler::Lws
+                | Scheduler::Dmdap
+                | Scheduler::Dmdas
+                | Scheduler::Dmdasd
+                | Scheduler::Heteroprio
         )
     }
 }

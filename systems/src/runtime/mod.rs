@@ -245,7 +245,7 @@ impl Plugin for RuntimePlugin {
             .register_switch("pcie_shared_bus", true, "data transfers are flows sharing the platform's PCIe links; off: each transfer alone at latency + size / bandwidth (one independent link per transfer)")
             .register_switch("prefetch", true, "dm* schedulers prefetch a task's inputs when they assign it; off: data move when the task is popped")
             .register_switch("perfmodel_noise", false, "task times drawn from the model's normal distribution (mean, stddev; seeded); off: the mean")
-            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with write-back, transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdas; StarPU codelet models and bus files. Simplified: direct GPU-GPU routes, one request level, no tidying or sub-allocator")
+            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with write-back, transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation and allocation costs; StarPU codelet models and bus files. Simplified: one request level, no tidying or sub-allocator")
             .init_resource::<Runtime>()
             .add_systems(SimStartup, setup_runtime.in_set(StartupSet::Workload))
             .add_systems(
@@ -518,6 +518,38 @@ impl Runtime {
         }
         let arch = self.machine.workers[w].arch;
         self.models.timing(task, arch).map(|(m, _, cal)| (m, cal))
+    }
+
+    pub(crate) fn codelet(&self, t: u32) -> u16 {
+        self.graph.tasks[t as usize].codelet
+    }
+
+    pub(crate) fn is_gpu(&self, w: usize) -> bool {
+        matches!(self.machine.workers[w].arch, Arch::Cuda(_))
+    }
+
+    /// Workers of each kind: (GPUs, CPUs).
+    pub(crate) fn worker_counts(&self) -> (usize, usize) {
+        let gpus = (0..self.machine.workers.len())
+            .filter(|&w| self.is_gpu(w))
+            .count();
+        (gpus, self.machine.workers.len() - gpus)
+    }
+
+    /// How much faster a GPU runs task `t` than a CPU core (the models' means): infinite
+    /// when only GPUs can run it, 0 when only CPUs can.
+    pub(crate) fn acceleration(&mut self, t: u32) -> f64 {
+        let mean = |rt: &mut Runtime, gpu: bool| {
+            (0..rt.machine.workers.len())
+                .find(|&w| rt.is_gpu(w) == gpu && rt.can_run(t, w))
+                .and_then(|w| rt.predicted(t, w))
+                .map(|(m, _)| m)
+        };
+        match (mean(self, false), mean(self, true)) {
+            (Some(cpu), Some(gpu)) if gpu > 0.0 => cpu / gpu,
+            (_, Some(_)) => f64::INFINITY,
+            _ => 0.0,
+        }
     }
 
     pub(crate) fn is_busy(&self, w: usize) -> bool {

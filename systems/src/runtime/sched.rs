@@ -2,11 +2,19 @@
 //! eager (one FIFO), prio (one priority list), random (weighted by relative speed-up), ws and
 //! lws (per-worker priority deques with stealing; lws steals from workers of its own kind
 //! first), and the dm family: dm (earliest expected finish), dmda (plus transfer penalty,
-//! alpha/beta fitness, prefetch at push), dmdar (ready-first pop), dmdas (priority-sorted
-//! queues, ready-first pop). Ties go to the first worker in StarPU's order (GPUs first).
-//! Uncalibrated models (StarPU history entries under 10 samples) make dm* fall back to
-//! StarPU's greedy rule: the least loaded worker, the first uncalibrated one at once.
+//! alpha/beta fitness, prefetch at push), dmdar (ready-first pop), dmdap (priority-sorted
+//! queues), dmdas (priority-sorted queues, ready-first pop), dmdasd (dmdas whose decision
+//! counts only the queued work ahead of the task), and heteroprio. Ties go to the first
+//! worker in StarPU's order (GPUs first). Uncalibrated models (StarPU history entries under
+//! 10 samples) make dm* fall back to StarPU's greedy rule: the least loaded worker, the first
+//! uncalibrated one at once.
 //! Simplified: the ready-first scan looks at the first 64 queued tasks; no energy term.
+//! heteroprio is its automatic form: one bucket per codelet, ranked by the models'
+//! acceleration (CPU time / GPU time at the first task's size), GPUs walking the buckets
+//! from the most accelerated, CPUs from the least; a worker of the slower kind takes from a
+//! bucket only when it holds at least `speed-up x` as many tasks as the faster kind has
+//! workers (StarPU's slow factor); tasks in a bucket by priority; no private queues or
+//! stealing (the worker's own pipeline holds what it popped).
 
 use std::collections::VecDeque;
 
@@ -35,6 +43,10 @@ pub struct Sched {
     pub dm: Vec<DmState>,
     last_push: usize,
     last_victim: usize,
+    /// heteroprio: a priority-ordered bucket per codelet, and each bucket's acceleration
+    /// (CPU time / GPU time; NaN until its first task is pushed).
+    buckets: Vec<VecDeque<u32>>,
+    speedup: Vec<f64>,
 }
 
 impl Sched {
@@ -54,13 +66,36 @@ impl Sched {
     fn is_dm(&self) -> bool {
         matches!(
             self.kind(),
-            Scheduler::Dm | Scheduler::Dmda | Scheduler::Dmdar | Scheduler::Dmdas
+            Scheduler::Dm
+                | Scheduler::Dmda
+                | Scheduler::Dmdar
+                | Scheduler::Dmdap
+                | Scheduler::Dmdas
+                | Scheduler::Dmdasd
+        )
+    }
+
+    /// dm* policies whose queues are sorted by priority.
+    fn sorted(&self) -> bool {
+        matches!(
+            self.kind(),
+            Scheduler::Dmdap | Scheduler::Dmdas | Scheduler::Dmdasd
+        )
+    }
+
+    /// dm* policies that pop the readiest task rather than the head.
+    fn ready_first(&self) -> bool {
+        matches!(
+            self.kind(),
+            Scheduler::Dmdar | Scheduler::Dmdas | Scheduler::Dmdasd
         )
     }
 
     /// Tasks waiting in the policy's queues.
     pub fn queued(&self) -> usize {
-        self.central.len() + self.local.iter().map(VecDeque::len).sum::<usize>()
+        self.central.len()
+            + self.local.iter().map(VecDeque::len).sum::<usize>()
+            + self.buckets.iter().map(VecDeque::len).sum::<usize>()
     }
 
     /// A task became ready (released by worker `by`, or at submission).
@@ -92,8 +127,61 @@ impl Sched {
                 };
                 insert_sorted(&mut self.local[w], t, prio, rt);
             }
+            Scheduler::Heteroprio => self.bucket_push(t, rt),
             _ => self.dm_push(t, rt),
         }
+    }
+
+    /// heteroprio: into its codelet's bucket, by priority.
+    fn bucket_push(&mut self, t: u32, rt: &mut Runtime) {
+        let c = rt.codelet(t) as usize;
+        if self.buckets.len() <= c {
+            self.buckets.resize(c + 1, VecDeque::new());
+            self.speedup.resize(c + 1, f64::NAN);
+        }
+        if self.speedup[c].is_nan() {
+            self.speedup[c] = rt.acceleration(t);
+        }
+        let prio = rt.priority(t);
+        insert_sorted(&mut self.buckets[c], t, prio, rt);
+    }
+
+    /// heteroprio: worker `w` walks the buckets in its kind's order and takes the first task
+    /// it may take and can run.
+    fn bucket_pop(&mut self, w: usize, rt: &mut Runtime) -> Option<u32> {
+        let gpu = rt.is_gpu(w);
+        let (ngpu, ncpu) = rt.worker_counts();
+        let mut order: Vec<usize> = (0..self.buckets.len())
+            .filter(|&b| !self.buckets[b].is_empty())
+            .collect();
+        // GPUs: most accelerated first; CPUs: least first (ties: codelet order).
+        order.sort_by(|&a, &b| {
+            let (x, y) = (self.speedup[a], self.speedup[b]);
+            if gpu {
+                y.total_cmp(&x)
+            } else {
+                x.total_cmp(&y)
+            }
+        });
+        for b in order {
+            let s = self.speedup[b];
+            let (fastest_gpu, factor, fast_workers) = if s >= 1.0 {
+                (true, s, ngpu)
+            } else {
+                (false, 1.0 / s, ncpu)
+            };
+            // The slower kind helps only with a backlog of `factor` tasks per fast worker.
+            if gpu != fastest_gpu
+                && fast_workers > 0
+                && (self.buckets[b].len() as f64) / (fast_workers as f64) < factor
+            {
+                continue;
+            }
+            if let Some(i) = self.buckets[b].iter().position(|&t| rt.can_run(t, w)) {
+                return self.buckets[b].remove(i);
+            }
+        }
+        None
     }
 
     fn random_worker(&self, t: u32, rt: &mut Runtime) -> usize {
@@ -138,10 +226,14 @@ impl Sched {
                 greedy = Some((w, load));
             }
             seen_nan |= nan;
-            let s = &self.dm[w];
-            let start_w = s.exp_start.max(now);
+            let start_w = self.dm[w].exp_start.max(now);
             let penalty = if da { rt.transfer_penalty(t, w) } else { 0.0 };
-            let mut start = start_w + s.exp_len;
+            let ahead = if self.kind() == Scheduler::Dmdasd {
+                self.work_ahead(t, w, rt)
+            } else {
+                self.dm[w].exp_len
+            };
+            let mut start = start_w + ahead;
             if da {
                 start = start.max(now + penalty);
             }
@@ -184,7 +276,7 @@ impl Sched {
         s.ntasks += 1;
         rt.set_prediction(t, len, extra);
         let prio = rt.priority(t);
-        if self.kind() == Scheduler::Dmdas {
+        if self.sorted() {
             insert_sorted(&mut self.local[w], t, prio, rt);
         } else {
             self.local[w].push_back(t);
@@ -192,6 +284,29 @@ impl Sched {
         if da {
             rt.prefetch(t, w);
         }
+    }
+
+    /// dmdasd's "sorted decision": the predicted work that runs on `w` before task `t`
+    /// would, given where its priority puts it in the queue (StarPU counts the pipeline
+    /// again when the task would go first: kept as StarPU has it).
+    fn work_ahead(&self, t: u32, w: usize, rt: &mut Runtime) -> f64 {
+        let s = self.dm[w];
+        let q = &self.local[w];
+        let prio = rt.priority(t);
+        let at = q.partition_point(|&x| rt.priority(x) >= prio);
+        if at == 0 {
+            return s.pipeline_len;
+        }
+        if at == q.len() {
+            return s.exp_len;
+        }
+        let queued: Vec<u32> = q.iter().take(at).copied().collect();
+        s.pipeline_len
+            + queued
+                .into_iter()
+                .filter_map(|x| rt.predicted(x, w))
+                .map(|(len, _)| len)
+                .sum::<f64>()
     }
 
     /// Worker `w` asks for work.
@@ -208,6 +323,7 @@ impl Sched {
                 }
                 self.steal(w, rt)
             }
+            Scheduler::Heteroprio => self.bucket_pop(w, rt),
             _ => self.dm_pop(w, rt),
         }
     }
@@ -261,7 +377,7 @@ impl Sched {
         if q.is_empty() {
             return None;
         }
-        let i = if matches!(self.kind(), Scheduler::Dmdar | Scheduler::Dmdas) {
+        let i = if self.ready_first() {
             let top = rt.priority(q[0]);
             let mut best = (f64::INFINITY, f64::INFINITY, 0);
             for (i, &t) in q.iter().enumerate().take(READY_SCAN) {
