@@ -8,15 +8,22 @@
 //! task is still fetching its inputs. Fetching allocates each buffer on the worker's memory
 //! node (evicting least-recently-used replicas that no task uses: dropped when another valid
 //! copy exists, written back to RAM first when they are the only one) and transfers every
-//! buffer it reads that is not valid there, from RAM when RAM holds it, else from a GPU that
-//! does. A worker runs its ready tasks in order, one at a time, for the codelet model's time.
-//! Writes make the worker's replica the owner and invalidate the others.
+//! buffer it reads that is not valid there from the valid copy StarPU would pick (the direct
+//! source with the smallest predicted time; RAM, then a GPU, when none is direct). GPU-to-GPU
+//! copies go directly only where the two GPUs have peer access, else through RAM in two hops.
+//! Copies between the same pair of nodes, and a GPU-to-GPU copy against copies into either of
+//! its ends, go one at a time as in StarPU-SimGrid. A worker runs its ready tasks in order, one
+//! at a time, for the codelet model's time. Writes make the worker's replica the owner and
+//! invalidate the others.
 //! Runtime overheads (switch `runtime_overheads`, StarPU-SimGrid's figures): 10 us before each
-//! transfer and each GPU kernel, 175 us per cudaMalloc (a freed buffer of the same size is
-//! reused without it).
-//! Simplified: GPU-to-GPU copies take the platform's route directly, one request level (no
-//! idle write-backs or tidying), no allocation sub-allocator, pinned-memory costs outside the
-//! timed factorisation, redux accesses treated as plain writes (no init or reduction tasks).
+//! transfer and each GPU kernel, 175 us per cudaMalloc (a cached buffer of the same size is
+//! reused without it), 750 us per cudaFree when memory runs short and the cache holds other
+//! sizes, 650 us per MiB of pinned RAM for handles without home data. Costs a node's driver
+//! owes are paid by its next copy or task.
+//! Simplified: one request level (no idle fetches, idle write-backs or tidying; StarPU's
+//! per-link request caps are not modelled), no sub-allocator, conflicts between transfers are
+//! checked when requested, a cudaFree does not wait for transfers in flight, and redux
+//! accesses are plain writes (no init or reduction tasks).
 
 pub mod graph;
 pub mod machine;
