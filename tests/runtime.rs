@@ -416,3 +416,73 @@ fn perfmodel_noise_is_seeded() {
     assert_ne!(run_seed(1, true), run_seed(1, false));
     assert_eq!(run_seed(1, false), run_seed(2, false));
 }
+
+#[test]
+fn a_fetch_overtakes_queued_prefetches() {
+    // dmdas pushes t0..t3 (priorities 1..4, each reading its own 0.1 GB tile: 10 ms on the
+    // 10 GB/s up link) to the only GPU at t = 0 and prefetches h0..h3 in that order. StarPU
+    // starts prefetches only while fewer than 2 requests are in flight on a link (notes 2.4),
+    // so h2 and h3 wait in the request list. The GPU pops t3 first (highest priority); its
+    // fetch raises h3 to FETCH level, which starts at once (fewer than 5 in flight) and runs
+    // after h0 and h1 (one copy at a time per pair): h3 lands at 30 ms, t3 runs 30-31 ms.
+    // Served in request order (no levels), h3 would land last, at 40 ms. Then h2 (40 ms),
+    // t2 40-41, t1 41-42, t0 42-43 ms.
+    let handles = (0..4)
+        .map(|i| format!(r#"(name: "h{i}", size: 1e8)"#))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let tasks = (0..4)
+        .map(|i| {
+            format!(
+                r#"(name: "t{i}", codelet: "k", priority: {}, accesses: [("h{i}", R)])"#,
+                i + 1
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let dag = format!("Dag(handles: [{handles}], tasks: [{tasks}])");
+    let models = r#"models: {"k": CodeletModel(cuda: Some(Constant("1ms")))}"#;
+    let r = run(
+        &node(1, 0),
+        &dag,
+        &format!("scheduler: dmdas, {models}"),
+        QUIET,
+    )
+    .unwrap();
+    let starts: Vec<f64> = r.task_times.iter().map(|t| t.0).collect();
+    for (got, want) in starts.iter().zip([0.042, 0.041, 0.040, 0.030]) {
+        assert!((got - want).abs() < 1e-9, "starts {starts:?}");
+    }
+    assert!((r.makespan_s - 0.043).abs() < 1e-9, "{}", r.makespan_s);
+}
+
+#[test]
+fn a_prefetch_evicts_data_no_queued_task_needs() {
+    // One GPU (2 GiB: StarPU's cap 1,843 MiB), one task at a time. dmda prefetches a (1 GB,
+    // 0.1 s at 10 GB/s) for t0 and b (0.8 GB) for t1 at t = 0: b lands at 0.18 s. t0 runs
+    // 0.1-0.101 s and releases t2, whose prefetch of c (0.8 GB) finds the GPU full. As in
+    // StarPU, a prefetch may evict an idle replica no queued task prefetched (a, done with),
+    // so c follows b on the link and lands at 0.26 s, while t1 runs 0.18-0.28 s; t2 runs
+    // 0.28-0.281 s. A prefetch that could not evict would leave c to t2's fetch: 0.361 s.
+    let dag = r#"Dag(handles: [(name: "a", size: 1e9), (name: "b", size: 8e8),
+                                (name: "c", size: 8e8)], tasks: [
+        (name: "t0", codelet: "k", accesses: [("a", R)]),
+        (name: "t1", codelet: "long", accesses: [("b", R)]),
+        (name: "t2", codelet: "k", accesses: [("c", R)], deps: ["t0"])])"#;
+    let models = r#"models: {"k": CodeletModel(cuda: Some(Constant("1ms"))),
+                             "long": CodeletModel(cuda: Some(Constant("100ms")))}"#;
+    let r = run(
+        &node(1, 0),
+        dag,
+        &format!("scheduler: dmda, cuda_pipeline: 1, {models}"),
+        QUIET,
+    )
+    .unwrap();
+    assert!(
+        (r.task_times[2].0 - 0.28).abs() < 1e-9,
+        "{:?}",
+        r.task_times
+    );
+    assert!((r.makespan_s - 0.281).abs() < 1e-9, "{}", r.makespan_s);
+    assert_eq!(r.evictions, 1);
+}

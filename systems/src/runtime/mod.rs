@@ -20,9 +20,13 @@
 //! reused without it), 750 us per cudaFree when memory runs short and the cache holds other
 //! sizes, 650 us per MiB of pinned RAM for handles without home data. Costs a node's driver
 //! owes are paid by its next copy or task.
-//! Simplified: one request level (no idle fetches, idle write-backs or tidying; StarPU's
-//! per-link request caps are not modelled), no sub-allocator, conflicts between transfers are
-//! checked when requested, a cudaFree does not wait for transfers in flight, and redux
+//! Requests have StarPU's levels: a task's fetch goes before push-time prefetches, and a node
+//! pair starts fetches while fewer than 5 requests are in flight on it, prefetches while fewer
+//! than 2. A prefetch may evict idle replicas no other queued task prefetched; one that finds
+//! no memory is retried, most urgent first, when memory frees up on its node.
+//! Simplified: no idle fetches, idle write-backs or tidying (`wont_use` only moves a replica
+//! to the front of the eviction order), no sub-allocator, conflicts between transfers are
+//! checked when a transfer starts, a cudaFree does not wait for transfers in flight, and redux
 //! accesses are plain writes (no init or reduction tasks).
 
 pub mod graph;
@@ -32,7 +36,7 @@ pub mod sched;
 use bevy_app::{App, Plugin};
 use bevy_ecs::prelude::*;
 use rand_core::Rng;
-use std::collections::VecDeque;
+use std::collections::{BinaryHeap, VecDeque};
 
 use hetsim_components::SimTime;
 use hetsim_components::entities::Flow;
@@ -65,6 +69,33 @@ const CUDA_FREE: f64 = 750e-6;
 const PINNED_PER_MIB: f64 = 650e-6;
 const MIB: f64 = 1048576.0;
 
+/// Whether an allocation may evict replicas, and which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Evict {
+    No,
+    /// A task's fetch: any idle replica.
+    ForFetch,
+    /// A push-time prefetch: idle replicas no other queued task prefetched.
+    ForPrefetch,
+}
+
+/// A prefetch waiting for memory: (task priority, first postponed first, handle, task).
+type Postponed = (i64, std::cmp::Reverse<u64>, u32, u32);
+
+/// StarPU's request levels: a task that needs its data now, or a push-time prefetch.
+/// Fetches are served first; a node pair starts fetches while fewer than [`FETCH_CAP`]
+/// requests are in flight on it, prefetches only while fewer than [`PREFETCH_CAP`] are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Level {
+    #[default]
+    Fetch,
+    Prefetch,
+}
+
+/// StarPU 1.4's per-(node, peer, direction) caps on requests in flight (notes 2.4).
+const FETCH_CAP: u32 = 5;
+const PREFETCH_CAP: u32 = 2;
+
 const INVALID: u8 = 0;
 const SHARED: u8 = 1;
 const OWNER: u8 = 2;
@@ -80,6 +111,9 @@ struct Replica {
     incoming: Option<u32>,
     /// Being written back before it is freed.
     evicting: bool,
+    /// Queued tasks that prefetched it (StarPU's `nb_tasks_prefetch`): other prefetches
+    /// may not evict it.
+    prefetch_pins: u32,
     last_use: u64,
 }
 
@@ -88,8 +122,14 @@ struct Xfer {
     handle: u32,
     src: u32,
     dst: u32,
-    /// A write-back of an evicted replica (frees the source when done).
+    /// A write-back of an evicted replica (frees the source when done; started at once, outside
+    /// the request lists, as StarPU's synchronous write-back).
     writeback: bool,
+    level: Level,
+    /// The priority of the task it is for (request lists are served most urgent first).
+    prio: i64,
+    /// Taken off its request list and started.
+    launched: bool,
     /// GPUs to forward the data to once they land in RAM (no peer access to the source).
     then: Vec<u32>,
     /// When its queueing costs are paid and it may start.
@@ -180,12 +220,27 @@ pub struct Runtime {
     /// paid by the next copy into the node or the next task started there.
     debt: Vec<f64>,
     xfers: Vec<Xfer>,
+    /// Requests not yet started, per node pair (`src * nodes + dst`).
+    requests: Vec<Vec<u32>>,
+    /// Requests started and not finished, per node pair.
+    inflight: Vec<u32>,
     /// Transfers queued or running on the shared bus.
     pending: Vec<u32>,
     /// Tasks each `wont_use` hint still waits for.
     hints_left: Vec<u32>,
     /// Tasks waiting for memory on each node.
     mem_wait: Vec<Vec<u32>>,
+    /// A prefetch found nothing to evict on the node: later prefetches there use free memory
+    /// only, until a task ends there (StarPU's `prefetch_out_of_memory`).
+    prefetch_oom: Vec<bool>,
+    /// Tasks whose inputs are pinned by their push-time prefetch, until they are popped.
+    prefetched: Vec<bool>,
+    /// Prefetches that found no memory, per node, most urgent on top (task priority, then
+    /// first postponed): retried when memory frees up there, while their task is queued.
+    postponed: Vec<BinaryHeap<Postponed>>,
+    postponed_seq: u64,
+    /// Nodes where memory was freed this step.
+    freed: Vec<bool>,
     workers: Vec<WorkerRt>,
     /// Worker indices that may make progress.
     dirty: Vec<u32>,
@@ -252,7 +307,7 @@ impl Plugin for RuntimePlugin {
             .register_switch("pcie_shared_bus", true, "data transfers are flows sharing the platform's PCIe links; off: each transfer alone at latency + size / bandwidth (one independent link per transfer)")
             .register_switch("prefetch", true, "dm* schedulers prefetch a task's inputs when they assign it; off: data move when the task is popped")
             .register_switch("perfmodel_noise", false, "task times drawn from the model's normal distribution (mean, stddev; seeded); off: the mean")
-            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with write-back, transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation and allocation costs; StarPU codelet models and bus files. Simplified: one request level, no tidying or sub-allocator")
+            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with write-back, transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation and allocation costs; fetch and prefetch request levels with StarPU's in-flight caps (5/2 per node pair); StarPU codelet models and bus files. Simplified: no idle write-backs, tidying or sub-allocator")
             .init_resource::<Runtime>()
             .add_systems(SimStartup, setup_runtime.in_set(StartupSet::Workload))
             .add_systems(
@@ -409,6 +464,12 @@ fn setup(world: &mut World, cfg: &RuntimeConfig) -> Result<(), String> {
         cache: vec![Vec::new(); nn],
         debt: vec![0.0; nn],
         mem_wait: vec![Vec::new(); nn],
+        prefetch_oom: vec![false; nn],
+        requests: vec![Vec::new(); nn * nn],
+        inflight: vec![0; nn * nn],
+        prefetched: vec![false; nt],
+        postponed: vec![BinaryHeap::new(); nn],
+        freed: vec![false; nn],
         workers,
         dirty_mark: vec![false; nw],
         hints_left: graph.hints.iter().map(|h| h.1).collect(),
@@ -661,18 +722,56 @@ impl Runtime {
         self.wake_all();
     }
 
-    /// dm* prefetch at push: start bringing the task's inputs to `w`'s node.
+    /// dm* prefetch at push: start bringing the task's inputs to `w`'s node. The replicas
+    /// stay pinned against other prefetches' evictions until the task is popped.
     pub(crate) fn prefetch(&mut self, t: u32, w: usize) {
         if !self.prefetch_on {
             return;
         }
         let node = self.machine.workers[w].node;
+        self.prefetched[t as usize] = true;
         let acc = self.graph.tasks[t as usize].accesses.clone();
         for (h, mode) in acc {
-            if mode.reads() && self.replica(h, node).state == INVALID {
-                // A prefetch never evicts: it only uses free memory.
-                if self.allocate(h, node, false) {
-                    self.request(h, node);
+            if !mode.reads() {
+                continue;
+            }
+            self.replica_mut(h, node).prefetch_pins += 1;
+            if self.replica(h, node).state == INVALID {
+                let prio = self.priority(t);
+                if self.allocate(h, node, Evict::ForPrefetch) {
+                    self.request(h, node, Level::Prefetch, prio);
+                } else {
+                    self.postponed_seq += 1;
+                    let seq = std::cmp::Reverse(self.postponed_seq);
+                    self.postponed[node as usize].push((prio, seq, h, t));
+                }
+            }
+        }
+    }
+
+    /// Memory came free on `node`: postponed prefetches go again, most urgent first, until
+    /// one still finds none.
+    fn retry_prefetches(&mut self, node: u32) {
+        while let Some(&(prio, seq, h, t)) = self.postponed[node as usize].peek() {
+            if self.prefetched[t as usize] && self.replica(h, node).state == INVALID {
+                if !self.allocate(h, node, Evict::ForPrefetch) {
+                    break;
+                }
+                self.request(h, node, Level::Prefetch, prio);
+            }
+            // Brought, popped (its fetch takes over), or already there.
+            let top = self.postponed[node as usize].pop();
+            debug_assert_eq!(top.map(|e| e.1), Some(seq));
+        }
+    }
+
+    /// The task leaves its worker's queue: its prefetch pins go.
+    fn unpin_prefetch(&mut self, t: u32, node: u32) {
+        if std::mem::take(&mut self.prefetched[t as usize]) {
+            let acc = self.graph.tasks[t as usize].accesses.clone();
+            for (h, mode) in acc {
+                if mode.reads() {
+                    self.replica_mut(h, node).prefetch_pins -= 1;
                 }
             }
         }
@@ -682,7 +781,7 @@ impl Runtime {
     /// cudaMalloc; short of memory, free cached buffers (cudaFree) and, with `evict`, evict
     /// LRU replicas and reuse their buffers. False: not now. In RAM only handles without home
     /// data get here, in pinned memory.
-    fn allocate(&mut self, h: u32, node: u32, evict: bool) -> bool {
+    fn allocate(&mut self, h: u32, node: u32, evict: Evict) -> bool {
         if self.replica(h, node).allocated {
             return true;
         }
@@ -698,14 +797,18 @@ impl Runtime {
             if self.mem_limit && self.used[n] + size > cap {
                 self.flush_cache(n, size);
                 if self.used[n] + size > cap {
-                    if !evict {
+                    let prefetch = evict == Evict::ForPrefetch;
+                    if evict == Evict::No || (prefetch && self.prefetch_oom[n]) {
                         return false;
                     }
-                    self.evict(node, self.used[n] + size - cap);
+                    self.evict(node, self.used[n] + size - cap, prefetch);
                     reused = self.take_cached(n, size);
                     if !reused {
                         self.flush_cache(n, size);
                         if self.used[n] + size > cap {
+                            if prefetch {
+                                self.prefetch_oom[n] = true;
+                            }
                             return false;
                         }
                     }
@@ -785,8 +888,9 @@ impl Runtime {
     }
 
     /// Frees at least `need` bytes on `node` by evicting idle replicas, least recently used
-    /// first (shared ones dropped, owners written back to RAM).
-    fn evict(&mut self, node: u32, need: f64) {
+    /// first (shared ones dropped, owners written back to RAM). For a prefetch, replicas
+    /// other queued tasks prefetched are kept.
+    fn evict(&mut self, node: u32, need: f64, for_prefetch: bool) {
         let nn = self.machine.nodes.len();
         // Victims in LRU order until `need` bytes would be freed (write-backs free later).
         let mut victims = Vec::new();
@@ -796,7 +900,11 @@ impl Runtime {
                 break;
             }
             let r = &self.replicas[h as usize * nn + node as usize];
-            if r.refcnt == 0 && r.incoming.is_none() && !r.evicting {
+            if r.refcnt == 0
+                && r.incoming.is_none()
+                && !r.evicting
+                && !(for_prefetch && r.prefetch_pins > 0)
+            {
                 victims.push(h);
                 counted += self.graph.handles[h as usize].size;
             }
@@ -811,8 +919,9 @@ impl Runtime {
                 // without peer access may ride on it (`request`).
                 self.replica_mut(h, node).evicting = true;
                 self.report.writebacks += 1;
-                self.allocate(h, 0, false);
-                let x = self.start_xfer(h, node, 0, true);
+                self.allocate(h, 0, Evict::No);
+                let x = self.new_xfer(h, node, 0, true, Level::Fetch, 0);
+                self.launch(x);
                 self.replica_mut(h, 0).incoming = Some(x);
             } else {
                 self.free(h, node);
@@ -834,6 +943,7 @@ impl Runtime {
         r.evicting = false;
         self.lru[node as usize].remove(&(last, h));
         self.cache[node as usize].push(size);
+        self.freed[node as usize] = true;
         let waiting = std::mem::take(&mut self.mem_wait[node as usize]);
         for t in waiting {
             let w = self.worker_of[t as usize];
@@ -842,20 +952,35 @@ impl Runtime {
     }
 
     /// Brings a valid copy of `h` to `node` (already allocated) unless it is there or coming.
-    fn request(&mut self, h: u32, node: u32) {
+    /// A fetch for data a prefetch already asked for raises that request to its level.
+    fn request(&mut self, h: u32, node: u32, level: Level, prio: i64) {
         let r = *self.replica(h, node);
-        if r.state != INVALID || r.incoming.is_some() {
+        if let Some(x) = r.incoming {
+            let xf = &mut self.xfers[x as usize];
+            if !xf.launched && (level == Level::Fetch || prio > xf.prio) {
+                xf.prio = xf.prio.max(prio);
+                if level == Level::Fetch {
+                    xf.level = Level::Fetch;
+                }
+                let (src, dst) = (xf.src, xf.dst);
+                self.pump(src, dst);
+            }
+            return;
+        }
+        if r.state != INVALID {
             return;
         }
         let Some(src) = self.source_for(h, node) else {
             return; // never written: nothing to move
         };
         let x = if self.machine.direct[src as usize][node as usize] {
-            self.start_xfer(h, src, node, false)
+            let x = self.new_xfer(h, src, node, false, level, prio);
+            self.pump(src, node);
+            x
         } else {
             // No peer access: to RAM first (or with the copy already going there), then on.
-            self.allocate(h, 0, false);
-            self.request(h, 0);
+            self.allocate(h, 0, Evict::No);
+            self.request(h, 0, level, prio);
             let x = self.replica(h, 0).incoming.expect("RAM copy requested");
             self.xfers[x as usize].then.push(node);
             x
@@ -863,12 +988,76 @@ impl Runtime {
         self.replica_mut(h, node).incoming = Some(x);
     }
 
-    fn start_xfer(&mut self, h: u32, src: u32, dst: u32, writeback: bool) -> u32 {
+    /// A transfer of `h` from `src` to `dst`, not started yet. Its source stays while it is
+    /// read (a write-back's source is `evicting` instead).
+    fn new_xfer(
+        &mut self,
+        h: u32,
+        src: u32,
+        dst: u32,
+        writeback: bool,
+        level: Level,
+        prio: i64,
+    ) -> u32 {
         let x = self.xfers.len() as u32;
         if !writeback {
-            // The source stays while it is read (a write-back's source is `evicting`).
             self.replica_mut(h, src).refcnt += 1;
+            let pair = self.pair(src, dst);
+            self.requests[pair].push(x);
         }
+        self.xfers.push(Xfer {
+            handle: h,
+            src,
+            dst,
+            writeback,
+            level,
+            prio,
+            ..Default::default()
+        });
+        x
+    }
+
+    fn pair(&self, src: u32, dst: u32) -> usize {
+        src as usize * self.machine.nodes.len() + dst as usize
+    }
+
+    /// Starts the requests of a node pair its caps allow: fetches before prefetches, most
+    /// urgent first, then in request order.
+    fn pump(&mut self, src: u32, dst: u32) {
+        let pair = self.pair(src, dst);
+        loop {
+            let best = self.requests[pair]
+                .iter()
+                .enumerate()
+                .min_by_key(|&(_, &x)| {
+                    let xf = &self.xfers[x as usize];
+                    (xf.level == Level::Prefetch, std::cmp::Reverse(xf.prio), x)
+                })
+                .map(|(i, &x)| (i, x));
+            let Some((i, x)) = best else { break };
+            let cap = match self.xfers[x as usize].level {
+                Level::Fetch => FETCH_CAP,
+                Level::Prefetch => PREFETCH_CAP,
+            };
+            if self.inflight[pair] >= cap {
+                break;
+            }
+            self.requests[pair].remove(i);
+            self.inflight[pair] += 1;
+            self.launch(x);
+        }
+    }
+
+    /// Starts transfer `x`: after its queueing cost, and on the shared bus after the copies it
+    /// must follow.
+    fn launch(&mut self, x: u32) {
+        let Xfer {
+            handle: h,
+            src,
+            dst,
+            ..
+        } = self.xfers[x as usize];
+        self.xfers[x as usize].launched = true;
         let size = self.graph.handles[h as usize].size;
         self.report.transfers += 1;
         match (src, dst) {
@@ -884,14 +1073,8 @@ impl Runtime {
         let at = self
             .now
             .saturating_add(SimTime::from_secs_saturating(delay));
-        let mut xfer = Xfer {
-            handle: h,
-            src,
-            dst,
-            writeback,
-            ready_at: at,
-            ..Default::default()
-        };
+        let mut xfer = std::mem::take(&mut self.xfers[x as usize]);
+        xfer.ready_at = at;
         if self.shared_bus {
             // Waits for the pending copies it must follow; the flow starts after them and
             // the queueing delay.
@@ -913,8 +1096,7 @@ impl Runtime {
                 RtEvent::XferDone(x),
             ));
         }
-        self.xfers.push(xfer);
-        x
+        self.xfers[x as usize] = xfer;
     }
 
     /// Transfer `x` is over: the copies serialised behind it may go.
@@ -942,7 +1124,13 @@ impl Runtime {
             ..
         } = self.xfers[x as usize];
         let then = std::mem::take(&mut self.xfers[x as usize].then);
+        let (level, prio) = (self.xfers[x as usize].level, self.xfers[x as usize].prio);
         self.tick += 1;
+        if !writeback {
+            let pair = self.pair(src, dst);
+            self.inflight[pair] -= 1;
+            self.pump(src, dst);
+        }
         if writeback {
             self.replica_mut(h, 0).incoming = None;
             if self.replica(h, src).refcnt > 0 {
@@ -976,7 +1164,8 @@ impl Runtime {
         }
         // The second hop of copies between GPUs without peer access.
         for node in then {
-            let x2 = self.start_xfer(h, 0, node, false);
+            let x2 = self.new_xfer(h, 0, node, false, level, prio);
+            self.pump(0, node);
             self.replica_mut(h, node).incoming = Some(x2);
         }
     }
@@ -1028,6 +1217,8 @@ impl Runtime {
             }
         }
         self.wake(w as u32);
+        self.prefetch_oom[node as usize] = false;
+        self.freed[node as usize] = true;
         for n in 0..nn {
             if !self.mem_wait[n as usize].is_empty() {
                 let waiting = std::mem::take(&mut self.mem_wait[n as usize]);
@@ -1056,9 +1247,23 @@ impl Runtime {
 
     /// Lets every worker that may move do so.
     fn progress(&mut self) {
-        while let Some(w) = self.dirty.pop() {
-            self.dirty_mark[w as usize] = false;
-            self.advance_worker(w as usize);
+        loop {
+            while let Some(w) = self.dirty.pop() {
+                self.dirty_mark[w as usize] = false;
+                self.advance_worker(w as usize);
+            }
+            // Fetches first, then prefetches (StarPU serves its request lists in that order).
+            let nodes: Vec<u32> = (0..self.freed.len() as u32)
+                .filter(|&n| std::mem::take(&mut self.freed[n as usize]))
+                .collect();
+            if nodes.is_empty() {
+                break;
+            }
+            for n in nodes {
+                if !self.postponed[n as usize].is_empty() {
+                    self.retry_prefetches(n);
+                }
+            }
         }
     }
 
@@ -1092,6 +1297,7 @@ impl Runtime {
             for (h, _) in acc {
                 self.replica_mut(h, node).refcnt += 1;
             }
+            self.unpin_prefetch(t, node);
         }
         self.try_run(w);
     }
@@ -1102,14 +1308,15 @@ impl Runtime {
         let acc = self.graph.tasks[t as usize].accesses.clone();
         let mut ready = true;
         for (h, mode) in acc {
-            if !self.allocate(h, node, true) {
+            if !self.allocate(h, node, Evict::ForFetch) {
                 if !self.mem_wait[node as usize].contains(&t) {
                     self.mem_wait[node as usize].push(t);
                 }
                 return false;
             }
             if mode.reads() {
-                self.request(h, node);
+                let prio = self.priority(t);
+                self.request(h, node, Level::Fetch, prio);
                 let r = self.replica(h, node);
                 if r.state == INVALID || r.incoming.is_some() {
                     ready = false;
