@@ -486,3 +486,63 @@ fn a_prefetch_evicts_data_no_queued_task_needs() {
     assert!((r.makespan_s - 0.281).abs() < 1e-9, "{}", r.makespan_s);
     assert_eq!(r.evictions, 1);
 }
+
+#[test]
+fn starpu_trace_files_describe_the_run() {
+    // tasks.rec, data.rec and dag.dot as starpu_fxt_tool writes them (notes 4.1-4.3): one
+    // record per task (Cholesky nt = 5: 5 POTRF + 10 TRSM + 10 SYRK + 10 GEMM = 35) with
+    // times in ms; every DependsOn job ended before the task started; one data record per
+    // tile (15); the DOT file has one edge per dependency.
+    let r = run(
+        &node(2, 2),
+        "Cholesky(n: 4800, tile: 960)",
+        r#"scheduler: dmdas, models: {
+            "chol_model_potrf": CodeletModel(cpu: Some(Constant("5ms")), cuda: Some(Constant("2ms"))),
+            "chol_model_trsm": CodeletModel(cpu: Some(Constant("5ms")), cuda: Some(Constant("1ms"))),
+            "chol_model_syrk": CodeletModel(cpu: Some(Constant("5ms")), cuda: Some(Constant("1ms"))),
+            "chol_model_gemm": CodeletModel(cpu: Some(Constant("9ms")), cuda: Some(Constant("1ms")))}"#,
+        QUIET,
+    )
+    .unwrap();
+    let text = String::from_utf8(hetsim::output::starpu::tasks_rec(&r)).unwrap();
+    let records: Vec<std::collections::HashMap<&str, &str>> = text
+        .split("\n\n")
+        .filter(|b| !b.trim().is_empty())
+        .map(|b| b.lines().filter_map(|l| l.split_once(": ")).collect())
+        .collect();
+    assert_eq!(records.len(), 35);
+    let times: std::collections::HashMap<&str, (f64, f64)> = records
+        .iter()
+        .map(|rec| {
+            let f = |k: &str| rec[k].parse::<f64>().unwrap();
+            (rec["JobId"], (f("StartTime"), f("EndTime")))
+        })
+        .collect();
+    let mut edges = 0;
+    for rec in &records {
+        assert!(["potrf", "trsm", "syrk", "gemm"].contains(&rec["Name"]));
+        let start = times[rec["JobId"]].0;
+        for dep in rec.get("DependsOn").map_or("", |d| d).split_whitespace() {
+            assert!(
+                times[dep].1 <= start + 1e-9,
+                "{dep} ends after {}",
+                rec["JobId"]
+            );
+            edges += 1;
+        }
+        let n = rec["Handles"].split(' ').count();
+        assert_eq!(rec["Modes"].split(' ').count(), n);
+        assert_eq!(
+            rec["Sizes"].split(' ').collect::<Vec<_>>(),
+            vec!["3686400"; n]
+        );
+    }
+    // The last task ends at the makespan (ms).
+    let last = times.values().map(|t| t.1).fold(0.0, f64::max);
+    assert!((last - r.makespan_s * 1e3).abs() < 1e-6);
+    let data = String::from_utf8(hetsim::output::starpu::data_rec(&r)).unwrap();
+    assert_eq!(data.matches("Handle: ").count(), 15);
+    let dot = String::from_utf8(hetsim::output::starpu::dag_dot(&r)).unwrap();
+    assert_eq!(dot.matches("->").count(), edges);
+    assert_eq!(dot.matches("style=filled").count(), 35);
+}

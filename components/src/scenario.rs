@@ -391,6 +391,10 @@ pub struct OutputSpec {
     /// `intervals.csv`: every state interval, one row each.
     #[serde(default = "yes")]
     pub intervals_csv: bool,
+    /// For a task runtime: StarPU's `tasks.rec`, `data.rec` and `dag.dot` (what
+    /// `starpu_fxt_tool` writes, read by StarVZ and pmtool).
+    #[serde(default = "yes")]
+    pub starpu_traces: bool,
     /// Width of the timeline pictures in pixels; what falls into one pixel column is aggregated.
     #[serde(default = "default_width")]
     pub width: u32,
@@ -431,6 +435,7 @@ impl Default for OutputSpec {
             trace_json: true,
             paje: true,
             intervals_csv: true,
+            starpu_traces: true,
             width: default_width(),
         }
     }

@@ -12,6 +12,7 @@ pub mod order;
 pub mod paje;
 pub mod plot;
 pub mod staged;
+pub mod starpu;
 pub mod study;
 
 use bevy_ecs::prelude::*;
@@ -62,6 +63,8 @@ pub struct Report {
     pub mpi: Option<MpiReport>,
     /// Per-GPU totals and collectives of a CUDA workload.
     pub cuda: Option<CudaReport>,
+    /// What a task runtime ran: per-task times and the graph.
+    pub runtime: Option<RuntimeReport>,
 }
 
 /// Collects the report of a finished run.
@@ -101,7 +104,8 @@ pub fn report(world: &mut World, scenario: &str, seed: u64, stats: &RunStats) ->
     if let Some(m) = &mpi {
         summary["mpi"] = mpi_summary(m);
     }
-    if let Some(r) = world.get_resource::<RuntimeReport>() {
+    let runtime = world.get_resource::<RuntimeReport>().cloned();
+    if let Some(r) = &runtime {
         summary["runtime"] = runtime_summary(r);
     }
     let cuda = world.get_resource::<CudaReport>().cloned();
@@ -119,6 +123,7 @@ pub fn report(world: &mut World, scenario: &str, seed: u64, stats: &RunStats) ->
         record,
         mpi,
         cuda,
+        runtime,
     }
 }
 
@@ -302,6 +307,13 @@ fn stage_all(st: &mut staged::Staged, report: &Report, spec: &OutputSpec) -> std
     }
     if let Some(c) = &report.cuda {
         st.bytes("collectives.csv", collectives_csv(c)?)?;
+    }
+    if let Some(r) = &report.runtime
+        && spec.starpu_traces
+    {
+        st.bytes("tasks.rec", starpu::tasks_rec(r))?;
+        st.bytes("data.rec", starpu::data_rec(r))?;
+        st.bytes("dag.dot", starpu::dag_dot(r))?;
     }
     let Some(rec) = &report.record else {
         return Ok(());

@@ -194,6 +194,10 @@ pub struct RuntimeReport {
     pub task_times: Vec<(f64, f64, u32)>,
     /// Per memory node: name, capacity and the most bytes ever allocated there.
     pub memory: Vec<(String, f64, f64)>,
+    /// Each worker's memory node (index into `memory`).
+    pub worker_nodes: Vec<u32>,
+    /// The task graph that ran (for StarPU-style traces: tasks.rec, data.rec, dag.dot).
+    pub graph: std::sync::Arc<Graph>,
 }
 
 /// The runtime's whole state.
@@ -1422,8 +1426,11 @@ pub fn publish_runtime_report(world: &mut World) {
     if world.get_resource::<RuntimeConfig>().is_none() {
         return;
     }
-    let rt = world.resource::<Runtime>();
+    let mut rt = world.resource_mut::<Runtime>();
+    let graph = std::sync::Arc::new(std::mem::take(&mut rt.graph));
     let mut report = rt.report.clone();
+    report.graph = graph;
+    report.worker_nodes = rt.machine.workers.iter().map(|w| w.node).collect();
     if report.makespan_s > 0.0 {
         report.gflops = rt.flops / report.makespan_s / 1e9;
     }
