@@ -546,3 +546,26 @@ fn starpu_trace_files_describe_the_run() {
     assert_eq!(dot.matches("->").count(), edges);
     assert_eq!(dot.matches("style=filled").count(), 35);
 }
+
+#[test]
+fn wont_use_hints_write_dirty_tiles_back_when_the_link_is_idle() {
+    // Cholesky nt = 5 on one GPU and no CPU: every tile is written on the GPU, and the
+    // example's starpu_data_wont_use hints cover every tile (the diagonal one after its
+    // TRSMs: 5; a panel tile after its SYRK and GEMMs: 10). StarPU answers each with an
+    // IDLEFETCH write-back of the dirty copy to RAM (notes 2.7), started when nothing else is
+    // in flight on the GPU-to-RAM link: 15 tiles of 3,686,400 B go back, with no memory
+    // pressure and no CPU reader.
+    let r = run(
+        &node(1, 0),
+        "Cholesky(n: 4800, tile: 960)",
+        r#"scheduler: dmdas, models: {
+            "chol_model_potrf": CodeletModel(cuda: Some(Constant("2ms"))),
+            "chol_model_trsm": CodeletModel(cuda: Some(Constant("1ms"))),
+            "chol_model_syrk": CodeletModel(cuda: Some(Constant("1ms"))),
+            "chol_model_gemm": CodeletModel(cuda: Some(Constant("1ms")))}"#,
+        QUIET,
+    )
+    .unwrap();
+    assert_eq!(r.bytes_d2h, 15.0 * 3686400.0);
+    assert_eq!((r.evictions, r.writebacks), (0, 0));
+}

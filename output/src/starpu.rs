@@ -6,7 +6,6 @@
 
 use std::fmt::Write as _;
 
-use hetsim_components::tasks::Mode;
 use hetsim_systems::runtime::RuntimeReport;
 
 /// `tasks.rec`: one record per task, in submission order.
@@ -42,7 +41,7 @@ pub fn tasks_rec(r: &RuntimeReport) -> Vec<u8> {
         let _ = writeln!(out, "Parameters: {}", task.label);
         let accesses = &task.accesses;
         let handles: Vec<String> = accesses.iter().map(|&(h, _)| format!("0x{h:x}")).collect();
-        let modes: Vec<&str> = accesses.iter().map(|&(_, m)| mode(m)).collect();
+        let modes: Vec<&str> = accesses.iter().map(|&(_, m)| m.letter()).collect();
         let sizes: Vec<String> = accesses
             .iter()
             .map(|&(h, _)| format!("{}", g.handles[h as usize].size as u64))
@@ -97,17 +96,6 @@ pub fn dag_dot(r: &RuntimeReport) -> Vec<u8> {
 /// colours tasks).
 fn kernel(model: &str) -> &str {
     model.rsplit('_').next().unwrap_or(model)
-}
-
-/// StarPU's access-mode letters: R, W, RW, S (scratch), X (redux).
-fn mode(m: Mode) -> &'static str {
-    match m {
-        Mode::R => "R",
-        Mode::W => "W",
-        Mode::RW => "RW",
-        Mode::Scratch => "S",
-        Mode::Redux => "X",
-    }
 }
 
 const PALETTE: [&str; 8] = [

@@ -20,14 +20,17 @@
 //! reused without it), 750 us per cudaFree when memory runs short and the cache holds other
 //! sizes, 650 us per MiB of pinned RAM for handles without home data. Costs a node's driver
 //! owes are paid by its next copy or task.
-//! Requests have StarPU's levels: a task's fetch goes before push-time prefetches, and a node
-//! pair starts fetches while fewer than 5 requests are in flight on it, prefetches while fewer
-//! than 2. A prefetch may evict idle replicas no other queued task prefetched; one that finds
-//! no memory is retried, most urgent first, when memory frees up on its node.
-//! Simplified: no idle fetches, idle write-backs or tidying (`wont_use` only moves a replica
-//! to the front of the eviction order), no sub-allocator, conflicts between transfers are
-//! checked when a transfer starts, a cudaFree does not wait for transfers in flight, and redux
-//! accesses are plain writes (no init or reduction tasks).
+//! Requests have StarPU's levels: a task's fetch goes before push-time prefetches, which go
+//! before idle write-backs; a node pair starts fetches while fewer than 5 requests are in
+//! flight on it, prefetches while fewer than 2, idle requests when none is. A prefetch may
+//! evict idle replicas no other queued task prefetched; one that finds no memory is retried,
+//! most urgent first, when memory frees up on its node. A `wont_use` hint moves the handle's
+//! GPU copies to the front of the eviction order and writes a dirty one back at idle level.
+//! A task that writes a handle waits until no transfer of it is in flight.
+//! Simplified: no background tidying (StarPU's 5 %/10 % clean-buffer targets), no
+//! sub-allocator, conflicts between transfers are checked when a transfer starts, a cudaFree
+//! does not wait for transfers in flight, and redux accesses are plain writes (no init or
+//! reduction tasks).
 
 pub mod graph;
 pub mod machine;
@@ -82,14 +85,16 @@ enum Evict {
 /// A prefetch waiting for memory: (task priority, first postponed first, handle, task).
 type Postponed = (i64, std::cmp::Reverse<u64>, u32, u32);
 
-/// StarPU's request levels: a task that needs its data now, or a push-time prefetch.
-/// Fetches are served first; a node pair starts fetches while fewer than [`FETCH_CAP`]
-/// requests are in flight on it, prefetches only while fewer than [`PREFETCH_CAP`] are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// StarPU's request levels: a task that needs its data now, a push-time prefetch, or an
+/// idle write-back. Served in that order; a node pair starts fetches while fewer than
+/// [`FETCH_CAP`] requests are in flight on it, prefetches while fewer than [`PREFETCH_CAP`]
+/// are, idle requests only when none is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 enum Level {
     #[default]
     Fetch,
     Prefetch,
+    Idle,
 }
 
 /// StarPU 1.4's per-(node, peer, direction) caps on requests in flight (notes 2.4).
@@ -228,6 +233,11 @@ pub struct Runtime {
     requests: Vec<Vec<u32>>,
     /// Requests started and not finished, per node pair.
     inflight: Vec<u32>,
+    /// Transfers of each handle requested and not finished: a task that writes the handle
+    /// waits until there are none (a write-back in flight must not land after the write).
+    handle_xfers: Vec<u32>,
+    /// Workers whose fetched task waits so, with the handle.
+    write_wait: Vec<(u32, u32)>,
     /// Transfers queued or running on the shared bus.
     pending: Vec<u32>,
     /// Tasks each `wont_use` hint still waits for.
@@ -311,7 +321,7 @@ impl Plugin for RuntimePlugin {
             .register_switch("pcie_shared_bus", true, "data transfers are flows sharing the platform's PCIe links; off: each transfer alone at latency + size / bandwidth (one independent link per transfer)")
             .register_switch("prefetch", true, "dm* schedulers prefetch a task's inputs when they assign it; off: data move when the task is popped")
             .register_switch("perfmodel_noise", false, "task times drawn from the model's normal distribution (mean, stddev; seeded); off: the mean")
-            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with write-back, transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation and allocation costs; fetch and prefetch request levels with StarPU's in-flight caps (5/2 per node pair); StarPU codelet models and bus files. Simplified: no idle write-backs, tidying or sub-allocator")
+            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with write-back, transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation and allocation costs; fetch, prefetch and idle request levels with StarPU's in-flight caps (5/2/idle per node pair), wont_use idle write-backs; StarPU codelet models and bus files. Simplified: no background tidying, no sub-allocator")
             .init_resource::<Runtime>()
             .add_systems(SimStartup, setup_runtime.in_set(StartupSet::Workload))
             .add_systems(
@@ -471,6 +481,8 @@ fn setup(world: &mut World, cfg: &RuntimeConfig) -> Result<(), String> {
         prefetch_oom: vec![false; nn],
         requests: vec![Vec::new(); nn * nn],
         inflight: vec![0; nn * nn],
+        handle_xfers: vec![0; graph.handles.len()],
+        write_wait: Vec::new(),
         prefetched: vec![false; nt],
         postponed: vec![BinaryHeap::new(); nn],
         freed: vec![false; nn],
@@ -865,16 +877,23 @@ impl Runtime {
         }
     }
 
-    /// A `wont_use` hint came due: `h`'s GPU copies go to the front of the eviction order.
-    /// (StarPU also starts an idle write-back; here the write-back waits for the eviction.)
+    /// A `wont_use` hint came due: `h`'s GPU copies go to the front of the eviction order,
+    /// and a dirty one is written back to RAM when its link is idle (an IDLEFETCH request),
+    /// so that evicting it later costs nothing.
     fn evict_first(&mut self, h: u32) {
         for node in 1..self.machine.nodes.len() as u32 {
             let r = self.replica_mut(h, node);
             if r.allocated {
                 let old = r.last_use;
                 r.last_use = 0;
+                // Dirty: valid here while RAM (the home) is not.
+                let dirty = r.state != INVALID && !r.evicting;
                 self.lru[node as usize].remove(&(old, h));
                 self.lru[node as usize].insert((0, h));
+                if dirty && self.replica(h, 0).state == INVALID {
+                    self.allocate(h, 0, Evict::No);
+                    self.request(h, 0, Level::Idle, 0);
+                }
             }
         }
     }
@@ -1004,6 +1023,7 @@ impl Runtime {
         prio: i64,
     ) -> u32 {
         let x = self.xfers.len() as u32;
+        self.handle_xfers[h as usize] += 1;
         if !writeback {
             self.replica_mut(h, src).refcnt += 1;
             let pair = self.pair(src, dst);
@@ -1035,13 +1055,14 @@ impl Runtime {
                 .enumerate()
                 .min_by_key(|&(_, &x)| {
                     let xf = &self.xfers[x as usize];
-                    (xf.level == Level::Prefetch, std::cmp::Reverse(xf.prio), x)
+                    (xf.level, std::cmp::Reverse(xf.prio), x)
                 })
                 .map(|(i, &x)| (i, x));
             let Some((i, x)) = best else { break };
             let cap = match self.xfers[x as usize].level {
                 Level::Fetch => FETCH_CAP,
                 Level::Prefetch => PREFETCH_CAP,
+                Level::Idle => 1,
             };
             if self.inflight[pair] >= cap {
                 break;
@@ -1130,6 +1151,17 @@ impl Runtime {
         let then = std::mem::take(&mut self.xfers[x as usize].then);
         let (level, prio) = (self.xfers[x as usize].level, self.xfers[x as usize].prio);
         self.tick += 1;
+        self.handle_xfers[h as usize] -= 1;
+        if self.handle_xfers[h as usize] == 0 && !self.write_wait.is_empty() {
+            let waiting = std::mem::take(&mut self.write_wait);
+            for (wh, w) in waiting {
+                if wh == h {
+                    self.wake(w);
+                } else {
+                    self.write_wait.push((wh, w));
+                }
+            }
+        }
         if !writeback {
             let pair = self.pair(src, dst);
             self.inflight[pair] -= 1;
@@ -1325,6 +1357,16 @@ impl Runtime {
                 if r.state == INVALID || r.incoming.is_some() {
                     ready = false;
                 }
+            }
+        }
+        if ready {
+            // StarPU: a write waits for the requests pending on its handle.
+            let acc = &self.graph.tasks[t as usize].accesses;
+            if let Some(&(h, _)) = acc.iter().find(|&&(h, m)| {
+                (m.writes() || m == Mode::Redux) && self.handle_xfers[h as usize] > 0
+            }) {
+                self.write_wait.push((h, w as u32));
+                return false;
             }
         }
         ready
