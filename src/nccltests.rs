@@ -306,6 +306,7 @@ pub fn chart(rows: &[Row], o: &Options) -> hetsim_output::plot::LineChart {
                     .filter(|r| r.variant == v && r.bytes > 0.0)
                     .map(|r| (r.bytes, r.busbw))
                     .collect(),
+                style: Default::default(),
             }
         })
         .collect();

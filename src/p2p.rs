@@ -220,6 +220,7 @@ pub fn charts(
                     .filter(|r| r.mode == m && r.bytes > 0.0)
                     .map(|r| (r.bytes, f(r)))
                     .collect(),
+                style: Default::default(),
             })
             .collect()
     };

@@ -405,6 +405,7 @@ pub fn link_utilisation(rec: &Recorder, scenario: &str, width: u32) -> Option<pl
             plot::Series {
                 label: rec.resources()[i].name.clone(),
                 points: drawn.into_iter().map(|(t, v)| (t / scale, v)).collect(),
+                style: Default::default(),
             }
         })
         .collect();

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use hetsim_components::study::Study;
 use hetsim_components::units::parse_any_quantity;
 
-use crate::plot::{Bar, BarChart, LineChart, Series};
+use crate::plot::{Bar, BarChart, LineChart, LineStyle, Series};
 
 /// One run of a study.
 #[derive(Debug, Clone, PartialEq)]
@@ -168,7 +168,12 @@ pub fn metric_chart(study: &Study, table: &StudyTable, metric: usize) -> Option<
     // Lines: variant x the other parameters' values; points: x -> mean over seeds.
     // (variant order, line order, label) -> x bits -> (x, values over seeds).
     type Points = BTreeMap<u64, (f64, Vec<f64>)>;
-    let mut lines: BTreeMap<(usize, usize, String), Points> = BTreeMap::new();
+    let mut lines: BTreeMap<(usize, usize, String), (LineStyle, Points)> = BTreeMap::new();
+    // With two or more other parameters, a line's colour follows the variant and all but the
+    // last of them, its dashes the last one (e.g. colour per scheduler, dashes per memory cap).
+    let others_n = study.params.len() - 1;
+    let mut colours: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut dashes: std::collections::HashMap<String, u8> = std::collections::HashMap::new();
     let mut order: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let variant_rank = |name: &str| {
         study
@@ -192,12 +197,28 @@ pub fn metric_chart(study: &Study, table: &StudyTable, metric: usize) -> Option<
         if !others.is_empty() {
             label = format!("{label}, {}", others.join(", "));
         }
+        let style = if others_n >= 2 {
+            let group = format!("{} {}", r.variant, others[..others.len() - 1].join(" "));
+            let next = colours.len();
+            let colour = *colours.entry(group).or_insert(next);
+            let next = dashes.len() as u8;
+            let dash = *dashes
+                .entry(others[others.len() - 1].clone())
+                .or_insert(next);
+            LineStyle {
+                colour: Some(colour),
+                dash,
+            }
+        } else {
+            LineStyle::default()
+        };
         // Lines in variant order, then in the order the grid reaches them.
         let seen = order.len();
         let rank = *order.entry(label.clone()).or_insert(seen);
         lines
             .entry((variant_rank(&r.variant), rank, label))
-            .or_default()
+            .or_insert_with(|| (style, Points::new()))
+            .1
             .entry(x.to_bits())
             .or_insert_with(|| (x, Vec::new()))
             .1
@@ -208,13 +229,17 @@ pub fn metric_chart(study: &Study, table: &StudyTable, metric: usize) -> Option<
     }
     let series: Vec<Series> = lines
         .into_iter()
-        .map(|((_, _, label), pts)| {
+        .map(|((_, _, label), (style, pts))| {
             let mut points: Vec<(f64, f64)> = pts
                 .into_values()
                 .filter_map(|(x, ys)| mean(&ys).map(|y| (x, y)))
                 .collect();
             points.sort_by(|a, b| a.0.total_cmp(&b.0));
-            Series { label, points }
+            Series {
+                label,
+                points,
+                style,
+            }
         })
         .collect();
     let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0));

@@ -2,6 +2,7 @@
 
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
 use super::{Figure, draw_title, err, series_rgb, with_footnote};
@@ -11,6 +12,31 @@ use super::{Figure, draw_title, err, series_rgb, with_footnote};
 pub struct Series {
     pub label: String,
     pub points: Vec<(f64, f64)>,
+    pub style: LineStyle,
+}
+
+/// How a line is drawn: its colour (the series' index when `None`) and dash pattern, so that
+/// lines of one group share a colour and a second dimension shows as solid, dashed, dotted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LineStyle {
+    pub colour: Option<usize>,
+    /// 0 solid, 1 dashed, 2 dotted (taken modulo 3).
+    pub dash: u8,
+}
+
+impl LineStyle {
+    fn colour(&self, i: usize) -> RGBColor {
+        series_rgb(self.colour.unwrap_or(i))
+    }
+
+    /// Dash length and gap in pixels, for dashed styles.
+    fn dashes(&self) -> Option<(i32, i32)> {
+        match self.dash % 3 {
+            0 => None,
+            1 => Some((10, 6)),
+            _ => Some((3, 4)),
+        }
+    }
 }
 
 /// Most lines whose legend goes inside the plot; more get a legend column.
@@ -102,7 +128,7 @@ impl LineChart {
             .draw()
             .map_err(err)?;
         for (i, s) in self.series.iter().enumerate() {
-            let color = series_rgb(i);
+            let color = s.style.colour(i);
             let pts: Vec<(f64, f64)> = s
                 .points
                 .iter()
@@ -114,13 +140,23 @@ impl LineChart {
                         && (!self.log_y || *b > 0.0)
                 })
                 .collect();
-            chart
-                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-                .map_err(err)?
+            let drawn = match s.style.dashes() {
+                None => chart
+                    .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                    .map_err(err)?,
+                Some((dash, gap)) => chart
+                    .draw_series(DashedLineSeries::new(
+                        pts.clone(),
+                        dash,
+                        gap,
+                        color.stroke_width(2),
+                    ))
+                    .map_err(err)?,
+            };
+            let style = s.style;
+            drawn
                 .label(&s.label)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3))
-                });
+                .legend(move |(x, y)| legend_line(style, color, (x, y), 20));
             if self.markers {
                 chart
                     .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
@@ -130,12 +166,9 @@ impl LineChart {
         if let Some(legend) = legend_area {
             for (i, s) in self.series.iter().enumerate() {
                 let y = 40 + 18 * i as i32;
-                let color = series_rgb(i);
+                let color = s.style.colour(i);
                 legend
-                    .draw(&PathElement::new(
-                        vec![(8, y), (32, y)],
-                        color.stroke_width(3),
-                    ))
+                    .draw(&legend_line(s.style, color, (8, y), 24))
                     .map_err(err)?;
                 legend
                     .draw(&Circle::new((20, y), 3, color.filled()))
@@ -334,6 +367,18 @@ pub fn si(v: f64) -> String {
     let text = format!("{x:.3}");
     let text = text.trim_end_matches('0').trim_end_matches('.');
     format!("{text}{prefix}")
+}
+
+/// A legend's sample of a line: `len` pixels from `at`, in the line's colour and dashes
+/// (a solid line is one dash as long as the sample).
+fn legend_line(
+    style: LineStyle,
+    color: RGBColor,
+    at: (i32, i32),
+    len: i32,
+) -> DashedPathElement<std::array::IntoIter<(i32, i32), 2>, i32> {
+    let (dash, gap) = style.dashes().unwrap_or((len, 0));
+    DashedPathElement::new([at, (at.0 + len, at.1)], dash, gap, color.stroke_width(3))
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use hetsim_engine::record::{NameId, Recorder};
 
 pub use bars::{Bar, BarChart};
 pub use gantt::Gantt;
-pub use lines::{LineChart, Panels, Series};
+pub use lines::{LineChart, LineStyle, Panels, Series};
 
 /// Registers DejaVu Sans as plotters' `sans-serif` (once per process).
 pub fn ensure_fonts() {
