@@ -27,6 +27,11 @@ impl Mode {
     pub fn writes(self) -> bool {
         matches!(self, Mode::W | Mode::RW)
     }
+    /// Leaves a new value behind (a write, or a reduction treated as one): the other copies
+    /// become stale.
+    pub fn modifies(self) -> bool {
+        self.writes() || self == Mode::Redux
+    }
     /// StarPU's letters in `tasks.rec`.
     pub fn letter(self) -> &'static str {
         match self {

@@ -100,6 +100,7 @@ enum Level {
 /// StarPU 1.4's per-(node, peer, direction) caps on requests in flight (notes 2.4).
 const FETCH_CAP: u32 = 5;
 const PREFETCH_CAP: u32 = 2;
+const IDLE_CAP: u32 = 1;
 
 const INVALID: u8 = 0;
 const SHARED: u8 = 1;
@@ -944,7 +945,6 @@ impl Runtime {
                 self.report.writebacks += 1;
                 self.allocate(h, 0, Evict::No);
                 let x = self.new_xfer(h, node, 0, true, Level::Fetch, 0);
-                self.launch(x);
                 self.replica_mut(h, 0).incoming = Some(x);
             } else {
                 self.free(h, node);
@@ -997,9 +997,7 @@ impl Runtime {
             return; // never written: nothing to move
         };
         let x = if self.machine.direct[src as usize][node as usize] {
-            let x = self.new_xfer(h, src, node, false, level, prio);
-            self.pump(src, node);
-            x
+            self.new_xfer(h, src, node, false, level, prio)
         } else {
             // No peer access: to RAM first (or with the copy already going there), then on.
             self.allocate(h, 0, Evict::No);
@@ -1011,8 +1009,9 @@ impl Runtime {
         self.replica_mut(h, node).incoming = Some(x);
     }
 
-    /// A transfer of `h` from `src` to `dst`, not started yet. Its source stays while it is
-    /// read (a write-back's source is `evicting` instead).
+    /// A transfer of `h` from `src` to `dst`: a request joins its node pair's list and starts
+    /// when the caps allow (its source stays while it is read); a write-back starts at once
+    /// (its source is `evicting` instead).
     fn new_xfer(
         &mut self,
         h: u32,
@@ -1038,6 +1037,11 @@ impl Runtime {
             prio,
             ..Default::default()
         });
+        if writeback {
+            self.launch(x);
+        } else {
+            self.pump(src, dst);
+        }
         x
     }
 
@@ -1062,7 +1066,7 @@ impl Runtime {
             let cap = match self.xfers[x as usize].level {
                 Level::Fetch => FETCH_CAP,
                 Level::Prefetch => PREFETCH_CAP,
-                Level::Idle => 1,
+                Level::Idle => IDLE_CAP,
             };
             if self.inflight[pair] >= cap {
                 break;
@@ -1162,11 +1166,6 @@ impl Runtime {
                 }
             }
         }
-        if !writeback {
-            let pair = self.pair(src, dst);
-            self.inflight[pair] -= 1;
-            self.pump(src, dst);
-        }
         if writeback {
             self.replica_mut(h, 0).incoming = None;
             if self.replica(h, src).refcnt > 0 {
@@ -1180,6 +1179,9 @@ impl Runtime {
                 self.free(h, src);
             }
         } else {
+            let pair = self.pair(src, dst);
+            self.inflight[pair] -= 1;
+            self.pump(src, dst);
             self.replica_mut(h, src).refcnt -= 1;
             self.touch(h, dst);
             let r = self.replica_mut(h, dst);
@@ -1201,7 +1203,6 @@ impl Runtime {
         // The second hop of copies between GPUs without peer access.
         for node in then {
             let x2 = self.new_xfer(h, 0, node, false, level, prio);
-            self.pump(0, node);
             self.replica_mut(h, node).incoming = Some(x2);
         }
     }
@@ -1216,7 +1217,7 @@ impl Runtime {
             if mode == Mode::Scratch {
                 continue;
             }
-            if mode.writes() || mode == Mode::Redux {
+            if mode.modifies() {
                 for n in 0..nn {
                     if n != node {
                         self.replica_mut(h, n).state = INVALID;
@@ -1362,9 +1363,10 @@ impl Runtime {
         if ready {
             // StarPU: a write waits for the requests pending on its handle.
             let acc = &self.graph.tasks[t as usize].accesses;
-            if let Some(&(h, _)) = acc.iter().find(|&&(h, m)| {
-                (m.writes() || m == Mode::Redux) && self.handle_xfers[h as usize] > 0
-            }) {
+            if let Some(&(h, _)) = acc
+                .iter()
+                .find(|&&(h, m)| m.modifies() && self.handle_xfers[h as usize] > 0)
+            {
                 self.write_wait.push((h, w as u32));
                 return false;
             }
