@@ -7,6 +7,7 @@
 use std::fmt::Write as _;
 
 use hetsim_systems::runtime::RuntimeReport;
+use hetsim_systems::runtime::graph::kernel;
 
 /// `tasks.rec`: one record per task, in submission order.
 pub fn tasks_rec(r: &RuntimeReport) -> Vec<u8> {
@@ -90,12 +91,6 @@ pub fn dag_dot(r: &RuntimeReport) -> Vec<u8> {
     }
     out.push_str("}\n");
     out.into_bytes()
-}
-
-/// The kernel a codelet model stands for: `chol_model_gemm` -> `gemm` (as the timeline
-/// colours tasks).
-fn kernel(model: &str) -> &str {
-    model.rsplit('_').next().unwrap_or(model)
 }
 
 const PALETTE: [&str; 8] = [

@@ -23,6 +23,12 @@ pub struct Handle {
     pub footprint: u32,
 }
 
+/// The kernel a codelet model stands for, as traces name and colour tasks:
+/// `chol_model_gemm` -> `gemm`.
+pub fn kernel(model: &str) -> &str {
+    model.rsplit('_').next().unwrap_or(model)
+}
+
 /// One task.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Task {

@@ -566,10 +566,7 @@ fn run_runtime(mut inbox: ResMut<Inbox<RtEvent>>, mut rt: ResMut<Runtime>, mut c
 fn record_runtime_intervals(mut rt: ResMut<Runtime>, mut rec: ResMut<Recorder>) {
     let rows = std::mem::take(&mut rt.intervals);
     for (row, codelet, t, start, end) in rows {
-        let name = rt.graph.codelets[codelet as usize].clone();
-        // Colour by kernel: `chol_model_gemm` -> `gemm`.
-        let short = name.rsplit('_').next().unwrap_or(&name).to_string();
-        let state = rec.name_id(&short);
+        let state = rec.name_id(graph::kernel(&rt.graph.codelets[codelet as usize]));
         let label = rec.name_id(&rt.graph.tasks[t as usize].label);
         rec.interval(Interval {
             resource: row,

@@ -300,11 +300,10 @@ impl Sched {
         if at == q.len() {
             return s.exp_len;
         }
-        let queued: Vec<u32> = q.iter().take(at).copied().collect();
         s.pipeline_len
-            + queued
-                .into_iter()
-                .filter_map(|x| rt.predicted(x, w))
+            + q.iter()
+                .take(at)
+                .filter_map(|&x| rt.predicted(x, w))
                 .map(|(len, _)| len)
                 .sum::<f64>()
     }
