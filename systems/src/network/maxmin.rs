@@ -28,8 +28,7 @@
 //! does not start cascades of no-op changes.
 
 use smallvec::SmallVec;
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use orx_priority_queue::{PriorityQueue, PriorityQueueDecKey, QuaternaryHeapOfIndices};
 
 /// Index of a constraint (a link, or one direction of a split-duplex link).
 pub type ConsId = u32;
@@ -61,7 +60,6 @@ struct Constraint {
 #[derive(Debug, Clone, Copy, Default)]
 struct Track {
     epoch: u32,
-    version: u32,
     filled: bool,
     stale: bool,
     /// Waiting in `rekey_queue` for an eager re-key at the end of the current event.
@@ -112,35 +110,73 @@ struct FlowSlot {
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Kind {
-    Fill,
-    Expire,
+    Fill = 0,
+    Expire = 1,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Pending {
-    level: f64,
-    kind: Kind,
-    cons: ConsId,
-    version: u32,
+/// Pending fills and expiries, at most one of each per constraint (node `2c + kind`), so a
+/// re-key moves its entry instead of leaving an outdated one behind.
+struct Events {
+    heap: QuaternaryHeapOfIndices<usize, (u64, u64)>,
 }
 
-impl Eq for Pending {}
-
-impl Ord for Pending {
-    fn cmp(&self, other: &Self) -> Ordering {
-        // Min-heap on level; at equal levels fills before expiries, then by constraint index
-        // so that the order (and thus the floating-point result) is deterministic.
-        let key = |p: &Pending| (p.kind == Kind::Expire, p.cons);
-        other
-            .level
-            .total_cmp(&self.level)
-            .then_with(|| key(other).cmp(&key(self)))
+impl Default for Events {
+    fn default() -> Self {
+        Events {
+            heap: QuaternaryHeapOfIndices::with_index_bound(0),
+        }
     }
 }
 
-impl PartialOrd for Pending {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
+impl std::fmt::Debug for Events {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Events({} pending)", self.heap.len())
+    }
+}
+
+impl Clone for Events {
+    fn clone(&self) -> Self {
+        Events {
+            heap: QuaternaryHeapOfIndices::from_iter_with_index_bound(
+                self.heap.index_bound(),
+                self.heap.as_slice().iter().cloned(),
+            ),
+        }
+    }
+}
+
+impl Events {
+    /// Makes room for `constraints` (only between solves, when nothing is pending).
+    fn reserve(&mut self, constraints: usize) {
+        if self.heap.index_bound() < 2 * constraints {
+            debug_assert!(self.heap.is_empty());
+            let bound = (2 * constraints).next_power_of_two();
+            self.heap = QuaternaryHeapOfIndices::with_index_bound(bound);
+        }
+    }
+
+    /// Min-heap on level (non-negative, so its bits order like the numbers); at equal levels
+    /// fills before expiries, then by constraint index, so that the order (and thus the
+    /// floating-point result) is deterministic.
+    fn set(&mut self, c: ConsId, kind: Kind, level: f64) {
+        debug_assert!(level >= 0.0 && level.is_finite());
+        let key = (level.to_bits(), ((kind as u64) << 32) | c as u64);
+        self.heap
+            .update_key_or_push(&(2 * c as usize + kind as usize), key);
+    }
+
+    fn clear(&mut self, c: ConsId, kind: Kind) {
+        let node = 2 * c as usize + kind as usize;
+        if self.heap.contains(&node) {
+            self.heap.remove(&node);
+        }
+    }
+
+    fn pop(&mut self) -> Option<(ConsId, Kind, f64)> {
+        self.heap.pop().map(|(node, (bits, _))| {
+            let kind = if node % 2 == 0 { Kind::Fill } else { Kind::Expire };
+            ((node / 2) as ConsId, kind, f64::from_bits(bits))
+        })
     }
 }
 
@@ -173,15 +209,16 @@ pub struct MaxMin {
     // Hot per-flow arrays, by flow id.
     rate: Vec<f64>,
     bottleneck: Vec<ConsId>,
-    epoch_of: Vec<u32>,
-    scratch: Vec<Scratch>,
+    /// Epoch at which each flow was last touched, beside its per-solve state (one cache line
+    /// serves the is-touched test and the state read).
+    state: Vec<(u32, Scratch)>,
     free_flows: Vec<FlowId>,
     /// Constraints and flows changed since the last solve.
     dirty_seed: Vec<ConsId>,
     added: Vec<FlowId>,
     epoch: u32,
     // Per-solve scratch, kept to reuse allocations.
-    heap: BinaryHeap<Pending>,
+    heap: Events,
     arena: Vec<Member>,
     dirty: Vec<ConsId>,
     touched: Vec<FlowId>,
@@ -220,8 +257,7 @@ impl MaxMin {
             self.flows.push(FlowSlot::default());
             self.rate.push(0.0);
             self.bottleneck.push(NONE);
-            self.epoch_of.push(0);
-            self.scratch.push(Scratch::Growing);
+            self.state.push((0, Scratch::Growing));
             (self.flows.len() - 1) as FlowId
         });
         let mut list: SmallVec<[ConsId; 6]> = SmallVec::new();
@@ -250,7 +286,7 @@ impl MaxMin {
         };
         self.rate[id as usize] = 0.0;
         self.bottleneck[id as usize] = NONE;
-        self.epoch_of[id as usize] = 0;
+        self.state[id as usize].0 = 0;
         self.added.push(id);
         id
     }
@@ -325,9 +361,10 @@ impl MaxMin {
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
             self.track.iter_mut().for_each(|t| t.epoch = 0);
-            self.epoch_of.iter_mut().for_each(|e| *e = 0);
+            self.state.iter_mut().for_each(|e| e.0 = 0);
             self.epoch = 1;
         }
+        self.heap.reserve(self.cons.len());
         let added = std::mem::take(&mut self.added);
         for &f in &added {
             self.touch(f, Scratch::Growing);
@@ -353,22 +390,20 @@ impl MaxMin {
 
     /// Processes fill and expiry events in level order until none is left.
     fn fill(&mut self) {
-        while let Some(p) = self.heap.pop() {
+        while let Some((c, kind, level)) = self.heap.pop() {
             self.stats.pops += 1;
-            let t = self.track[p.cons as usize];
-            match p.kind {
-                Kind::Fill if p.version == t.version && !t.filled && t.stale => {
-                    self.rekey(p.cons, p.level)
-                }
-                Kind::Fill if p.version == t.version && !t.filled => self.on_fill(p.cons, p.level),
-                Kind::Expire if !t.filled => self.on_expire(p.cons, p.level),
-                _ => {}
+            let t = self.track[c as usize];
+            match kind {
+                Kind::Fill if t.stale => self.rekey(c, level),
+                Kind::Fill => self.on_fill(c, level),
+                Kind::Expire if !t.filled => self.on_expire(c, level),
+                Kind::Expire => {}
             }
         }
     }
 
     fn is_touched(&self, g: FlowId) -> bool {
-        self.epoch_of[g as usize] == self.epoch
+        self.state[g as usize].0 == self.epoch
     }
 
     /// A dirty constraint fills at `level`: every flow still growing through it freezes there.
@@ -376,11 +411,12 @@ impl MaxMin {
         let t = &mut self.track[c as usize];
         t.filled = true;
         t.fill_level = level;
+        self.heap.clear(c, Kind::Expire);
         let mut moved = std::mem::take(&mut self.moved);
         for m in &self.cons[c as usize].members {
             let g = m.flow;
             if self.is_touched(g) {
-                if self.scratch[g as usize] == Scratch::Growing {
+                if self.state[g as usize].1 == Scratch::Growing {
                     moved.push((g, Change::FrozeGrowing(level)));
                 }
             } else if same_level(m.rate, level) {
@@ -424,11 +460,12 @@ impl MaxMin {
     }
 
     fn touch(&mut self, g: FlowId, s: Scratch) {
-        if self.epoch_of[g as usize] != self.epoch {
-            self.epoch_of[g as usize] = self.epoch;
+        let state = &mut self.state[g as usize];
+        if state.0 != self.epoch {
+            state.0 = self.epoch;
             self.touched.push(g);
         }
-        self.scratch[g as usize] = s;
+        state.1 = s;
     }
 
     /// Flow `g` changed at `level`: every constraint it crosses must account for it.
@@ -492,16 +529,11 @@ impl MaxMin {
     /// Recomputes a constraint's fill level and pushes it.
     fn push_fill(&mut self, c: ConsId, level: f64) {
         let fill = self.fill_level_of(c, level).max(level);
-        let t = &mut self.track[c as usize];
-        t.stale = false;
-        t.version = t.version.wrapping_add(1);
+        self.track[c as usize].stale = false;
         if fill.is_finite() {
-            self.heap.push(Pending {
-                level: fill,
-                kind: Kind::Fill,
-                cons: c,
-                version: t.version,
-            });
+            self.heap.set(c, Kind::Fill, fill);
+        } else {
+            self.heap.clear(c, Kind::Fill);
         }
     }
 
@@ -510,7 +542,6 @@ impl MaxMin {
         let k = &self.cons[c as usize];
         let mut t = Track {
             epoch: self.epoch,
-            version: self.track[c as usize].version,
             start: self.arena.len() as u32,
             ..Track::default()
         };
@@ -523,18 +554,13 @@ impl MaxMin {
                 self.track[c as usize] = t;
                 return;
             }
-            self.heap.push(Pending {
-                level: k.level,
-                kind: Kind::Expire,
-                cons: c,
-                version: 0,
-            });
+            self.heap.set(c, Kind::Expire, k.level);
         }
         for m in &k.members {
             match self.untouched_rate(m) {
                 Some(r) if r < level && !same_level(r, level) => t.frozen += r,
                 Some(_) => self.arena.push(*m),
-                None => match self.scratch[m.flow as usize] {
+                None => match self.state[m.flow as usize].1 {
                     Scratch::Growing => t.growing += 1,
                     Scratch::Frozen(x, _) => t.frozen += x,
                     Scratch::Kept(_) => unreachable!("kept flows count as untouched"),
@@ -548,11 +574,9 @@ impl MaxMin {
     /// The rate a member is assumed to freeze at, if it behaves as untouched (never touched,
     /// or touched but frozen at exactly its old rate, which changes nothing downstream).
     fn untouched_rate(&self, m: &Member) -> Option<f64> {
-        if !self.is_touched(m.flow) {
-            return Some(m.rate);
-        }
-        match self.scratch[m.flow as usize] {
-            Scratch::Kept(_) => Some(m.rate),
+        match self.state[m.flow as usize] {
+            (epoch, _) if epoch != self.epoch => Some(m.rate),
+            (_, Scratch::Kept(_)) => Some(m.rate),
             _ => None,
         }
     }
@@ -571,13 +595,7 @@ impl MaxMin {
         if same_level(fill, level) {
             self.on_fill(c, fill);
         } else if fill.is_finite() {
-            t.version = t.version.wrapping_add(1);
-            self.heap.push(Pending {
-                level: fill,
-                kind: Kind::Fill,
-                cons: c,
-                version: t.version,
-            });
+            self.heap.set(c, Kind::Fill, fill);
         }
     }
 
@@ -630,7 +648,7 @@ impl MaxMin {
     fn commit(&mut self) {
         for i in 0..self.touched.len() {
             let g = self.touched[i];
-            let (rate, b) = match self.scratch[g as usize] {
+            let (rate, b) = match self.state[g as usize].1 {
                 Scratch::Frozen(rate, b) => (rate, b),
                 Scratch::Kept(b) => (self.rate[g as usize], b),
                 Scratch::Growing => {
