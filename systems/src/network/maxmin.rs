@@ -671,7 +671,10 @@ impl MaxMin {
                 self.track[c as usize] = t;
                 return;
             }
-            self.heap.set(c, Kind::Expire, k.level);
+            if k.own > 0 {
+                // Only the flows it bottlenecks can grow when its old level passes.
+                self.heap.set(c, Kind::Expire, k.level);
+            }
         }
         // The block's untouched flows are counted by `fill_level_of`; its touched ones here.
         let mut g = self.own_touched(c).1;
