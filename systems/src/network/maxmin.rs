@@ -24,16 +24,11 @@
 //! key stale (a lower bound, recomputed when it reaches the top of the heap); a flow that
 //! grows can advance a fill, so that key is recomputed at once.
 //!
-//! Each constraint keeps the flows it bottlenecks at the front of its member list (its
-//! *block*). Untouched, they all sit at its old level, so a re-solve counts them instead of
-//! scanning them, and a fill at the old level leaves them alone; only the block's touched
-//! flows (a per-constraint list built as flows are touched) are looked at one by one.
-//!
 //! Levels within a relative 1e-12 of a flow's old rate count as equal, so floating-point noise
 //! does not start cascades of no-op changes.
 
-use orx_priority_queue::{PriorityQueue, PriorityQueueDecKey, QuaternaryHeapOfIndices};
 use smallvec::SmallVec;
+use orx_priority_queue::{PriorityQueue, PriorityQueueDecKey, QuaternaryHeapOfIndices};
 
 /// Index of a constraint (a link, or one direction of a split-duplex link).
 pub type ConsId = u32;
@@ -54,10 +49,7 @@ struct Member {
 #[derive(Debug, Clone)]
 struct Constraint {
     capacity: f64,
-    /// The flows crossing it; the first `own` are the flows it bottlenecks (all at rate
-    /// `level`), so that a solve can treat those untouched as one block instead of one by one.
     members: Vec<Member>,
-    own: u32,
     /// Saturation level in the current solution.
     level: f64,
     /// A flow's private bound (fat-pipe links), released with its flow.
@@ -182,11 +174,7 @@ impl Events {
 
     fn pop(&mut self) -> Option<(ConsId, Kind, f64)> {
         self.heap.pop().map(|(node, (bits, _))| {
-            let kind = if node % 2 == 0 {
-                Kind::Fill
-            } else {
-                Kind::Expire
-            };
+            let kind = if node % 2 == 0 { Kind::Fill } else { Kind::Expire };
             ((node / 2) as ConsId, kind, f64::from_bits(bits))
         })
     }
@@ -238,19 +226,6 @@ pub struct MaxMin {
     /// Constraints whose fill may have come sooner: re-keyed once the event's changes are in.
     rekey_queue: Vec<ConsId>,
     changed: Vec<FlowId>,
-    /// Per constraint, the flows it bottlenecks that this solve touched (they leave its block).
-    own_touched: Vec<OwnTouched>,
-    /// Next flow in the same `own_touched` list.
-    next_touched: Vec<FlowId>,
-}
-
-/// The flows a constraint bottlenecks that the current solve touched (valid while `epoch`
-/// matches): how many, and the head of their list through `next_touched`.
-#[derive(Debug, Clone, Copy, Default)]
-struct OwnTouched {
-    epoch: u32,
-    count: u32,
-    head: FlowId,
 }
 
 impl MaxMin {
@@ -264,12 +239,10 @@ impl MaxMin {
         self.cons.push(Constraint {
             capacity,
             members: Vec::new(),
-            own: 0,
             level: f64::INFINITY,
             private: false,
         });
         self.track.push(Track::default());
-        self.own_touched.push(OwnTouched::default());
         (self.cons.len() - 1) as ConsId
     }
 
@@ -285,7 +258,6 @@ impl MaxMin {
             self.rate.push(0.0);
             self.bottleneck.push(NONE);
             self.state.push((0, Scratch::Growing));
-            self.next_touched.push(NONE);
             (self.flows.len() - 1) as FlowId
         });
         let mut list: SmallVec<[ConsId; 6]> = SmallVec::new();
@@ -340,24 +312,16 @@ impl MaxMin {
         let slot = std::mem::take(&mut self.flows[id as usize]);
         debug_assert!(slot.alive, "flow {id} removed twice");
         for (&c, &p) in slot.cons.iter().zip(&slot.pos) {
-            let mut p = p;
-            let k = &mut self.cons[c as usize];
-            if p < k.own {
-                // Leave the block of flows this constraint bottlenecks first.
-                k.own -= 1;
-                let last = k.own;
-                if p != last {
-                    k.members.swap(p as usize, last as usize);
-                    let moved = k.members[p as usize].flow;
-                    self.set_pos(moved, c, p);
-                }
-                p = last;
-            }
             let members = &mut self.cons[c as usize].members;
             members.swap_remove(p as usize);
             if let Some(moved) = members.get(p as usize) {
-                let moved = moved.flow;
-                self.set_pos(moved, c, p);
+                let m = &mut self.flows[moved.flow as usize];
+                let k = m
+                    .cons
+                    .iter()
+                    .position(|&x| x == c)
+                    .expect("member lists agree");
+                m.pos[k] = p;
             }
             if self.cons[c as usize].private {
                 self.cons[c as usize].level = f64::INFINITY;
@@ -368,43 +332,6 @@ impl MaxMin {
         }
         self.added.retain(|&f| f != id);
         self.free_flows.push(id);
-    }
-
-    /// Records that flow `g` sits at index `p` of constraint `c`'s members.
-    fn set_pos(&mut self, g: FlowId, c: ConsId, p: u32) {
-        let m = &mut self.flows[g as usize];
-        let k = m
-            .cons
-            .iter()
-            .position(|&x| x == c)
-            .expect("member lists agree");
-        m.pos[k] = p;
-    }
-
-    /// Moves flow `g` into or out of the block of flows constraint `c` bottlenecks.
-    fn set_own(&mut self, g: FlowId, c: ConsId, own: bool) {
-        let k = self.flows[g as usize]
-            .cons
-            .iter()
-            .position(|&x| x == c)
-            .expect("member lists agree");
-        let p = self.flows[g as usize].pos[k];
-        let cons = &mut self.cons[c as usize];
-        let target = if own {
-            debug_assert!(p >= cons.own);
-            cons.own += 1;
-            cons.own - 1
-        } else {
-            debug_assert!(p < cons.own);
-            cons.own -= 1;
-            cons.own
-        };
-        if p != target {
-            cons.members.swap(p as usize, target as usize);
-            let other = cons.members[p as usize].flow;
-            self.flows[g as usize].pos[k] = target;
-            self.set_pos(other, c, p);
-        }
     }
 
     pub fn rate(&self, id: FlowId) -> f64 {
@@ -486,22 +413,7 @@ impl MaxMin {
         t.fill_level = level;
         self.heap.clear(c, Kind::Expire);
         let mut moved = std::mem::take(&mut self.moved);
-        let k = &self.cons[c as usize];
-        // The untouched flows of the block sit at the old level: they freeze below it (one by
-        // one, below), or stay as they are, so that only its touched flows need a look.
-        let scan_block = k.level > level && !same_level(k.level, level);
-        if !scan_block {
-            // (Above the old level, the only flows left in the block are kept elsewhere.)
-            let mut g = self.own_touched(c).1;
-            while g != NONE {
-                if self.state[g as usize].1 == Scratch::Growing {
-                    moved.push((g, Change::FrozeGrowing(level)));
-                }
-                g = self.next_touched[g as usize];
-            }
-        }
-        let first = if scan_block { 0 } else { k.own as usize };
-        for m in &k.members[first..] {
+        for m in &self.cons[c as usize].members {
             let g = m.flow;
             if self.is_touched(g) {
                 if self.state[g as usize].1 == Scratch::Growing {
@@ -533,9 +445,8 @@ impl MaxMin {
     /// to bottleneck keep growing.
     fn on_expire(&mut self, c: ConsId, level: f64) {
         let mut moved = std::mem::take(&mut self.moved);
-        let k = &self.cons[c as usize];
-        for m in &k.members[..k.own as usize] {
-            if !self.is_touched(m.flow) {
+        for m in &self.cons[c as usize].members {
+            if !self.is_touched(m.flow) && self.bottleneck[m.flow as usize] == c {
                 moved.push((m.flow, Change::Grows));
             }
         }
@@ -553,36 +464,8 @@ impl MaxMin {
         if state.0 != self.epoch {
             state.0 = self.epoch;
             self.touched.push(g);
-            // Kept flows stay at their rate: they remain in their bottleneck's block.
-            let b = self.bottleneck[g as usize];
-            if b != NONE && !matches!(s, Scratch::Kept(_)) {
-                let o = &mut self.own_touched[b as usize];
-                if o.epoch != self.epoch {
-                    *o = OwnTouched {
-                        epoch: self.epoch,
-                        count: 0,
-                        head: NONE,
-                    };
-                }
-                o.count += 1;
-                self.next_touched[g as usize] = o.head;
-                o.head = g;
-            }
         }
         state.1 = s;
-    }
-
-    /// Flows of constraint `c`'s block touched this solve.
-    fn own_touched(&self, c: ConsId) -> (u32, FlowId) {
-        match self.own_touched[c as usize] {
-            o if o.epoch == self.epoch => (o.count, o.head),
-            _ => (0, NONE),
-        }
-    }
-
-    /// Untouched flows of constraint `c`'s block: they all sit at its old level.
-    fn own_untouched(&self, c: ConsId) -> u32 {
-        self.cons[c as usize].own - self.own_touched(c).0
     }
 
     /// Flow `g` changed at `level`: every constraint it crosses must account for it.
@@ -671,22 +554,9 @@ impl MaxMin {
                 self.track[c as usize] = t;
                 return;
             }
-            if k.own > 0 {
-                // Only the flows it bottlenecks can grow when its old level passes.
-                self.heap.set(c, Kind::Expire, k.level);
-            }
+            self.heap.set(c, Kind::Expire, k.level);
         }
-        // The block's untouched flows are counted by `fill_level_of`; its touched ones here.
-        let mut g = self.own_touched(c).1;
-        while g != NONE {
-            match self.state[g as usize].1 {
-                Scratch::Growing => t.growing += 1,
-                Scratch::Frozen(x, _) => t.frozen += x,
-                Scratch::Kept(_) => unreachable!("kept flows stay in their block"),
-            }
-            g = self.next_touched[g as usize];
-        }
-        for m in &k.members[k.own as usize..] {
+        for m in &k.members {
             match self.untouched_rate(m) {
                 Some(r) if r < level && !same_level(r, level) => t.frozen += r,
                 Some(_) => self.arena.push(*m),
@@ -751,14 +621,10 @@ impl MaxMin {
         }
         t.len = (write - start) as u32;
         self.track[c as usize] = t;
-        // The block's untouched flows, all at the old level (once `level` passes it, only
-        // flows kept elsewhere at that rate are left: the others expired and grew).
-        let block = self.own_untouched(c) as usize;
-        let block_rate = self.cons[c as usize].level;
         // Raise the candidate level, freezing every untouched flow below it, until none is.
         let future = &self.arena[start..write];
         let capacity = self.cons[c as usize].capacity;
-        let (mut frozen, mut slope) = (t.frozen, t.growing as usize + future.len() + block);
+        let (mut frozen, mut slope) = (t.frozen, t.growing as usize + future.len());
         let mut below = f64::NEG_INFINITY;
         loop {
             if slope == 0 {
@@ -766,11 +632,6 @@ impl MaxMin {
             }
             let fill = (capacity - frozen) / slope as f64;
             let mut absorbed = false;
-            if block > 0 && block_rate >= below && block_rate < fill {
-                frozen += block as f64 * block_rate;
-                slope -= block;
-                absorbed = true;
-            }
             for m in future.iter().filter(|m| m.rate >= below && m.rate < fill) {
                 frozen += m.rate;
                 slope -= 1;
@@ -802,13 +663,7 @@ impl MaxMin {
                 }
             }
             self.rate[g as usize] = rate;
-            let old = std::mem::replace(&mut self.bottleneck[g as usize], b);
-            if old != b {
-                if old != NONE {
-                    self.set_own(g, old, false);
-                }
-                self.set_own(g, b, true);
-            }
+            self.bottleneck[g as usize] = b;
         }
         for &c in &self.dirty {
             let t = &self.track[c as usize];
@@ -827,8 +682,7 @@ impl MaxMin {
 
     /// Checks feasibility and the max-min bottleneck property (for tests and debug builds):
     /// no constraint over capacity, and every flow crosses a full constraint on which no
-    /// flow has a larger rate. Also checks the solver's own bookkeeping: each constraint's
-    /// block holds exactly the flows it bottlenecks, at its level.
+    /// flow has a larger rate.
     pub fn check(&self, rel_tol: f64) -> Result<(), String> {
         let load = |c: &Constraint| {
             c.members
@@ -843,22 +697,6 @@ impl MaxMin {
                     "constraint {i} over capacity: {l} > {}",
                     c.capacity
                 ));
-            }
-            for (p, m) in c.members.iter().enumerate() {
-                let own = self.bottleneck[m.flow as usize] == i as ConsId;
-                if own != (p < c.own as usize) {
-                    return Err(format!(
-                        "constraint {i}: member {p} (flow {}) is {}in the block of flows it bottlenecks",
-                        m.flow,
-                        if own { "not " } else { "" }
-                    ));
-                }
-                if own && m.rate != c.level && !same_level(m.rate, c.level) {
-                    return Err(format!(
-                        "constraint {i}: flow {} at {} in a block at level {}",
-                        m.flow, m.rate, c.level
-                    ));
-                }
             }
         }
         for g in self.flow_ids() {
