@@ -27,8 +27,8 @@
 //! Levels within a relative 1e-12 of a flow's old rate count as equal, so floating-point noise
 //! does not start cascades of no-op changes.
 
-use smallvec::SmallVec;
 use orx_priority_queue::{PriorityQueue, PriorityQueueDecKey, QuaternaryHeapOfIndices};
+use smallvec::SmallVec;
 
 /// Index of a constraint (a link, or one direction of a split-duplex link).
 pub type ConsId = u32;
@@ -174,7 +174,11 @@ impl Events {
 
     fn pop(&mut self) -> Option<(ConsId, Kind, f64)> {
         self.heap.pop().map(|(node, (bits, _))| {
-            let kind = if node % 2 == 0 { Kind::Fill } else { Kind::Expire };
+            let kind = if node % 2 == 0 {
+                Kind::Fill
+            } else {
+                Kind::Expire
+            };
             ((node / 2) as ConsId, kind, f64::from_bits(bits))
         })
     }
