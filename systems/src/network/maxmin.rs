@@ -137,21 +137,16 @@ impl std::fmt::Debug for Events {
 impl Clone for Events {
     fn clone(&self) -> Self {
         Events {
-            heap: QuaternaryHeapOfIndices::from_iter_with_index_bound(
-                self.heap.index_bound(),
-                self.heap.as_slice().iter().cloned(),
-            ),
+            heap: super::regrown(&self.heap, 0),
         }
     }
 }
 
 impl Events {
-    /// Makes room for `constraints` (only between solves, when nothing is pending).
+    /// Makes room for the events of `constraints` constraints.
     fn reserve(&mut self, constraints: usize) {
         if self.heap.index_bound() < 2 * constraints {
-            debug_assert!(self.heap.is_empty());
-            let bound = (2 * constraints).next_power_of_two();
-            self.heap = QuaternaryHeapOfIndices::with_index_bound(bound);
+            self.heap = super::regrown(&self.heap, (2 * constraints).next_power_of_two());
         }
     }
 
@@ -163,6 +158,15 @@ impl Events {
         let key = (level.to_bits(), ((kind as u64) << 32) | c as u64);
         self.heap
             .update_key_or_push(&(2 * c as usize + kind as usize), key);
+    }
+
+    /// Keys constraint `c`'s fill at `level`, or drops it if it never fills.
+    fn set_fill(&mut self, c: ConsId, level: f64) {
+        if level.is_finite() {
+            self.set(c, Kind::Fill, level);
+        } else {
+            self.clear(c, Kind::Fill);
+        }
     }
 
     fn clear(&mut self, c: ConsId, kind: Kind) {
@@ -534,11 +538,7 @@ impl MaxMin {
     fn push_fill(&mut self, c: ConsId, level: f64) {
         let fill = self.fill_level_of(c, level).max(level);
         self.track[c as usize].stale = false;
-        if fill.is_finite() {
-            self.heap.set(c, Kind::Fill, fill);
-        } else {
-            self.heap.clear(c, Kind::Fill);
-        }
+        self.heap.set_fill(c, fill);
     }
 
     /// First change on a constraint in this solve: totals from its members' current states.
@@ -594,12 +594,11 @@ impl MaxMin {
             "a stale key is a lower bound: {raw} < {level}"
         );
         let fill = raw.max(level);
-        let t = &mut self.track[c as usize];
-        t.stale = false;
+        self.track[c as usize].stale = false;
         if same_level(fill, level) {
             self.on_fill(c, fill);
-        } else if fill.is_finite() {
-            self.heap.set(c, Kind::Fill, fill);
+        } else {
+            self.heap.set_fill(c, fill);
         }
     }
 

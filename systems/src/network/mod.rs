@@ -97,15 +97,7 @@ impl Default for Completions {
 impl Completions {
     fn set(&mut self, slot: u32, due: SimTime) {
         if slot as usize >= self.heap.index_bound() {
-            let bound = (slot as usize + 1).next_power_of_two();
-            let old = std::mem::replace(
-                &mut self.heap,
-                QuaternaryHeapOfIndices::with_index_bound(bound),
-            );
-            self.heap = QuaternaryHeapOfIndices::from_iter_with_index_bound(
-                bound,
-                old.as_slice().iter().cloned(),
-            );
+            self.heap = regrown(&self.heap, (slot as usize + 1).next_power_of_two());
         }
         self.heap.update_key_or_push(&(slot as usize), (due, slot));
     }
@@ -121,6 +113,17 @@ impl Completions {
         }
         self.heap.pop().map(|(slot, _)| slot as u32)
     }
+}
+
+/// A copy of an indexed heap with room for node indices below `bound` (at least its own).
+pub(crate) fn regrown<K: PartialOrd + Clone>(
+    heap: &QuaternaryHeapOfIndices<usize, K>,
+    bound: usize,
+) -> QuaternaryHeapOfIndices<usize, K> {
+    QuaternaryHeapOfIndices::from_iter_with_index_bound(
+        bound.max(heap.index_bound()),
+        heap.as_slice().iter().cloned(),
+    )
 }
 
 const NO_CONS: ConsId = ConsId::MAX;
