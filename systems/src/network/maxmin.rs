@@ -46,18 +46,41 @@ const REL_TOL: f64 = 1e-12;
 /// Relative share of a capacity a lazy bound leaves aside for rounding in running loads.
 const LOAD_MARGIN: f64 = 1e-9;
 
-/// A flow crossing a constraint, with the flow's rate in the current solution (a copy kept
-/// beside the id so that scans read one contiguous array).
+/// An untouched flow not yet below the level, with its old rate (arena entries: copies, so
+/// that re-keys read one contiguous array).
 #[derive(Debug, Clone, Copy)]
 struct Member {
     flow: FlowId,
     rate: f64,
 }
 
+/// A flow's hot state, in one 32-byte record: every member scan reads it, so the solution
+/// and the per-solve state share a cache line.
+#[derive(Debug, Clone, Copy)]
+struct Hot {
+    /// Solve in which the flow was last touched (`scratch` is valid while it matches).
+    epoch: u32,
+    bottleneck: ConsId,
+    /// Rate in the current solution.
+    rate: f64,
+    scratch: Scratch,
+}
+
+impl Default for Hot {
+    fn default() -> Self {
+        Hot {
+            epoch: 0,
+            bottleneck: NONE,
+            rate: 0.0,
+            scratch: Scratch::Growing,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Constraint {
     capacity: f64,
-    members: Vec<Member>,
+    members: Vec<FlowId>,
     /// Sum of the members' rates in the current solution, kept up to date by every rate
     /// change (so a lower bound on the fill level costs no scan).
     load: f64,
@@ -235,12 +258,8 @@ pub struct MaxMin {
     track: Vec<Track>,
     free_private: Vec<ConsId>,
     flows: Vec<FlowSlot>,
-    // Hot per-flow arrays, by flow id.
-    rate: Vec<f64>,
-    bottleneck: Vec<ConsId>,
-    /// Epoch at which each flow was last touched, beside its per-solve state (one cache line
-    /// serves the is-touched test and the state read).
-    state: Vec<(u32, Scratch)>,
+    /// Per-flow rate, bottleneck and per-solve state, by flow id.
+    hot: Vec<Hot>,
     free_flows: Vec<FlowId>,
     /// Constraints and flows changed since the last solve.
     dirty_seed: Vec<ConsId>,
@@ -285,9 +304,7 @@ impl MaxMin {
     pub fn add_flow(&mut self, cons: &[ConsId], bound: Option<f64>) -> FlowId {
         let id = self.free_flows.pop().unwrap_or_else(|| {
             self.flows.push(FlowSlot::default());
-            self.rate.push(0.0);
-            self.bottleneck.push(NONE);
-            self.state.push((0, Scratch::Growing));
+            self.hot.push(Hot::default());
             (self.flows.len() - 1) as FlowId
         });
         let mut list: SmallVec<[ConsId; 6]> = SmallVec::new();
@@ -304,19 +321,14 @@ impl MaxMin {
         for &c in &list {
             let members = &mut self.cons[c as usize].members;
             pos.push(members.len() as u32);
-            members.push(Member {
-                flow: id,
-                rate: 0.0,
-            });
+            members.push(id);
         }
         self.flows[id as usize] = FlowSlot {
             cons: list,
             pos,
             alive: true,
         };
-        self.rate[id as usize] = 0.0;
-        self.bottleneck[id as usize] = NONE;
-        self.state[id as usize].0 = 0;
+        self.hot[id as usize] = Hot::default();
         self.added.push(id);
         id
     }
@@ -342,13 +354,14 @@ impl MaxMin {
     pub fn remove_flow(&mut self, id: FlowId) {
         let slot = std::mem::take(&mut self.flows[id as usize]);
         debug_assert!(slot.alive, "flow {id} removed twice");
+        let rate = self.hot[id as usize].rate;
         for (&c, &p) in slot.cons.iter().zip(&slot.pos) {
             let k = &mut self.cons[c as usize];
-            k.load -= k.members[p as usize].rate;
+            k.load -= rate;
             let members = &mut k.members;
             members.swap_remove(p as usize);
-            if let Some(moved) = members.get(p as usize) {
-                let m = &mut self.flows[moved.flow as usize];
+            if let Some(&moved) = members.get(p as usize) {
+                let m = &mut self.flows[moved as usize];
                 let k = m
                     .cons
                     .iter()
@@ -368,7 +381,7 @@ impl MaxMin {
     }
 
     pub fn rate(&self, id: FlowId) -> f64 {
-        self.rate[id as usize]
+        self.hot[id as usize].rate
     }
 
     /// Live flows.
@@ -394,7 +407,7 @@ impl MaxMin {
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
             self.track.iter_mut().for_each(|t| t.epoch = 0);
-            self.state.iter_mut().for_each(|e| e.0 = 0);
+            self.hot.iter_mut().for_each(|h| h.epoch = 0);
             self.epoch = 1;
         }
         self.heap.reserve(self.cons.len());
@@ -435,10 +448,6 @@ impl MaxMin {
         }
     }
 
-    fn is_touched(&self, g: FlowId) -> bool {
-        self.state[g as usize].0 == self.epoch
-    }
-
     /// A dirty constraint fills at `level`: every flow still growing through it freezes there.
     fn on_fill(&mut self, c: ConsId, level: f64) {
         let t = &mut self.track[c as usize];
@@ -446,16 +455,16 @@ impl MaxMin {
         t.fill_level = level;
         self.heap.clear(c, Kind::Expire);
         let mut moved = std::mem::take(&mut self.moved);
-        for m in &self.cons[c as usize].members {
-            let g = m.flow;
-            if self.is_touched(g) {
-                if self.state[g as usize].1 == Scratch::Growing {
+        for &g in &self.cons[c as usize].members {
+            let h = &self.hot[g as usize];
+            if h.epoch == self.epoch {
+                if h.scratch == Scratch::Growing {
                     moved.push((g, Change::FrozeGrowing(level)));
                 }
-            } else if same_level(m.rate, level) {
+            } else if same_level(h.rate, level) {
                 // Freezes here at its old rate: nothing downstream changes.
                 moved.push((g, Change::Kept));
-            } else if m.rate > level {
+            } else if h.rate > level {
                 moved.push((g, Change::FrozeBelow(level)));
             }
         }
@@ -480,9 +489,10 @@ impl MaxMin {
     /// to bottleneck keep growing.
     fn on_expire(&mut self, c: ConsId, level: f64) {
         let mut moved = std::mem::take(&mut self.moved);
-        for m in &self.cons[c as usize].members {
-            if !self.is_touched(m.flow) && self.bottleneck[m.flow as usize] == c {
-                moved.push((m.flow, Change::Grows));
+        for &g in &self.cons[c as usize].members {
+            let h = &self.hot[g as usize];
+            if h.epoch != self.epoch && h.bottleneck == c {
+                moved.push((g, Change::Grows));
             }
         }
         for &(g, _) in &moved {
@@ -495,17 +505,17 @@ impl MaxMin {
     }
 
     fn touch(&mut self, g: FlowId, s: Scratch) {
-        let state = &mut self.state[g as usize];
-        if state.0 != self.epoch {
-            state.0 = self.epoch;
+        let h = &mut self.hot[g as usize];
+        if h.epoch != self.epoch {
+            h.epoch = self.epoch;
             self.touched.push(g);
         }
-        state.1 = s;
+        h.scratch = s;
     }
 
     /// Flow `g` changed at `level`: every constraint it crosses must account for it.
     fn propagate(&mut self, g: FlowId, level: f64, change: Change) {
-        let old = self.rate[g as usize];
+        let old = self.hot[g as usize].rate;
         for k in 0..self.flows[g as usize].cons.len() {
             let c = self.flows[g as usize].cons[k];
             self.notify(c, level, change, old);
@@ -668,12 +678,13 @@ impl MaxMin {
         };
         let k = &self.cons[c as usize];
         let mut load = 0.0;
-        for m in &k.members {
-            load += m.rate;
-            match self.untouched_rate(m) {
+        for &g in &k.members {
+            let h = &self.hot[g as usize];
+            load += h.rate;
+            match self.untouched_rate(h) {
                 Some(r) if r < level && !same_level(r, level) => t.frozen += r,
-                Some(_) => self.arena.push(*m),
-                None => match self.state[m.flow as usize].1 {
+                Some(rate) => self.arena.push(Member { flow: g, rate }),
+                None => match h.scratch {
                     Scratch::Growing => t.growing += 1,
                     Scratch::Frozen(x, _) => t.frozen += x,
                     Scratch::Kept(_) => unreachable!("kept flows count as untouched"),
@@ -687,11 +698,11 @@ impl MaxMin {
 
     /// The rate a member is assumed to freeze at, if it behaves as untouched (never touched,
     /// or touched but frozen at exactly its old rate, which changes nothing downstream).
-    fn untouched_rate(&self, m: &Member) -> Option<f64> {
-        match self.state[m.flow as usize] {
-            (epoch, _) if epoch != self.epoch => Some(m.rate),
-            (_, Scratch::Kept(_)) => Some(m.rate),
-            _ => None,
+    fn untouched_rate(&self, h: &Hot) -> Option<f64> {
+        if h.epoch != self.epoch || matches!(h.scratch, Scratch::Kept(_)) {
+            Some(h.rate)
+        } else {
+            None
         }
     }
 
@@ -732,7 +743,7 @@ impl MaxMin {
         let mut write = start;
         for i in start..end {
             let m = self.arena[i];
-            match self.untouched_rate(&m) {
+            match self.untouched_rate(&self.hot[m.flow as usize]) {
                 Some(r) if r < level && !same_level(r, level) => t.frozen += r,
                 Some(_) => {
                     self.arena[write] = m;
@@ -770,25 +781,24 @@ impl MaxMin {
     fn commit(&mut self) {
         for i in 0..self.touched.len() {
             let g = self.touched[i];
-            let (rate, b) = match self.state[g as usize].1 {
+            let h = &mut self.hot[g as usize];
+            let old = h.rate;
+            let (rate, b) = match h.scratch {
                 Scratch::Frozen(rate, b) => (rate, b),
-                Scratch::Kept(b) => (self.rate[g as usize], b),
+                Scratch::Kept(b) => (old, b),
                 Scratch::Growing => {
                     unreachable!("every touched flow freezes: each crosses a finite constraint")
                 }
             };
-            if rate != self.rate[g as usize] || self.bottleneck[g as usize] == NONE {
+            let changed = rate != old || h.bottleneck == NONE;
+            h.rate = rate;
+            h.bottleneck = b;
+            if changed {
                 self.changed.push(g);
-                let f = &self.flows[g as usize];
-                let old = self.rate[g as usize];
-                for (&c, &p) in f.cons.iter().zip(&f.pos) {
-                    let k = &mut self.cons[c as usize];
-                    k.members[p as usize].rate = rate;
-                    k.load += rate - old;
+                for &c in &self.flows[g as usize].cons {
+                    self.cons[c as usize].load += rate - old;
                 }
             }
-            self.rate[g as usize] = rate;
-            self.bottleneck[g as usize] = b;
         }
         for &c in &self.dirty {
             let t = &self.track[c as usize];
@@ -809,17 +819,12 @@ impl MaxMin {
     /// no constraint over capacity, and every flow crosses a full constraint on which no
     /// flow has a larger rate.
     pub fn check(&self, rel_tol: f64) -> Result<(), String> {
-        let load = |c: &Constraint| {
-            c.members
-                .iter()
-                .map(|m| self.rate[m.flow as usize])
-                .sum::<f64>()
-        };
+        let rate = |g: &FlowId| self.hot[*g as usize].rate;
+        let load = |c: &Constraint| c.members.iter().map(rate).sum::<f64>();
         for (i, c) in self.cons.iter().enumerate() {
             let l = load(c);
-            let kept = c.members.iter().map(|m| m.rate).sum::<f64>();
-            if (c.load - kept).abs() > 1e-12 * c.capacity.max(kept) {
-                return Err(format!("constraint {i}: running load {} != {kept}", c.load));
+            if (c.load - l).abs() > 1e-12 * c.capacity.max(l) {
+                return Err(format!("constraint {i}: running load {} != {l}", c.load));
             }
             if l > c.capacity * (1.0 + rel_tol) {
                 return Err(format!(
@@ -829,16 +834,14 @@ impl MaxMin {
             }
         }
         for g in self.flow_ids() {
-            let rate = self.rate[g as usize];
+            let r = rate(&g);
             let ok = self.flows[g as usize].cons.iter().any(|&c| {
                 let k = &self.cons[c as usize];
                 load(k) >= k.capacity * (1.0 - rel_tol)
-                    && k.members
-                        .iter()
-                        .all(|m| self.rate[m.flow as usize] <= rate * (1.0 + rel_tol))
+                    && k.members.iter().all(|m| rate(m) <= r * (1.0 + rel_tol))
             });
             if !ok {
-                return Err(format!("flow {g} (rate {rate}) has no bottleneck"));
+                return Err(format!("flow {g} (rate {r}) has no bottleneck"));
             }
         }
         Ok(())
