@@ -155,22 +155,27 @@ enum Kind {
 }
 
 /// Pending fills and expiries, at most one of each per constraint (node `2c + kind`), so a
-/// re-key moves its entry instead of leaving an outdated one behind.
+/// re-key moves its entry instead of leaving an outdated one behind. The fill bounds of lazy
+/// constraints wait in a heap of their own (node `c`): once no flow grows, none of them can
+/// fill, and they are dropped together instead of popped one by one.
 struct Events {
     heap: QuaternaryHeapOfIndices<usize, (u64, u64)>,
+    bounds: QuaternaryHeapOfIndices<usize, (u64, u64)>,
 }
 
 impl Default for Events {
     fn default() -> Self {
         Events {
             heap: QuaternaryHeapOfIndices::with_index_bound(0),
+            bounds: QuaternaryHeapOfIndices::with_index_bound(0),
         }
     }
 }
 
 impl std::fmt::Debug for Events {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Events({} pending)", self.heap.len())
+        let (events, bounds) = (self.heap.len(), self.bounds.len());
+        write!(f, "Events({events} pending, {bounds} bounds)")
     }
 }
 
@@ -178,6 +183,7 @@ impl Clone for Events {
     fn clone(&self) -> Self {
         Events {
             heap: super::regrown(&self.heap, 0),
+            bounds: super::regrown(&self.bounds, 0),
         }
     }
 }
@@ -187,6 +193,27 @@ impl Events {
     fn reserve(&mut self, constraints: usize) {
         if self.heap.index_bound() < 2 * constraints {
             self.heap = super::regrown(&self.heap, (2 * constraints).next_power_of_two());
+            self.bounds = super::regrown(&self.bounds, constraints.next_power_of_two());
+        }
+    }
+
+    /// Keys lazy constraint `c`'s fill bound at `level` (ordered like its fill would be), or
+    /// drops it if infinite.
+    fn set_bound(&mut self, c: ConsId, level: f64) {
+        let node = c as usize;
+        if level.is_finite() {
+            self.bounds
+                .update_key_or_push(&node, (level.to_bits(), c as u64));
+        } else if self.bounds.contains(&node) {
+            self.bounds.remove(&node);
+        }
+    }
+
+    /// Drops every lazy bound (no flow grows, so none can fill).
+    fn drop_bounds(&mut self) {
+        // Last entry first, so each removal is O(1); `clear` would reset every index.
+        while let Some(&(node, _)) = self.bounds.as_slice().last() {
+            self.bounds.remove(&node);
         }
     }
 
@@ -217,6 +244,17 @@ impl Events {
     }
 
     fn pop(&mut self) -> Option<(ConsId, Kind, f64)> {
+        let bound_first = match (self.heap.peek(), self.bounds.peek()) {
+            (Some((_, event)), Some((_, bound))) => bound < event,
+            (None, Some(_)) => true,
+            _ => false,
+        };
+        if bound_first {
+            return self
+                .bounds
+                .pop()
+                .map(|(c, (bits, _))| (c as ConsId, Kind::Fill, f64::from_bits(bits)));
+        }
         self.heap.pop().map(|(node, (bits, _))| {
             let kind = if node % 2 == 0 {
                 Kind::Fill
@@ -261,6 +299,8 @@ pub struct MaxMin {
     /// Per-flow rate, bottleneck and per-solve state, by flow id.
     hot: Vec<Hot>,
     free_flows: Vec<FlowId>,
+    /// Touched flows still growing in the current solve.
+    growing: u32,
     /// Constraints and flows changed since the last solve.
     dirty_seed: Vec<ConsId>,
     added: Vec<FlowId>,
@@ -436,7 +476,13 @@ impl MaxMin {
 
     /// Processes fill and expiry events in level order until none is left.
     fn fill(&mut self) {
-        while let Some((c, kind, level)) = self.heap.pop() {
+        loop {
+            if self.growing == 0 {
+                self.heap.drop_bounds();
+            }
+            let Some((c, kind, level)) = self.heap.pop() else {
+                break;
+            };
             self.stats.pops += 1;
             let t = self.track[c as usize];
             match kind {
@@ -508,8 +554,11 @@ impl MaxMin {
         let h = &mut self.hot[g as usize];
         if h.epoch != self.epoch {
             h.epoch = self.epoch;
+            h.scratch = Scratch::Kept(NONE);
             self.touched.push(g);
         }
+        let was_growing = h.scratch == Scratch::Growing;
+        self.growing = self.growing + (s == Scratch::Growing) as u32 - was_growing as u32;
         h.scratch = s;
     }
 
@@ -601,7 +650,7 @@ impl MaxMin {
         if self.track[c as usize].lazy {
             self.track[c as usize].stale = true;
             let bound = self.lazy_bound(c, level);
-            self.heap.set_fill(c, bound);
+            self.heap.set_bound(c, bound);
             return;
         }
         let fill = self.fill_level_of(c, level).max(level);
@@ -713,7 +762,7 @@ impl MaxMin {
             let bound = self.lazy_bound(c, level);
             if bound > level && !same_level(bound, level) {
                 // Still cannot fill here: no scan yet.
-                self.heap.set_fill(c, bound);
+                self.heap.set_bound(c, bound);
                 return;
             }
             self.materialize(c, level);
@@ -779,6 +828,7 @@ impl MaxMin {
 
     /// Writes the new rates, bottlenecks and levels; lists the flows whose rate changed.
     fn commit(&mut self) {
+        debug_assert_eq!(self.growing, 0, "every touched flow froze");
         for i in 0..self.touched.len() {
             let g = self.touched[i];
             let h = &mut self.hot[g as usize];
