@@ -552,12 +552,11 @@ impl MaxMin {
 
     fn touch(&mut self, g: FlowId, s: Scratch) {
         let h = &mut self.hot[g as usize];
+        let was_growing = h.epoch == self.epoch && h.scratch == Scratch::Growing;
         if h.epoch != self.epoch {
             h.epoch = self.epoch;
-            h.scratch = Scratch::Kept(NONE);
             self.touched.push(g);
         }
-        let was_growing = h.scratch == Scratch::Growing;
         self.growing = self.growing + (s == Scratch::Growing) as u32 - was_growing as u32;
         h.scratch = s;
     }
@@ -590,31 +589,23 @@ impl MaxMin {
             return;
         }
         let t = &mut self.track[c as usize];
-        if t.lazy {
-            match change {
-                Change::FrozeBelow(x) => t.frozen += x - old,
-                Change::FrozeGrowing(x) => {
-                    t.frozen += x;
-                    t.growing -= 1;
-                }
-                Change::Grows => {
-                    t.frozen -= old;
-                    t.growing += 1;
-                }
-                Change::Added => t.growing += 1,
-                Change::Kept | Change::Seed => return,
+        // What `frozen` already counts for a flow that was untouched: its old rate when lazy;
+        // nothing when scanned (it sat in the arena, above the level).
+        let counted = if t.lazy { old } else { 0.0 };
+        match change {
+            Change::FrozeBelow(x) => t.frozen += x - counted,
+            Change::FrozeGrowing(x) => {
+                t.frozen += x;
+                t.growing -= 1;
             }
-        } else {
-            match change {
-                Change::FrozeBelow(x) => t.frozen += x,
-                Change::FrozeGrowing(x) => {
-                    t.frozen += x;
-                    t.growing -= 1;
-                }
-                Change::Grows => t.growing += 1,
-                // Adds and removals all happen before tracking starts: the first scan saw them.
-                Change::Added | Change::Kept | Change::Seed => return,
+            Change::Grows => {
+                t.frozen -= counted;
+                t.growing += 1;
             }
+            // New flows were counted by the first scan of a scanned constraint (adds all
+            // happen before tracking starts); a lazy one counts them here.
+            Change::Added if t.lazy => t.growing += 1,
+            Change::Added | Change::Kept | Change::Seed => return,
         }
         if matches!(change, Change::FrozeBelow(_) | Change::FrozeGrowing(_)) {
             // Also right when no fill is pending: a freeze cannot make it fill.
@@ -693,27 +684,27 @@ impl MaxMin {
         self.track[c as usize] = t;
     }
 
-    /// First change on a constraint in this solve: totals from its members' current states.
+    /// First change on a saturated constraint in this solve: totals from its members'
+    /// current states, and an expiry at its old level.
     fn start_tracking(&mut self, c: ConsId, level: f64) {
-        let k = &self.cons[c as usize];
-        let mut t = Track {
-            epoch: self.epoch,
-            start: self.arena.len() as u32,
-            ..Track::default()
-        };
+        let old = self.cons[c as usize].level;
+        debug_assert!(
+            old.is_finite(),
+            "unsaturated constraints are tracked lazily"
+        );
         self.dirty.push(c);
-        if k.level.is_finite() {
-            if k.level < level && !same_level(k.level, level) {
-                // Clean until now and already full below `level`: it filled as before.
-                t.filled = true;
-                t.fill_level = k.level;
-                self.track[c as usize] = t;
-                return;
-            }
-            self.heap.set(c, Kind::Expire, k.level);
+        if old < level && !same_level(old, level) {
+            // Clean until now and already full below `level`: it filled as before.
+            self.track[c as usize] = Track {
+                epoch: self.epoch,
+                filled: true,
+                fill_level: old,
+                ..Track::default()
+            };
+            return;
         }
-        let scanned = self.scan_members(c, level);
-        self.track[c as usize] = scanned;
+        self.heap.set(c, Kind::Expire, old);
+        self.track[c as usize] = self.scan_members(c, level);
     }
 
     /// A tracked constraint's totals at `level` from its members' current states; untouched
