@@ -54,9 +54,11 @@ struct Member {
     rate: f64,
 }
 
-/// A flow's hot state, in one 32-byte record: every member scan reads it, so the solution
-/// and the per-solve state share a cache line.
-#[derive(Debug, Clone, Copy)]
+/// A flow's hot state, in one 64-byte record (a cache line): every member scan reads it,
+/// and a flow that changes reads its route right after, so the solution, the per-solve
+/// state and the route share a line.
+#[derive(Debug, Clone)]
+#[repr(align(64))]
 struct Hot {
     /// Solve in which the flow was last touched (`scratch` is valid while it matches).
     epoch: u32,
@@ -64,7 +66,11 @@ struct Hot {
     /// Rate in the current solution.
     rate: f64,
     scratch: Scratch,
+    /// The constraints the flow crosses (each once).
+    cons: SmallVec<[ConsId; 6]>,
 }
+
+const _: () = assert!(std::mem::size_of::<Hot>() == 64, "one cache line per flow");
 
 impl Default for Hot {
     fn default() -> Self {
@@ -73,6 +79,7 @@ impl Default for Hot {
             bottleneck: NONE,
             rate: 0.0,
             scratch: Scratch::Growing,
+            cons: SmallVec::new(),
         }
     }
 }
@@ -142,8 +149,7 @@ enum Change {
 
 #[derive(Debug, Clone, Default)]
 struct FlowSlot {
-    cons: SmallVec<[ConsId; 6]>,
-    /// Position of this flow in each constraint's `members`, parallel to `cons`.
+    /// Position of this flow in each constraint's `members`, parallel to its `Hot::cons`.
     pos: SmallVec<[u32; 6]>,
     alive: bool,
 }
@@ -363,12 +369,11 @@ impl MaxMin {
             pos.push(members.len() as u32);
             members.push(id);
         }
-        self.flows[id as usize] = FlowSlot {
+        self.flows[id as usize] = FlowSlot { pos, alive: true };
+        self.hot[id as usize] = Hot {
             cons: list,
-            pos,
-            alive: true,
+            ..Hot::default()
         };
-        self.hot[id as usize] = Hot::default();
         self.added.push(id);
         id
     }
@@ -394,20 +399,19 @@ impl MaxMin {
     pub fn remove_flow(&mut self, id: FlowId) {
         let slot = std::mem::take(&mut self.flows[id as usize]);
         debug_assert!(slot.alive, "flow {id} removed twice");
-        let rate = self.hot[id as usize].rate;
-        for (&c, &p) in slot.cons.iter().zip(&slot.pos) {
+        let Hot { rate, cons, .. } = std::mem::take(&mut self.hot[id as usize]);
+        for (&c, &p) in cons.iter().zip(&slot.pos) {
             let k = &mut self.cons[c as usize];
             k.load -= rate;
             let members = &mut k.members;
             members.swap_remove(p as usize);
             if let Some(&moved) = members.get(p as usize) {
-                let m = &mut self.flows[moved as usize];
-                let k = m
+                let k = self.hot[moved as usize]
                     .cons
                     .iter()
                     .position(|&x| x == c)
                     .expect("member lists agree");
-                m.pos[k] = p;
+                self.flows[moved as usize].pos[k] = p;
             }
             if self.cons[c as usize].private {
                 self.cons[c as usize].level = f64::INFINITY;
@@ -564,8 +568,8 @@ impl MaxMin {
     /// Flow `g` changed at `level`: every constraint it crosses must account for it.
     fn propagate(&mut self, g: FlowId, level: f64, change: Change) {
         let old = self.hot[g as usize].rate;
-        for k in 0..self.flows[g as usize].cons.len() {
-            let c = self.flows[g as usize].cons[k];
+        for k in 0..self.hot[g as usize].cons.len() {
+            let c = self.hot[g as usize].cons[k];
             self.notify(c, level, change, old);
         }
     }
@@ -836,7 +840,7 @@ impl MaxMin {
             h.bottleneck = b;
             if changed {
                 self.changed.push(g);
-                for &c in &self.flows[g as usize].cons {
+                for &c in &self.hot[g as usize].cons {
                     self.cons[c as usize].load += rate - old;
                 }
             }
@@ -876,7 +880,7 @@ impl MaxMin {
         }
         for g in self.flow_ids() {
             let r = rate(&g);
-            let ok = self.flows[g as usize].cons.iter().any(|&c| {
+            let ok = self.hot[g as usize].cons.iter().any(|&c| {
                 let k = &self.cons[c as usize];
                 load(k) >= k.capacity * (1.0 - rel_tol)
                     && k.members.iter().all(|m| rate(m) <= r * (1.0 + rel_tol))
