@@ -126,6 +126,7 @@ pub fn parse(text: &str, label: &str) -> Result<Scenario, Error> {
         output: OutputSpec::tables_only(),
         limits: Default::default(),
         runtime: Default::default(),
+        network_model: Default::default(),
     })
 }
 

@@ -23,7 +23,7 @@ use hetsim_engine::{
 };
 use hetsim_systems::cuda::{CudaConfig, CudaPlugin};
 use hetsim_systems::mpi::{MpiConfig, MpiPlugin};
-use hetsim_systems::network::NetworkPlugin;
+use hetsim_systems::network::{Network, NetworkPlugin};
 use hetsim_systems::platform::{PlatformConfig, PlatformPlugin};
 use hetsim_systems::runtime::{RuntimeConfig, RuntimePlugin};
 use hetsim_systems::workload::{FlowsPlugin, FlowsWorkload};
@@ -116,6 +116,9 @@ pub fn build_app(scenario: &Scenario, opts: &RunOptions) -> Result<App, Error> {
     }
     let record = switches.is_on("record") && scenario.output.needs_recording();
     world.resource_mut::<Recorder>().set_on(record);
+    world
+        .resource_mut::<Network>()
+        .set_quantum(scenario.network_model.quantum.0);
     world.insert_resource(PlatformConfig(scenario.platform.clone()));
     match &scenario.workload {
         Workload::Flows(flows) => world.insert_resource(FlowsWorkload(flows.clone())),
@@ -146,10 +149,10 @@ pub fn simulate_report(
     opts: &RunOptions,
 ) -> Result<hetsim_output::Report, Error> {
     let (mut app, stats) = simulate(scenario, opts)?;
-    Ok(hetsim_output::report(
-        app.world_mut(),
-        &scenario.name,
-        scenario.seed,
-        &stats,
-    ))
+    let mut report = hetsim_output::report(app.world_mut(), &scenario.name, scenario.seed, &stats);
+    // The one model setting that trades exactness for speed is stated beside the switches.
+    report.summary["network_model"] = serde_json::json!({
+        "quantum_s": scenario.network_model.quantum.0.as_secs_f64(),
+    });
+    Ok(report)
 }

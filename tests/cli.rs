@@ -281,3 +281,38 @@ fn limits_stop_a_run_with_exit_code_1_and_no_outputs() {
         assert!(!tmp.path().join("o").exists());
     }
 }
+
+/// `network_model.quantum`: flows join and leave the sharing only at multiples of it.
+#[test]
+fn a_quantum_defers_joins_and_ends_to_its_grid() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = r#"Scenario(
+    name: "quantum",
+    platform: Explicit(links: [NamedLink(name: "l0", bandwidth: "1GB/s", latency: "1us")]),
+    workload: Flows([
+        FlowSpec(id: Some("a"), route: Some(["l0"]), size: "500MB"),
+        FlowSpec(id: Some("b"), route: Some(["l0"]), size: "1GB"),
+    ]),
+)"#;
+    std::fs::write(tmp.path().join("q.ron"), text).unwrap();
+    let ends = |extra: &[&str]| -> Vec<f64> {
+        let mut args = vec!["run", "q.ron", "--quiet", "--out", "o"];
+        args.extend_from_slice(extra);
+        let o = hetsim(&args, tmp.path());
+        assert!(o.status.success(), "{}", stderr(&o));
+        let rows = read_csv(&tmp.path().join("o/flows.csv"));
+        rows[1..].iter().map(|r| r[5].parse().unwrap()).collect()
+    };
+    // Exact (the reference notes' case b plus 1 us of latency): both share 1 GB/s, a ends at
+    // 1e-6 + 5e8 / 5e8 s, then b runs alone: 1e-6 + 1.5 s.
+    let exact = ends(&[]);
+    assert!((exact[0] - 1.000001).abs() < 1e-12, "{exact:?}");
+    assert!((exact[1] - 1.500001).abs() < 1e-12, "{exact:?}");
+    // Quantum 0.3 ms: both join at 0.3 ms; a's last byte is through at 1.0003 s and it leaves
+    // at the next multiple, 1.0005 s, holding half the link until then; b has then moved
+    // 5e8 * 1.0002 B, its remaining 4.999e8 B take 0.4999 s alone: 1.5004 s, rounded up to
+    // 1.5006 s.
+    let q = ends(&["--set", "network_model.quantum=0.3ms"]);
+    assert!((q[0] - 1.0005).abs() < 1e-12, "{q:?}");
+    assert!((q[1] - 1.5006).abs() < 1e-12, "{q:?}");
+}

@@ -28,6 +28,23 @@ pub struct Scenario {
     /// The task runtime's settings (task-graph workloads).
     #[serde(default)]
     pub runtime: crate::tasks::RuntimeSpec,
+    /// Settings of the network model (the machine itself is in `platform`).
+    #[serde(default)]
+    pub network_model: NetworkModel,
+}
+
+/// How the network model trades exactness for speed.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkModel {
+    /// Re-share bandwidth at most once per this much simulated time: a flow whose latency is
+    /// paid joins the sharing, and a flow whose last byte is through leaves it, at the next
+    /// multiple of the quantum. `0` (the default) re-shares at every start and end, exactly.
+    /// Each flow may thus start up to one quantum late and hold its share up to one quantum
+    /// after its last byte; in exchange, starts and ends that fall in one quantum cost one
+    /// re-solve instead of many.
+    #[serde(default)]
+    pub quantum: Duration,
 }
 
 /// The machine: included from a file, a cluster of identical nodes, or links listed by hand.

@@ -164,6 +164,8 @@ pub struct Network {
     stats: Vec<LinkStats>,
     /// What the recorder is owed since the last step (`None` when nothing is recorded).
     log: Option<Box<LinkLog>>,
+    /// Flows join and leave the sharing only at multiples of this (zero: at any time).
+    quantum: SimTime,
 }
 
 /// Link activity waiting to be handed to the [`Recorder`] at the end of a step.
@@ -199,6 +201,15 @@ impl LinkLog {
 }
 
 impl Network {
+    /// Re-shares at most once per `quantum` (see the scenario's `network_model.quantum`).
+    pub fn set_quantum(&mut self, quantum: SimTime) {
+        self.quantum = quantum;
+    }
+
+    fn on_grid(&self, t: SimTime) -> SimTime {
+        on_grid(t, self.quantum)
+    }
+
     /// The max-min solver's work counters.
     pub fn solver_stats(&self) -> maxmin::SolveStats {
         self.solver.stats
@@ -220,7 +231,7 @@ impl Plugin for NetworkPlugin {
             )
             .describe_model(
                 "network",
-                "fluid flows: each pays its route latency, then shares bandwidth with exact max-min fairness (SimGrid CM02 without TCP-gamma, latency or bandwidth factors), re-shared at every start and end. Simplified: no packet-level effects, no congestion control, no slow start",
+                "fluid flows: each pays its route latency, then shares bandwidth with exact max-min fairness (SimGrid CM02 without TCP-gamma, latency or bandwidth factors), re-shared at every start and end (or, with network_model.quantum > 0, once per quantum: flows join and leave at its multiples). Simplified: no packet-level effects, no congestion control, no slow start",
             )
             .init_resource::<Network>()
             .add_systems(SimStartup, build_constraints.in_set(StartupSet::Models))
@@ -273,11 +284,13 @@ fn build_constraints(
 fn begin_latency(
     mut inbox: ResMut<Inbox<FlowStart>>,
     mut time: Timeline,
+    net: Res<Network>,
     routes: Query<&FlowRoute>,
 ) {
     for FlowStart(e) in inbox.drain() {
         let latency = routes.get(e).map_or(SimTime::ZERO, |r| r.0.latency);
-        time.after(latency, FlowReady(e));
+        let ready = net.on_grid(time.now().saturating_add(latency));
+        time.calendar.schedule(ready, FlowReady(e));
     }
 }
 
@@ -292,7 +305,13 @@ fn admit_ready_flows(
 ) {
     let contention = switches.is_on("contention");
     let now = time.now();
+    let admit_at = net.on_grid(now);
     for FlowReady(e) in inbox.drain() {
+        if admit_at != now {
+            // Ready between two quanta (scheduled by another plugin): joins at the next one.
+            time.calendar.schedule(admit_at, FlowReady(e));
+            continue;
+        }
         let Ok((flow, route, notify, cap)) = flows.get(e) else {
             continue;
         };
@@ -333,7 +352,8 @@ fn admit_ready_flows(
                 .bottleneck(&route.0)
                 .min(cap.map_or(f64::INFINITY, |c| c.0));
             active.set_rate(alone, now);
-            net.completions.set(slot, active.due(now));
+            let due = net.on_grid(active.due(now));
+            net.completions.set(slot, due);
         }
         net.open(slot, active, now);
     }
@@ -365,11 +385,16 @@ fn complete_flows(
         } else {
             net.free.push(slot);
         }
-        commands.entity(active.entity).insert(FlowDone {
-            end_s: active.end_s,
-        });
+        // With a quantum the flow held its share until now; without, now is its exact end
+        // rounded to the femtosecond, and the exact end is reported.
+        let end_s = if net.quantum == SimTime::ZERO {
+            active.end_s
+        } else {
+            now.as_secs_f64()
+        };
+        commands.entity(active.entity).insert(FlowDone { end_s });
         if let Some(log) = &mut net.log {
-            log.done.push((active.entity, active.end_s));
+            log.done.push((active.entity, end_s));
         }
         if notify.contains(active.entity) {
             cal.schedule(now, FlowFinished(active.entity));
@@ -389,13 +414,22 @@ fn reshare_bandwidth(mut net: ResMut<Network>, clock: Res<Clock>) {
             .expect("solver flows are active");
         let old = active.rate;
         active.set_rate(rate, now);
-        net.completions.set(slot, active.due(now));
+        net.completions
+            .set(slot, on_grid(active.due(now), net.quantum));
         if let Some(log) = net.log.as_deref_mut() {
             for h in &active.route.hops {
                 let (l, d) = stat_slot(&net.cons, h);
                 log.add_rate(l, d, rate - old);
             }
         }
+    }
+}
+
+/// The first multiple of `quantum` not before `t` (`t` itself if the quantum is zero).
+fn on_grid(t: SimTime, quantum: SimTime) -> SimTime {
+    match quantum.0 {
+        0 => t,
+        q => SimTime(t.0.div_ceil(q).saturating_mul(q)),
     }
 }
 
