@@ -1,5 +1,6 @@
 //! MPI replay speed: the LULESH-like halo exchange (26 neighbours, 1 MB faces, GPUDirect) on
-//! the Lassen platform with 6 GPUs per node, 10 iterations, at 120 and 480 ranks.
+//! the Lassen platform with 6 GPUs per node, 10 iterations, at 120 and 480 ranks, exact and
+//! with a 100 ns network quantum (`network_model.quantum`).
 //! Target (MPI issue): 4,860 ranks in under 60 s on one core; see the issue notes for the
 //! measured scaling. `cargo bench --bench mpi`.
 
@@ -13,18 +14,23 @@ fn bench(c: &mut Criterion) {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/studies/halo3d.ron");
     let mut group = c.benchmark_group("mpi_halo3d_lassen6");
     group.sample_size(10);
-    for ranks in [120, 480] {
+    for (ranks, quantum) in [(120, "0"), (480, "0"), (480, "100ns")] {
         let set = [
             "platform.node.gpus=6".to_string(),
             "workload.Mpi.gpus_per_node=6".to_string(),
             format!("workload.Mpi.ranks={ranks}"),
+            format!("network_model.quantum={quantum}"),
         ];
         let scenario = load_scenario(&file, &set).unwrap();
         let opts = RunOptions {
             disable: vec!["record".into()],
             progress: false,
         };
-        group.bench_function(format!("{ranks}_ranks"), |b| {
+        let name = match quantum {
+            "0" => format!("{ranks}_ranks"),
+            q => format!("{ranks}_ranks_quantum_{q}"),
+        };
+        group.bench_function(name, |b| {
             b.iter(|| simulate_report(&scenario, &opts).unwrap().summary["events"].clone())
         });
     }
