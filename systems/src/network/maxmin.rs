@@ -84,18 +84,32 @@ impl Default for Hot {
     }
 }
 
+/// A constraint's member list (read by scans only).
 #[derive(Debug, Clone)]
 struct Constraint {
-    capacity: f64,
     members: Vec<FlowId>,
+    /// A flow's private bound (fat-pipe links), released with its flow.
+    private: bool,
+}
+
+/// A constraint's hot state, in one 64-byte record (a cache line): every change a flow
+/// makes reads or writes it for each constraint on its route.
+#[derive(Debug, Clone, Copy)]
+#[repr(align(64))]
+struct ConsState {
+    capacity: f64,
     /// Sum of the members' rates in the current solution, kept up to date by every rate
     /// change (so a lower bound on the fill level costs no scan).
     load: f64,
     /// Saturation level in the current solution.
     level: f64,
-    /// A flow's private bound (fat-pipe links), released with its flow.
-    private: bool,
+    track: Track,
 }
+
+const _: () = assert!(
+    std::mem::size_of::<ConsState>() == 64,
+    "one cache line per constraint"
+);
 
 /// Per-solve state of a tracked constraint (valid while `epoch` matches the solve's).
 #[derive(Debug, Clone, Copy, Default)]
@@ -299,7 +313,7 @@ pub struct SolveStats {
 pub struct MaxMin {
     pub stats: SolveStats,
     cons: Vec<Constraint>,
-    track: Vec<Track>,
+    state: Vec<ConsState>,
     free_private: Vec<ConsId>,
     flows: Vec<FlowSlot>,
     /// Per-flow rate, bottleneck and per-solve state, by flow id.
@@ -331,13 +345,15 @@ impl MaxMin {
     pub fn add_constraint(&mut self, capacity: f64) -> ConsId {
         debug_assert!(capacity > 0.0 && capacity.is_finite());
         self.cons.push(Constraint {
-            capacity,
             members: Vec::new(),
-            load: 0.0,
-            level: f64::INFINITY,
             private: false,
         });
-        self.track.push(Track::default());
+        self.state.push(ConsState {
+            capacity,
+            load: 0.0,
+            level: f64::INFINITY,
+            track: Track::default(),
+        });
         (self.cons.len() - 1) as ConsId
     }
 
@@ -381,7 +397,7 @@ impl MaxMin {
     fn private_constraint(&mut self, capacity: f64) -> ConsId {
         match self.free_private.pop() {
             Some(c) => {
-                let k = &mut self.cons[c as usize];
+                let k = &mut self.state[c as usize];
                 k.capacity = capacity;
                 k.load = 0.0;
                 k.level = f64::INFINITY;
@@ -401,9 +417,8 @@ impl MaxMin {
         debug_assert!(slot.alive, "flow {id} removed twice");
         let Hot { rate, cons, .. } = std::mem::take(&mut self.hot[id as usize]);
         for (&c, &p) in cons.iter().zip(&slot.pos) {
-            let k = &mut self.cons[c as usize];
-            k.load -= rate;
-            let members = &mut k.members;
+            self.state[c as usize].load -= rate;
+            let members = &mut self.cons[c as usize].members;
             members.swap_remove(p as usize);
             if let Some(&moved) = members.get(p as usize) {
                 let k = self.hot[moved as usize]
@@ -414,7 +429,7 @@ impl MaxMin {
                 self.flows[moved as usize].pos[k] = p;
             }
             if self.cons[c as usize].private {
-                self.cons[c as usize].level = f64::INFINITY;
+                self.state[c as usize].level = f64::INFINITY;
                 self.free_private.push(c);
             } else {
                 self.dirty_seed.push(c);
@@ -450,7 +465,7 @@ impl MaxMin {
         }
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
-            self.track.iter_mut().for_each(|t| t.epoch = 0);
+            self.state.iter_mut().for_each(|s| s.track.epoch = 0);
             self.hot.iter_mut().for_each(|h| h.epoch = 0);
             self.epoch = 1;
         }
@@ -488,7 +503,7 @@ impl MaxMin {
                 break;
             };
             self.stats.pops += 1;
-            let t = self.track[c as usize];
+            let t = self.state[c as usize].track;
             match kind {
                 Kind::Fill if t.stale => self.rekey(c, level),
                 Kind::Fill => self.on_fill(c, level),
@@ -500,7 +515,7 @@ impl MaxMin {
 
     /// A dirty constraint fills at `level`: every flow still growing through it freezes there.
     fn on_fill(&mut self, c: ConsId, level: f64) {
-        let t = &mut self.track[c as usize];
+        let t = &mut self.state[c as usize].track;
         t.filled = true;
         t.fill_level = level;
         self.heap.clear(c, Kind::Expire);
@@ -578,12 +593,12 @@ impl MaxMin {
     /// starts tracking it if needed, updates its totals, and re-keys it (lazily when the
     /// change can only delay it).
     fn notify(&mut self, c: ConsId, level: f64, change: Change, old: f64) {
-        let t = self.track[c as usize];
+        let t = self.state[c as usize].track;
         if t.epoch != self.epoch {
-            if self.cons[c as usize].level.is_finite() {
+            if self.state[c as usize].level.is_finite() {
                 // Saturated: its fill and expiry need its members.
                 self.start_tracking(c, level);
-                if !self.track[c as usize].filled {
+                if !self.state[c as usize].track.filled {
                     self.queue_rekey(c);
                 }
                 return;
@@ -592,7 +607,7 @@ impl MaxMin {
         } else if t.filled {
             return;
         }
-        let t = &mut self.track[c as usize];
+        let t = &mut self.state[c as usize].track;
         // What `frozen` already counts for a flow that was untouched: its old rate when lazy;
         // nothing when scanned (it sat in the arena, above the level).
         let counted = if t.lazy { old } else { 0.0 };
@@ -620,7 +635,7 @@ impl MaxMin {
     }
 
     fn queue_rekey(&mut self, c: ConsId) {
-        let t = &mut self.track[c as usize];
+        let t = &mut self.state[c as usize].track;
         if !t.queued {
             t.queued = true;
             self.rekey_queue.push(c);
@@ -631,8 +646,8 @@ impl MaxMin {
     fn flush_rekeys(&mut self, level: f64) {
         let mut queue = std::mem::take(&mut self.rekey_queue);
         for &c in &queue {
-            self.track[c as usize].queued = false;
-            if !self.track[c as usize].filled {
+            self.state[c as usize].track.queued = false;
+            if !self.state[c as usize].track.filled {
                 self.push_fill(c, level);
             }
         }
@@ -642,14 +657,14 @@ impl MaxMin {
 
     /// Recomputes a constraint's fill level and pushes it (a lower bound, for a lazy one).
     fn push_fill(&mut self, c: ConsId, level: f64) {
-        if self.track[c as usize].lazy {
-            self.track[c as usize].stale = true;
+        if self.state[c as usize].track.lazy {
+            self.state[c as usize].track.stale = true;
             let bound = self.lazy_bound(c, level);
             self.heap.set_bound(c, bound);
             return;
         }
         let fill = self.fill_level_of(c, level).max(level);
-        self.track[c as usize].stale = false;
+        self.state[c as usize].track.stale = false;
         self.heap.set_fill(c, fill);
     }
 
@@ -657,10 +672,10 @@ impl MaxMin {
     fn start_lazy(&mut self, c: ConsId) {
         self.stats.lazy += 1;
         self.dirty.push(c);
-        self.track[c as usize] = Track {
+        self.state[c as usize].track = Track {
             epoch: self.epoch,
             lazy: true,
-            frozen: self.cons[c as usize].load,
+            frozen: self.state[c as usize].load,
             ..Track::default()
         };
     }
@@ -670,8 +685,8 @@ impl MaxMin {
     /// at the level, so the load at level L is at most `frozen + growing * L`. The capacity
     /// is shaded by [`LOAD_MARGIN`] because `load` is a running sum.
     fn lazy_bound(&self, c: ConsId, level: f64) -> f64 {
-        let t = &self.track[c as usize];
-        let room = self.cons[c as usize].capacity * (1.0 - LOAD_MARGIN) - t.frozen;
+        let t = &self.state[c as usize].track;
+        let room = self.state[c as usize].capacity * (1.0 - LOAD_MARGIN) - t.frozen;
         if t.growing == 0 {
             return if room > 0.0 { f64::INFINITY } else { level };
         }
@@ -682,16 +697,16 @@ impl MaxMin {
     fn materialize(&mut self, c: ConsId, level: f64) {
         self.stats.materialized += 1;
         let mut t = self.scan_members(c, level);
-        let old = self.track[c as usize];
+        let old = self.state[c as usize].track;
         t.queued = old.queued;
         t.stale = old.stale;
-        self.track[c as usize] = t;
+        self.state[c as usize].track = t;
     }
 
     /// First change on a saturated constraint in this solve: totals from its members'
     /// current states, and an expiry at its old level.
     fn start_tracking(&mut self, c: ConsId, level: f64) {
-        let old = self.cons[c as usize].level;
+        let old = self.state[c as usize].level;
         debug_assert!(
             old.is_finite(),
             "unsaturated constraints are tracked lazily"
@@ -699,7 +714,7 @@ impl MaxMin {
         self.dirty.push(c);
         if old < level && !same_level(old, level) {
             // Clean until now and already full below `level`: it filled as before.
-            self.track[c as usize] = Track {
+            self.state[c as usize].track = Track {
                 epoch: self.epoch,
                 filled: true,
                 fill_level: old,
@@ -708,7 +723,7 @@ impl MaxMin {
             return;
         }
         self.heap.set(c, Kind::Expire, old);
-        self.track[c as usize] = self.scan_members(c, level);
+        self.state[c as usize].track = self.scan_members(c, level);
     }
 
     /// A tracked constraint's totals at `level` from its members' current states; untouched
@@ -735,7 +750,7 @@ impl MaxMin {
                 },
             }
         }
-        self.cons[c as usize].load = load;
+        self.state[c as usize].load = load;
         t.len = self.arena.len() as u32 - t.start;
         t
     }
@@ -753,7 +768,7 @@ impl MaxMin {
     /// A stale key reached the top: recompute it, and fill now if it still is the lowest.
     fn rekey(&mut self, c: ConsId, level: f64) {
         self.stats.stale_rekeys += 1;
-        if self.track[c as usize].lazy {
+        if self.state[c as usize].track.lazy {
             let bound = self.lazy_bound(c, level);
             if bound > level && !same_level(bound, level) {
                 // Still cannot fill here: no scan yet.
@@ -768,7 +783,7 @@ impl MaxMin {
             "a stale key is a lower bound: {raw} < {level}"
         );
         let fill = raw.max(level);
-        self.track[c as usize].stale = false;
+        self.state[c as usize].track.stale = false;
         if same_level(fill, level) {
             self.on_fill(c, fill);
         } else {
@@ -782,7 +797,7 @@ impl MaxMin {
     /// the level are frozen for good.
     fn fill_level_of(&mut self, c: ConsId, level: f64) -> f64 {
         self.stats.rekeys += 1;
-        let mut t = self.track[c as usize];
+        let mut t = self.state[c as usize].track;
         let (start, end) = (t.start as usize, (t.start + t.len) as usize);
         let mut write = start;
         for i in start..end {
@@ -797,10 +812,10 @@ impl MaxMin {
             }
         }
         t.len = (write - start) as u32;
-        self.track[c as usize] = t;
+        self.state[c as usize].track = t;
         // Raise the candidate level, freezing every untouched flow below it, until none is.
         let future = &self.arena[start..write];
-        let capacity = self.cons[c as usize].capacity;
+        let capacity = self.state[c as usize].capacity;
         let (mut frozen, mut slope) = (t.frozen, t.growing as usize + future.len());
         let mut below = f64::NEG_INFINITY;
         loop {
@@ -841,13 +856,13 @@ impl MaxMin {
             if changed {
                 self.changed.push(g);
                 for &c in &self.hot[g as usize].cons {
-                    self.cons[c as usize].load += rate - old;
+                    self.state[c as usize].load += rate - old;
                 }
             }
         }
         for &c in &self.dirty {
-            let t = &self.track[c as usize];
-            self.cons[c as usize].level = if t.filled {
+            let t = &self.state[c as usize].track;
+            self.state[c as usize].level = if t.filled {
                 t.fill_level
             } else {
                 f64::INFINITY
@@ -866,8 +881,8 @@ impl MaxMin {
     pub fn check(&self, rel_tol: f64) -> Result<(), String> {
         let rate = |g: &FlowId| self.hot[*g as usize].rate;
         let load = |c: &Constraint| c.members.iter().map(rate).sum::<f64>();
-        for (i, c) in self.cons.iter().enumerate() {
-            let l = load(c);
+        for (i, (k, c)) in self.cons.iter().zip(&self.state).enumerate() {
+            let l = load(k);
             if (c.load - l).abs() > 1e-12 * c.capacity.max(l) {
                 return Err(format!("constraint {i}: running load {} != {l}", c.load));
             }
@@ -882,7 +897,7 @@ impl MaxMin {
             let r = rate(&g);
             let ok = self.hot[g as usize].cons.iter().any(|&c| {
                 let k = &self.cons[c as usize];
-                load(k) >= k.capacity * (1.0 - rel_tol)
+                load(k) >= self.state[c as usize].capacity * (1.0 - rel_tol)
                     && k.members.iter().all(|m| rate(m) <= r * (1.0 + rel_tol))
             });
             if !ok {
