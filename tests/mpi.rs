@@ -520,3 +520,22 @@ fn ranks_are_timeline_rows_with_compute_and_wait_states() {
         "ring messages 0 -> 1 each iteration: {to_rank1}"
     );
 }
+
+/// `network_model.quantum`: on an uncontended path each data flow joins at most one quantum
+/// late and leaves at most one quantum late (control messages are not flows), so ten
+/// rendezvous round trips (20 data flows, one after another) end between 0 and 2 x 20 quanta
+/// later than exactly; and the shift is real (at least one quantum) for a 1 us quantum.
+#[test]
+fn a_network_quantum_delays_each_flow_by_at_most_two_quanta() {
+    let s = 1e6;
+    let trace: String = (0..10)
+        .map(|_| format!("0 send 1 {s}\n1 recv 0 {s}\n1 send 0 {s}\n0 recv 1 {s}\n"))
+        .collect();
+    let workload =
+        format!(r#"ranks: 2, gpus_per_node: 1, program: TraceText([("inline", {trace:?})])"#);
+    let exact = sim_time(&summary(&star8(&workload, "").unwrap(), &[]).unwrap());
+    let q = 1e-6;
+    let quantised = star8(&workload, r#"network_model: (quantum: "1us")"#).unwrap();
+    let shift = sim_time(&summary(&quantised, &[]).unwrap()) - exact;
+    assert!(shift >= q && shift <= 2.0 * 20.0 * q, "{shift}");
+}
