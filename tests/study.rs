@@ -219,3 +219,16 @@ fn the_mpi_studies_plan_their_grids_and_a_shard_runs() {
         );
     }
 }
+
+#[test]
+fn the_network_quantum_study_sweeps_five_quanta() {
+    let file = repo().join("scenarios/studies/network-quantum.ron");
+    let study = hetsim::study::load_study(&file).unwrap();
+    let plan = hetsim::study::plan(&study).unwrap();
+    assert_eq!(plan.len(), 5);
+    assert!(
+        plan[2]
+            .overrides
+            .contains(&"network_model.quantum=100ns".to_string())
+    );
+}
