@@ -206,10 +206,6 @@ impl Network {
         self.quantum = quantum;
     }
 
-    fn on_grid(&self, t: SimTime) -> SimTime {
-        on_grid(t, self.quantum)
-    }
-
     /// The max-min solver's work counters.
     pub fn solver_stats(&self) -> maxmin::SolveStats {
         self.solver.stats
@@ -289,7 +285,7 @@ fn begin_latency(
 ) {
     for FlowStart(e) in inbox.drain() {
         let latency = routes.get(e).map_or(SimTime::ZERO, |r| r.0.latency);
-        let ready = net.on_grid(time.now().saturating_add(latency));
+        let ready = on_grid(time.now().saturating_add(latency), net.quantum);
         time.calendar.schedule(ready, FlowReady(e));
     }
 }
@@ -305,7 +301,7 @@ fn admit_ready_flows(
 ) {
     let contention = switches.is_on("contention");
     let now = time.now();
-    let admit_at = net.on_grid(now);
+    let admit_at = on_grid(now, net.quantum);
     for FlowReady(e) in inbox.drain() {
         if admit_at != now {
             // Ready between two quanta (scheduled by another plugin): joins at the next one.
@@ -352,7 +348,7 @@ fn admit_ready_flows(
                 .bottleneck(&route.0)
                 .min(cap.map_or(f64::INFINITY, |c| c.0));
             active.set_rate(alone, now);
-            let due = net.on_grid(active.due(now));
+            let due = on_grid(active.due(now), net.quantum);
             net.completions.set(slot, due);
         }
         net.open(slot, active, now);
