@@ -516,6 +516,10 @@ fn flows(case: &Path, disable: Vec<String>, stats: bool) -> Result<(), Error> {
             r.events, r.steps, r.wall_s
         );
         eprintln!("solver: {:?}", result.solver);
+        let [tiny, small, medium, large] = result.solver.changed_by_size;
+        eprintln!(
+            "rate changes of flows already running, by relative size: <1e-9 {tiny}, 1e-9..1e-6 {small}, 1e-6..1e-3 {medium}, >=1e-3 {large}"
+        );
     }
     let out = serde_json::json!({ "flows": result.ends });
     say!(

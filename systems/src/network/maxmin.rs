@@ -302,6 +302,10 @@ pub struct SolveStats {
     pub touched: u64,
     /// Flows whose rate changed, summed over solves.
     pub changed: u64,
+    /// ... of which flows that had a rate before, by relative size of the change: below
+    /// 1e-9, 1e-9 to 1e-6, 1e-6 to 1e-3, and 1e-3 or more. (Completion times exact to 1e-9
+    /// cannot skip any but the first.)
+    pub changed_by_size: [u64; 4],
     /// Constraints tracked by totals alone (unsaturated, not scanned), summed over solves.
     pub lazy: u64,
     /// ... of which had to be scanned after all (their fill bound was reached).
@@ -854,6 +858,9 @@ impl MaxMin {
             h.rate = rate;
             h.bottleneck = b;
             if changed {
+                if old > 0.0 {
+                    self.stats.changed_by_size[size_class((rate - old) / old)] += 1;
+                }
                 self.changed.push(g);
                 for &c in &self.hot[g as usize].cons {
                     self.state[c as usize].load += rate - old;
@@ -905,6 +912,16 @@ impl MaxMin {
             }
         }
         Ok(())
+    }
+}
+
+/// The [`SolveStats::changed_by_size`] bucket of a relative rate change.
+fn size_class(relative: f64) -> usize {
+    match relative.abs() {
+        r if r < 1e-9 => 0,
+        r if r < 1e-6 => 1,
+        r if r < 1e-3 => 2,
+        _ => 3,
     }
 }
 
@@ -960,6 +977,26 @@ mod tests {
         assert_eq!(m.rate(long), 7.5e8);
         assert_eq!(m.rate(s2), 1.25e9);
         m.check(1e-12).unwrap();
+    }
+
+    /// Change sizes: a and b share a 1 GB/s link (5e8 each); b also crosses a 1 TB/s link
+    /// where c takes the rest, 1e12 - 5e8. A third flow on the first link brings a and b to
+    /// 1e9 / 3 (a change of 1/3) and c to 1e12 - 1e9 / 3 (a change of 1.67e-4).
+    #[test]
+    fn changes_are_counted_by_relative_size() {
+        let mut m = MaxMin::new();
+        let narrow = m.add_constraint(1e9);
+        let wide = m.add_constraint(1e12);
+        let a = m.add_flow(&[narrow], None);
+        let b = m.add_flow(&[narrow, wide], None);
+        let c = m.add_flow(&[wide], None);
+        m.solve();
+        assert_eq!(m.stats.changed_by_size, [0; 4], "new flows are not sized");
+        assert_eq!(m.rate(c), 1e12 - 5e8);
+        m.add_flow(&[narrow], None);
+        m.solve();
+        assert_eq!(m.changed(), &[a, b, c, 3]);
+        assert_eq!(m.stats.changed_by_size, [0, 0, 1, 2]);
     }
 
     #[test]
