@@ -516,9 +516,10 @@ fn flows(case: &Path, disable: Vec<String>, stats: bool) -> Result<(), Error> {
             r.events, r.steps, r.wall_s
         );
         eprintln!("solver: {:?}", result.solver);
+        let [b1, b2, b3] = hetsim_systems::network::maxmin::CHANGE_SIZE_BOUNDS;
         let [tiny, small, medium, large] = result.solver.changed_by_size;
         eprintln!(
-            "rate changes of flows already running, by relative size: <1e-9 {tiny}, 1e-9..1e-6 {small}, 1e-6..1e-3 {medium}, >=1e-3 {large}"
+            "rate changes of flows already running, by relative size: <{b1:e} {tiny}, {b1:e}..{b2:e} {small}, {b2:e}..{b3:e} {medium}, >={b3:e} {large}"
         );
     }
     let out = serde_json::json!({ "flows": result.ends });

@@ -302,9 +302,9 @@ pub struct SolveStats {
     pub touched: u64,
     /// Flows whose rate changed, summed over solves.
     pub changed: u64,
-    /// ... of which flows that had a rate before, by relative size of the change: below
-    /// 1e-9, 1e-9 to 1e-6, 1e-6 to 1e-3, and 1e-3 or more. (Completion times exact to 1e-9
-    /// cannot skip any but the first.)
+    /// ... of which flows that had a rate before, by relative size of the change between
+    /// [`CHANGE_SIZE_BOUNDS`]: below 1e-9, 1e-9 to 1e-6, 1e-6 to 1e-3, and 1e-3 or more.
+    /// (Completion times exact to 1e-9 cannot skip any but the first.)
     pub changed_by_size: [u64; 4],
     /// Constraints tracked by totals alone (unsaturated, not scanned), summed over solves.
     pub lazy: u64,
@@ -915,14 +915,13 @@ impl MaxMin {
     }
 }
 
+/// Where the buckets of [`SolveStats::changed_by_size`] split, in relative rate change.
+pub const CHANGE_SIZE_BOUNDS: [f64; 3] = [1e-9, 1e-6, 1e-3];
+
 /// The [`SolveStats::changed_by_size`] bucket of a relative rate change.
 fn size_class(relative: f64) -> usize {
-    match relative.abs() {
-        r if r < 1e-9 => 0,
-        r if r < 1e-6 => 1,
-        r if r < 1e-3 => 2,
-        _ => 3,
-    }
+    let r = relative.abs();
+    CHANGE_SIZE_BOUNDS.iter().filter(|&&b| r >= b).count()
 }
 
 /// Equal within the relative tolerance; an infinite level (never fills) equals nothing.
@@ -993,9 +992,9 @@ mod tests {
         m.solve();
         assert_eq!(m.stats.changed_by_size, [0; 4], "new flows are not sized");
         assert_eq!(m.rate(c), 1e12 - 5e8);
-        m.add_flow(&[narrow], None);
+        let d = m.add_flow(&[narrow], None);
         m.solve();
-        assert_eq!(m.changed(), &[a, b, c, 3]);
+        assert_eq!(m.changed(), &[a, b, c, d]);
         assert_eq!(m.stats.changed_by_size, [0, 0, 1, 2]);
     }
 
