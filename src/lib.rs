@@ -23,6 +23,7 @@ use hetsim_engine::{
 };
 use hetsim_systems::cuda::{CudaConfig, CudaPlugin};
 use hetsim_systems::mpi::{MpiConfig, MpiPlugin};
+use hetsim_systems::nccl::NcclPlugin;
 use hetsim_systems::network::{Network, NetworkPlugin};
 use hetsim_systems::platform::{PlatformConfig, PlatformPlugin};
 use hetsim_systems::runtime::{RuntimeConfig, RuntimePlugin};
@@ -71,6 +72,7 @@ fn plugins(seed: u64, limits: RunLimits, progress: bool) -> App {
         FlowsPlugin,
         MpiPlugin,
         CudaPlugin,
+        NcclPlugin,
         RuntimePlugin,
     ));
     app

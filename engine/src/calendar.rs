@@ -102,6 +102,12 @@ impl Calendar {
             .unwrap_or_else(|| panic!("event `{}` was not registered by its plugin", E::NAME))
     }
 
+    /// An event packed as the calendar stores it, to be scheduled later by whoever holds it
+    /// ([`Calendar::schedule_raw`]): how a model tells another which of its events to send back.
+    pub fn pack<E: SimEvent>(&self, event: &E) -> RawEvent {
+        self.raw(event)
+    }
+
     fn raw<E: SimEvent>(&self, event: &E) -> RawEvent {
         let (entity, arg) = event.pack();
         RawEvent {
@@ -119,6 +125,12 @@ impl Calendar {
     /// Schedules an event whose time will not change.
     pub fn schedule<E: SimEvent>(&mut self, time: SimTime, event: E) {
         let event = self.raw(&event);
+        let seq = self.next_seq();
+        self.fixed.push(Fixed { time, seq, event });
+    }
+
+    /// Schedules an event packed by [`Calendar::pack`] (its time will not change).
+    pub fn schedule_raw(&mut self, time: SimTime, event: RawEvent) {
         let seq = self.next_seq();
         self.fixed.push(Fixed { time, seq, event });
     }

@@ -21,15 +21,14 @@ use std::sync::Arc;
 
 use hetsim_components::SimTime;
 use hetsim_components::cuda::{Coll, CopyKind, CudaOp, CudaSpec, NcclCall};
-use hetsim_components::entities::Flow;
 use hetsim_components::scenario::PlatformSpec;
 use hetsim_engine::record::{Interval, Recorder, ResId, ResourceKind};
 use hetsim_engine::{
     Calendar, Clock, Inbox, SimAppExt, SimErrors, SimEvent, SimSet, SimStartup, SimStep, StartupSet,
 };
 
-use crate::nccl::{self, Plan};
-use crate::network::{FlowFinished, FlowRoute, FlowStart, NotifyDone};
+use crate::nccl::{self, Collectives, Reach};
+use crate::network::{FlowRequest, Launch, Start};
 use crate::platform::{Endpoint, PlatformConfig, Topology};
 
 /// The CUDA workload to run (inserted by whoever assembles the app).
@@ -134,15 +133,6 @@ pub struct CollectiveRecord {
     pub predicted_us: f64,
 }
 
-#[derive(Debug)]
-struct CollRt {
-    calls: Vec<NcclCall>,
-    arrived: u32,
-    flows_left: u32,
-    start: SimTime,
-    plan: Option<Plan>,
-}
-
 /// A stream interval that ended: (row, state, label, start, end).
 type Finished = (ResId, Arc<str>, Option<String>, SimTime, SimTime);
 
@@ -158,8 +148,10 @@ pub struct CudaReport {
 pub struct Cuda {
     spec: Option<CudaSpec>,
     devs: Vec<Device>,
-    comm: Option<nccl::Comm>,
-    colls: Vec<CollRt>,
+    /// The devices' communicator in the NCCL plugin, if the program calls NCCL.
+    comm: Option<u32>,
+    /// The calls of each collective (the k-th NCCL call of every device).
+    colls: Vec<Vec<NcclCall>>,
     done_colls: Vec<CollectiveRecord>,
     /// Work lists: devices whose host may go on, (device, stream) pairs that may advance.
     hosts: Vec<u32>,
@@ -221,11 +213,27 @@ impl SimEvent for CollDone {
     }
 }
 
-/// Which stream item a flow carries.
-#[derive(Component, Debug, Clone, Copy)]
-enum FlowFor {
-    Copy { dev: u32, stream: u32 },
-    Collective(u32),
+/// The flow of the copy at the head of a stream has delivered its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct CopyEnd {
+    dev: u32,
+    stream: u32,
+}
+
+impl SimEvent for CopyEnd {
+    const NAME: &'static str = "cuda.copy_end";
+    fn pack(&self) -> (Entity, u64) {
+        (
+            Entity::PLACEHOLDER,
+            ((self.dev as u64) << 32) | self.stream as u64,
+        )
+    }
+    fn unpack(_: Entity, arg: u64) -> Self {
+        CopyEnd {
+            dev: (arg >> 32) as u32,
+            stream: arg as u32,
+        }
+    }
 }
 
 pub struct CudaPlugin;
@@ -235,13 +243,10 @@ impl Plugin for CudaPlugin {
         app.add_sim_event::<StreamTimer>()
             .add_sim_event::<HostWake>()
             .add_sim_event::<CollDone>()
+            .add_sim_event::<CopyEnd>()
             .describe_model(
                 "cuda",
                 "one host thread per GPU enqueues kernels (a duration, or flops and bytes against the GPU's peaks), copies (flows on PCIe/NVLink, limited by copy engines), events and NCCL calls on in-order streams, with a launch overhead per call; synchronisations block the host; CUDA graphs replay captured work for one launch overhead. Simplified: concurrent kernels do not share SMs, graphs run on one stream",
-            )
-            .describe_model(
-                "nccl",
-                "NCCL collectives (AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AllToAll, SendRecv) as rings or double binary trees per channel; algorithm and protocol chosen by NCCL 2.30's cost model or forced; LL/LL128/Simple wire efficiency and per-channel caps; each ring or tree edge one flow on the platform; NCCL's latency plus chain pipeline fill. Simplified: reductions are free, rings follow GPU order, no CollNet/NVLS/PAT",
             )
             .init_resource::<Cuda>()
             .add_systems(SimStartup, setup_devices.in_set(StartupSet::Workload))
@@ -304,14 +309,18 @@ fn setup(world: &mut World, spec: CudaSpec) -> Result<(), String> {
     let uses_nccl = uses_nccl(&spec.program);
     let comm = if uses_nccl {
         let mut topo = world.resource_mut::<Topology>();
+        let comm = nccl::Comm::new(
+            members.clone(),
+            &spec.nccl,
+            &mut topo,
+            &cluster.node.gpu.name,
+        )
+        .map_err(|e| format!("workload.Cuda.nccl: {e}"))?;
+        let rows = members.iter().map(device_name).collect();
         Some(
-            nccl::Comm::new(
-                members.clone(),
-                &spec.nccl,
-                &mut topo,
-                &cluster.node.gpu.name,
-            )
-            .map_err(|e| format!("workload.Cuda.nccl: {e}"))?,
+            world
+                .resource_mut::<Collectives>()
+                .register(comm, rows, CollDone),
         )
     } else {
         None
@@ -320,10 +329,7 @@ fn setup(world: &mut World, spec: CudaSpec) -> Result<(), String> {
     let recording = world.resource::<Recorder>().is_on();
     let mut devs = Vec::with_capacity(n as usize);
     for &gpu in &members {
-        let Endpoint::Gpu { node, gpu: g } = gpu else {
-            unreachable!()
-        };
-        let name = format!("node[{node}].gpu[{g}]");
+        let name = device_name(&gpu);
         let mut dev = Device {
             gpu,
             name: name.clone(),
@@ -362,6 +368,14 @@ fn setup(world: &mut World, spec: CudaSpec) -> Result<(), String> {
     cuda.comm = comm;
     cuda.spec = Some(spec);
     Ok(())
+}
+
+/// A device's name and timeline rows' prefix: `node[N].gpu[G]`.
+fn device_name(gpu: &Endpoint) -> String {
+    match *gpu {
+        Endpoint::Gpu { node, gpu } => format!("node[{node}].gpu[{gpu}]"),
+        _ => unreachable!("devices are GPUs"),
+    }
 }
 
 /// Checks what the schema cannot: kernels with a duration model, graph contents.
@@ -468,7 +482,8 @@ struct Ctx<'w, 's> {
     clock: Res<'w, Clock>,
     topo: ResMut<'w, Topology>,
     errors: ResMut<'w, SimErrors>,
-    commands: Commands<'w, 's>,
+    colls: ResMut<'w, Collectives>,
+    launch: Launch<'w, 's>,
 }
 
 fn finish_timed_items(mut inbox: ResMut<Inbox<StreamTimer>>, mut cuda: ResMut<Cuda>, cx: Ctx) {
@@ -480,40 +495,21 @@ fn finish_timed_items(mut inbox: ResMut<Inbox<StreamTimer>>, mut cuda: ResMut<Cu
     }
 }
 
-fn finish_flows(
-    mut inbox: ResMut<Inbox<FlowFinished>>,
-    flows: Query<&FlowFor>,
-    mut cuda: ResMut<Cuda>,
-    mut cx: Ctx,
-) {
-    let now = cx.clock.now;
-    for FlowFinished(e) in inbox.drain() {
-        let Ok(&what) = flows.get(e) else { continue };
-        match what {
-            FlowFor::Copy { dev, stream } => {
-                let d = &mut cuda.devs[dev as usize];
-                d.copies_running -= 1;
-                if let Some(s) = d.copy_queue.pop_front() {
-                    cuda.streams.push((dev, s));
-                }
-                cuda.finish_head(dev, stream, now);
-                cuda.streams.push((dev, stream));
-            }
-            FlowFor::Collective(k) => {
-                let c = &mut cuda.colls[k as usize];
-                c.flows_left -= 1;
-                if c.flows_left == 0 {
-                    let fill = c.plan.as_ref().map_or(0.0, |p| p.fill_s);
-                    cx.cal.schedule(now.saturating_add(secs(fill)), CollDone(k));
-                }
-            }
+fn finish_flows(mut inbox: ResMut<Inbox<CopyEnd>>, mut cuda: ResMut<Cuda>, clock: Res<Clock>) {
+    for CopyEnd { dev, stream } in inbox.drain() {
+        let d = &mut cuda.devs[dev as usize];
+        d.copies_running -= 1;
+        if let Some(s) = d.copy_queue.pop_front() {
+            cuda.streams.push((dev, s));
         }
+        cuda.finish_head(dev, stream, clock.now);
+        cuda.streams.push((dev, stream));
     }
 }
 
 fn finish_collectives(mut inbox: ResMut<Inbox<CollDone>>, mut cuda: ResMut<Cuda>, cx: Ctx) {
     for CollDone(k) in inbox.drain() {
-        cuda.end_collective(k, cx.clock.now);
+        cuda.end_collective(k, cx.clock.now, &cx.colls);
     }
 }
 
@@ -690,13 +686,7 @@ impl Cuda {
         let k = dev.nccl_calls;
         dev.nccl_calls += 1;
         if self.colls.len() <= k as usize {
-            self.colls.push(CollRt {
-                calls,
-                arrived: 0,
-                flows_left: 0,
-                start: SimTime::ZERO,
-                plan: None,
-            });
+            self.colls.push(calls);
         }
         Work::Nccl(k)
     }
@@ -758,22 +748,17 @@ impl Cuda {
                     let name = dev.name.clone();
                     match cx.topo.route(from, to) {
                         Ok(route) => {
-                            let e = cx
-                                .commands
-                                .spawn((
-                                    Flow {
-                                        id: format!("{name}.copy"),
-                                        src: name.clone(),
-                                        dst: name,
-                                        size: bytes,
-                                        start: now,
-                                    },
-                                    FlowRoute(route),
-                                    NotifyDone,
-                                    FlowFor::Copy { dev: d, stream: s },
-                                ))
-                                .id();
-                            cx.cal.schedule(now, FlowStart(e));
+                            let req = FlowRequest {
+                                id: format!("{name}.copy"),
+                                src: name.clone(),
+                                dst: name,
+                                route,
+                                bytes,
+                                start: Start::At(now),
+                                cap: None,
+                            };
+                            cx.launch
+                                .start_for(&mut cx.cal, req, CopyEnd { dev: d, stream: s });
                         }
                         Err(e) => cx.errors.0.push(format!("{name}: copy: {e}")),
                     }
@@ -798,10 +783,15 @@ impl Cuda {
                 Work::Nccl(k) => {
                     st.started = true;
                     st.since = now;
-                    let c = &mut self.colls[k as usize];
-                    c.arrived += 1;
-                    if c.arrived == self.devs.len() as u32 {
-                        self.start_collective(k, cx);
+                    let c = self.comm.expect("a communicator for NCCL calls");
+                    let mut reach = Reach {
+                        now,
+                        cal: &mut cx.cal,
+                        topo: &mut cx.topo,
+                        launch: &mut cx.launch,
+                    };
+                    if let Err(e) = cx.colls.arrive(c, k, &self.colls[k as usize], &mut reach) {
+                        cx.errors.0.push(format!("workload.Cuda: {e}"));
                     }
                     return;
                 }
@@ -809,78 +799,17 @@ impl Cuda {
         }
     }
 
-    /// Every member has reached collective `k`: plan it and start its transfers after NCCL's
-    /// latency.
-    fn start_collective(&mut self, k: u32, cx: &mut Ctx) {
-        let now = cx.clock.now;
-        let comm = self.comm.as_ref().expect("communicator for NCCL calls");
-        let mut merged: Option<Plan> = None;
-        for call in &self.colls[k as usize].calls {
-            match comm.plan(call) {
-                Ok(p) => {
-                    merged = Some(match merged {
-                        None => p,
-                        Some(mut m) => {
-                            m.latency_s = m.latency_s.max(p.latency_s);
-                            m.fill_s = m.fill_s.max(p.fill_s);
-                            m.predicted_us = m.predicted_us.max(p.predicted_us);
-                            m.edges.extend(p.edges);
-                            m
-                        }
-                    })
-                }
-                Err(e) => {
-                    cx.errors.0.push(format!("workload.Cuda: {e}"));
-                    return;
-                }
-            }
-        }
-        let plan = merged.expect("a group has calls");
-        let start = now.saturating_add(secs(plan.latency_s));
-        let names = |r: u32| self.devs[r as usize].name.clone();
-        let spawned = match nccl::spawn_flows(
-            &plan,
-            comm,
-            &mut cx.topo,
-            &mut cx.commands,
-            &mut cx.cal,
-            (start, &format!("nccl{k}")),
-            names,
-            FlowFor::Collective(k),
-        ) {
-            Ok(n) => n,
-            Err(e) => {
-                cx.errors.0.push(e);
-                return;
-            }
-        };
-        let c = &mut self.colls[k as usize];
-        c.start = now;
-        c.flows_left = spawned;
-        c.plan = Some(plan);
-        if spawned == 0 {
-            let fill = c.plan.as_ref().map_or(0.0, |p| p.fill_s);
-            cx.cal
-                .schedule(start.saturating_add(secs(fill)), CollDone(k));
-        }
-    }
-
     /// Collective `k` is over: every member's stream goes on.
-    fn end_collective(&mut self, k: u32, now: SimTime) {
-        let c = &self.colls[k as usize];
+    fn end_collective(&mut self, k: u32, now: SimTime, colls: &Collectives) {
+        let comm = self.comm.expect("a communicator");
+        let c = colls.collective(comm, k).expect("arrived");
         let plan = c.plan.as_ref().expect("planned");
-        let comm = self.comm.as_ref().expect("communicator");
         self.done_colls.push(CollectiveRecord {
-            op: c
-                .calls
-                .iter()
-                .map(|c| c.op.name())
-                .collect::<Vec<_>>()
-                .join("+"),
+            op: c.name(),
             bytes: c.calls.iter().map(|c| c.bytes.0).sum(),
             algo: plan.algo.name().into(),
             proto: plan.proto.name().into(),
-            channels: comm.tune.channels,
+            channels: colls.comm(comm).tune.channels,
             start_s: c.start.as_secs_f64(),
             end_s: now.as_secs_f64(),
             predicted_us: plan.predicted_us,
@@ -921,17 +850,9 @@ impl Cuda {
             }
             Work::Nccl(k) => {
                 dev.totals.nccl_s += busy;
-                let c = &self.colls[*k as usize];
-                (
-                    "nccl".into(),
-                    Some(
-                        c.calls
-                            .iter()
-                            .map(|c| c.op.name())
-                            .collect::<Vec<_>>()
-                            .join("+"),
-                    ),
-                )
+                let calls = &self.colls[*k as usize];
+                let name = calls.iter().map(|c| c.op.name()).collect::<Vec<_>>();
+                ("nccl".into(), Some(name.join("+")))
             }
             _ => return,
         };
@@ -1006,7 +927,11 @@ fn stuck_devices(world: &mut World) -> Vec<String> {
                         }
                         Work::Nccl(k) => format!(
                             "waits in NCCL call {k} for the other GPUs ({} of {} arrived)",
-                            cuda.colls[*k as usize].arrived,
+                            cuda.comm
+                                .and_then(|c| world
+                                    .get_resource::<Collectives>()?
+                                    .collective(c, *k))
+                                .map_or(0, |coll| coll.arrived),
                             cuda.devs.len()
                         ),
                         other => format!("{other:?}"),

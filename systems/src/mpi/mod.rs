@@ -36,7 +36,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use hetsim_components::SimTime;
-use hetsim_components::entities::{Flow, Gpu};
+use hetsim_components::entities::Gpu;
 use hetsim_components::mpi::{CopyAt, MpiSpec, Placement, ProgramSpec};
 use hetsim_engine::record::{Interval, Recorder, ResId, ResourceKind};
 use hetsim_engine::{
@@ -44,7 +44,8 @@ use hetsim_engine::{
     StartupSet, Switches,
 };
 
-use crate::network::{FlowFinished, FlowRoute, FlowStart, NotifyDone};
+use crate::nccl::Collectives;
+use crate::network::{FlowRequest, Launch, Start};
 use crate::platform::topology::Layout;
 use crate::platform::{Endpoint, Topology};
 use program::{ANY, Loc, Op, Program};
@@ -126,11 +127,27 @@ impl Stage {
     }
 }
 
-/// Marks a flow carrying a stage of a message.
-#[derive(Component, Debug, Clone, Copy)]
-struct FlowOf {
+/// The flow of a stage of a message has delivered its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct FlowEnd {
     msg: u32,
     stage: Stage,
+}
+
+impl SimEvent for FlowEnd {
+    const NAME: &'static str = "mpi.flow_end";
+    fn pack(&self) -> (Entity, u64) {
+        (
+            Entity::PLACEHOLDER,
+            ((self.msg as u64) << 8) | self.stage as u64,
+        )
+    }
+    fn unpack(_: Entity, arg: u64) -> Self {
+        FlowEnd {
+            msg: (arg >> 8) as u32,
+            stage: Stage::from_u8((arg & 0xff) as u8),
+        }
+    }
 }
 
 /// A protocol step due after a delay (copies, pinning).
@@ -301,8 +318,8 @@ pub struct Mpi {
     /// Per node: NVLink transfers in flight, and messages waiting for a copy queue.
     nv_active: Vec<u32>,
     nv_waiting: Vec<VecDeque<u32>>,
-    nccl_comm: Option<crate::nccl::Comm>,
-    nccl_calls: Vec<nccl_calls::NcclRt>,
+    /// The ranks' NCCL communicator in the NCCL plugin, if their programs call NCCL.
+    nccl_comm: Option<u32>,
 }
 
 pub struct MpiPlugin;
@@ -310,6 +327,7 @@ pub struct MpiPlugin;
 impl Plugin for MpiPlugin {
     fn build(&self, app: &mut App) {
         app.add_sim_event::<MsgTimer>()
+            .add_sim_event::<FlowEnd>()
             .add_sim_event::<RankWake>()
             .add_sim_event::<nccl_calls::NcclDone>()
             .register_switch(
@@ -447,9 +465,17 @@ fn setup(world: &mut World, cfg: &MpiSpec) -> Result<(), String> {
             .map(|g| g.model.clone())
             .unwrap_or_default();
         let mut topo = world.resource_mut::<Topology>();
-        Some(nccl_calls::communicator(
-            gpus, &cfg.nccl, &mut topo, &model,
-        )?)
+        let comm = nccl_calls::communicator(gpus, &cfg.nccl, &mut topo, &model)?;
+        let rows = ranks
+            .iter()
+            .enumerate()
+            .map(|(r, rank)| format!("node[{}].rank[{r}]", rank.node))
+            .collect();
+        Some(
+            world
+                .resource_mut::<Collectives>()
+                .register(comm, rows, nccl_calls::NcclDone),
+        )
     } else {
         None
     };
@@ -557,21 +583,17 @@ struct Net<'w, 's> {
     switches: Res<'w, Switches>,
     rec: ResMut<'w, Recorder>,
     errors: ResMut<'w, SimErrors>,
-    commands: Commands<'w, 's>,
+    colls: ResMut<'w, Collectives>,
+    launch: Launch<'w, 's>,
 }
 
 fn advance_messages_on_flows(
-    mut inbox: ResMut<Inbox<FlowFinished>>,
-    flows: Query<(Option<&FlowOf>, Option<&nccl_calls::NcclFlow>)>,
+    mut inbox: ResMut<Inbox<FlowEnd>>,
     mut mpi: ResMut<Mpi>,
     mut net: Net,
 ) {
-    for FlowFinished(e) in inbox.drain() {
-        match flows.get(e) {
-            Ok((Some(of), _)) => mpi.on_stage_done(of.msg, of.stage, &mut net),
-            Ok((None, Some(n))) => mpi.nccl_flow_done(n.0, &mut net),
-            _ => {}
-        }
+    for FlowEnd { msg, stage } in inbox.drain() {
+        mpi.on_stage_done(msg, stage, &mut net);
     }
 }
 
@@ -867,7 +889,7 @@ impl Mpi {
         let k = Path::ALL.iter().position(|&p| p == path).unwrap_or(0);
         self.report.messages[k] += 1;
         self.report.bytes[k] += bytes;
-        net.commands.spawn(Message {
+        net.launch.commands().spawn(Message {
             src: r,
             dst,
             tag,
@@ -1127,29 +1149,24 @@ impl Mpi {
         };
         let msg = &self.msgs[m as usize];
         let now = net.clock.now;
-        let e = net
-            .commands
-            .spawn((
-                Flow {
-                    id: format!("m{m}.{}", stage_name(stage)),
-                    // The ranks' timeline rows, so that traces link rank to rank.
-                    src: format!(
-                        "node[{}].rank[{}]",
-                        self.ranks[msg.src as usize].node, msg.src
-                    ),
-                    dst: format!(
-                        "node[{}].rank[{}]",
-                        self.ranks[msg.dst as usize].node, msg.dst
-                    ),
-                    size: bytes,
-                    start: now,
-                },
-                FlowRoute(route),
-                NotifyDone,
-                FlowOf { msg: m, stage },
-            ))
-            .id();
-        net.cal.schedule(now, FlowStart(e));
+        let req = FlowRequest {
+            id: format!("m{m}.{}", stage_name(stage)),
+            // The ranks' timeline rows, so that traces link rank to rank.
+            src: format!(
+                "node[{}].rank[{}]",
+                self.ranks[msg.src as usize].node, msg.src
+            ),
+            dst: format!(
+                "node[{}].rank[{}]",
+                self.ranks[msg.dst as usize].node, msg.dst
+            ),
+            route,
+            bytes,
+            start: Start::At(now),
+            cap: None,
+        };
+        net.launch
+            .start_for(&mut net.cal, req, FlowEnd { msg: m, stage });
     }
 
     /// Per-rank totals and per-path counts.
@@ -1227,9 +1244,12 @@ fn stuck_ranks(world: &mut World) -> Vec<String> {
             })
             .collect();
         if let Some(k) = r.in_nccl {
+            let arrived = mpi
+                .nccl_comm
+                .and_then(|c| world.get_resource::<Collectives>()?.collective(c, k))
+                .map_or(0, |coll| coll.arrived);
             out.push(format!(
-                "rank {i} waits in NCCL call {k} for the other ranks ({} of {} arrived)",
-                mpi.nccl_calls[k as usize].arrived,
+                "rank {i} waits in NCCL call {k} for the other ranks ({arrived} of {} arrived)",
                 mpi.ranks.len()
             ));
             continue;

@@ -1,22 +1,17 @@
 //! NCCL collectives called from MPI rank programs (`nccl_allreduce BYTES` ...): the k-th NCCL
-//! call of every rank is one collective over all ranks' GPUs, planned and carried by
-//! [`crate::nccl`] exactly as for CUDA streams. A rank blocks in the call until the collective
-//! ends; the time counts as communication.
+//! call of every rank is one collective over all ranks' GPUs, run by the NCCL plugin
+//! ([`crate::nccl::Collectives`]) exactly as for CUDA streams. A rank blocks in the call until
+//! the collective ends; the time counts as communication.
 
 use bevy_ecs::prelude::*;
 
-use hetsim_components::SimTime;
 use hetsim_components::cuda::NcclCall;
 use hetsim_components::units::Bytes;
 use hetsim_engine::record::Interval;
 use hetsim_engine::{Inbox, SimEvent};
 
 use super::{Mpi, Net, RankState};
-use crate::nccl::{self, Plan};
-
-/// Marks a flow carrying an edge of NCCL call `k`.
-#[derive(Component, Debug, Clone, Copy)]
-pub(super) struct NcclFlow(pub u32);
+use crate::nccl::{self, Reach};
 
 /// NCCL call `k` is over (its flows and its pipeline fill).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -32,15 +27,6 @@ impl SimEvent for NcclDone {
     }
 }
 
-/// One NCCL call across the ranks.
-#[derive(Debug)]
-pub(super) struct NcclRt {
-    call: NcclCall,
-    pub arrived: u32,
-    flows_left: u32,
-    plan: Option<Plan>,
-}
-
 impl Mpi {
     /// Rank `r` calls NCCL: it blocks until every rank has called and the collective is over.
     pub(super) fn nccl_call(&mut self, r: u32, call: NcclCall, net: &mut Net) {
@@ -51,85 +37,31 @@ impl Mpi {
         rank.in_nccl = Some(k);
         rank.state = RankState::Blocked;
         rank.since = now;
-        if self.nccl_calls.len() <= k as usize {
-            self.nccl_calls.push(NcclRt {
-                call,
-                arrived: 0,
-                flows_left: 0,
-                plan: None,
-            });
-        }
-        let c = &mut self.nccl_calls[k as usize];
-        c.arrived += 1;
-        if c.arrived == self.ranks.len() as u32 {
-            self.start_nccl(k, net);
-        }
-    }
-
-    fn start_nccl(&mut self, k: u32, net: &mut Net) {
-        let now = net.clock.now;
-        let Some(comm) = self.nccl_comm.as_ref() else {
+        let Some(c) = self.nccl_comm else {
             net.errors
                 .0
                 .push("mpi: NCCL call without a communicator".into());
             return;
         };
-        let plan = match comm.plan(&self.nccl_calls[k as usize].call) {
-            Ok(p) => p,
-            Err(e) => {
-                net.errors.0.push(format!("workload.Mpi: {e}"));
-                return;
-            }
+        let mut reach = Reach {
+            now,
+            cal: &mut net.cal,
+            topo: &mut net.topo,
+            launch: &mut net.launch,
         };
-        let start = now.saturating_add(SimTime::from_secs_saturating(plan.latency_s));
-        let ranks = &self.ranks;
-        let names = |r: u32| format!("node[{}].rank[{r}]", ranks[r as usize].node);
-        let spawned = match nccl::spawn_flows(
-            &plan,
-            comm,
-            &mut net.topo,
-            &mut net.commands,
-            &mut net.cal,
-            (start, &format!("nccl{k}")),
-            names,
-            NcclFlow(k),
-        ) {
-            Ok(n) => n,
-            Err(e) => {
-                net.errors.0.push(e);
-                return;
-            }
-        };
-        if spawned == 0 {
-            net.cal.schedule(
-                start.saturating_add(SimTime::from_secs_saturating(plan.fill_s)),
-                NcclDone(k),
-            );
-        }
-        let c = &mut self.nccl_calls[k as usize];
-        c.flows_left = spawned;
-        c.plan = Some(plan);
-    }
-
-    /// One edge of call `k` has delivered its bytes.
-    pub(super) fn nccl_flow_done(&mut self, k: u32, net: &mut Net) {
-        let c = &mut self.nccl_calls[k as usize];
-        c.flows_left -= 1;
-        if c.flows_left == 0 {
-            let fill = c.plan.as_ref().map_or(0.0, |p| p.fill_s);
-            net.cal.schedule(
-                net.clock
-                    .now
-                    .saturating_add(SimTime::from_secs_saturating(fill)),
-                NcclDone(k),
-            );
+        if let Err(e) = net.colls.arrive(c, k, &[call], &mut reach) {
+            net.errors.0.push(format!("workload.Mpi: {e}"));
         }
     }
 
     /// Call `k` is over: every rank goes on.
     fn end_nccl(&mut self, k: u32, net: &mut Net) {
         let now = net.clock.now;
-        let label = net.rec.name_id(self.nccl_calls[k as usize].call.op.name());
+        let name = self
+            .nccl_comm
+            .and_then(|c| net.colls.collective(c, k))
+            .map_or_else(|| "nccl".to_string(), |coll| coll.name());
+        let label = net.rec.name_id(&name);
         let state = net.rec.name_id("nccl");
         for (r, rank) in self.ranks.iter_mut().enumerate() {
             if rank.in_nccl != Some(k) {

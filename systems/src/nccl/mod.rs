@@ -1,5 +1,12 @@
-//! NCCL communicators: rings and double binary trees over the platform's GPUs, channels,
-//! protocols, and each collective planned as pipelined transfers between GPUs.
+//! The NCCL plugin: communicators (rings and double binary trees over the platform's GPUs,
+//! channels, protocols) and the one lifecycle of their collectives, whoever calls them.
+//!
+//! A model that calls NCCL (the CUDA streams, MPI rank programs) registers a communicator
+//! with the event it wants back ([`Collectives::register`]); each member then *arrives* at
+//! its k-th call ([`Collectives::arrive`], a synchronous hand-over, so the last arrival starts
+//! the collective in the same step). The plugin plans it ([`plan`]), waits NCCL's latency,
+//! launches one flow per edge, counts their ends, waits the pipeline fill and sends the
+//! owner's event: the owner releases its members.
 //!
 //! A collective is planned as NCCL runs it: per channel, a ring (GPUs of a node in a row,
 //! rotated per channel so that channels leave a node through different GPUs and so different
@@ -19,451 +26,219 @@
 //! ring orders GPUs by index rather than searching NVLink paths, CollNet, NVLS and PAT are
 //! not modelled, the tree's root sits on the first (or last) node.
 
+pub mod plan;
 pub mod tuning;
 
+use bevy_app::{App, Plugin};
 use bevy_ecs::prelude::*;
 use std::sync::Arc;
 
 use hetsim_components::SimTime;
-use hetsim_components::cuda::{Algo, Coll, NcclCall, NcclSpec, Proto};
-use hetsim_components::entities::Flow;
-use hetsim_engine::Calendar;
+use hetsim_components::cuda::NcclCall;
+use hetsim_engine::{Calendar, Clock, Inbox, RawEvent, SimAppExt, SimEvent, SimSet, SimStep};
 
-use crate::network::{FlowCap, FlowRoute, FlowStart, NotifyDone};
-use crate::platform::topology::{Layout, NvLayout};
-use crate::platform::{Endpoint, Route, Topology};
-use tuning::{Gen, Hw};
+use crate::network::{FlowRequest, Launch, Start};
+use crate::platform::{Route, Topology};
+pub use plan::{Comm, Edge, Plan};
 
-/// NCCL's LL buffer per channel and peer (8 lines x 512 threads x 8 steps x 16 B) and LL128's
-/// (120 x 640 x 8 x 8 B), in wire bytes (src/init.cc).
-const LL_BUFF: f64 = 524288.0;
-const LL128_BUFF: f64 = 4915200.0;
-const NCCL_STEPS: f64 = 8.0;
-/// The smallest slice a chain pipeline is cut into.
-const MIN_SLICE: f64 = 8192.0;
-/// NCCL_P2P_LL_THRESHOLD: point-to-point messages up to this size use LL.
-const P2P_LL_THRESHOLD: f64 = 16384.0;
+pub struct NcclPlugin;
 
-/// A communicator over a set of GPUs, ranks in list order.
+impl Plugin for NcclPlugin {
+    fn build(&self, app: &mut App) {
+        app.add_sim_event::<EdgeEnd>()
+            .describe_model(
+                "nccl",
+                "NCCL collectives (AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AllToAll, SendRecv) as rings or double binary trees per channel; algorithm and protocol chosen by NCCL 2.30's cost model or forced; LL/LL128/Simple wire efficiency and per-channel caps; each ring or tree edge one flow on the platform; NCCL's latency plus chain pipeline fill. Simplified: reductions are free, rings follow GPU order, no CollNet/NVLS/PAT",
+            )
+            .init_resource::<Collectives>()
+            .add_systems(SimStep, finish_edges.in_set(SimSet::Collectives));
+    }
+}
+
+/// An edge of collective `k` of communicator `comm` has delivered its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct EdgeEnd {
+    comm: u32,
+    k: u32,
+}
+
+impl SimEvent for EdgeEnd {
+    const NAME: &'static str = "nccl.edge_end";
+    fn pack(&self) -> (Entity, u64) {
+        (
+            Entity::PLACEHOLDER,
+            ((self.comm as u64) << 32) | self.k as u64,
+        )
+    }
+    fn unpack(_: Entity, arg: u64) -> Self {
+        EdgeEnd {
+            comm: (arg >> 32) as u32,
+            k: arg as u32,
+        }
+    }
+}
+
+/// The owner's event for "collective k is over".
+type DoneEvent = Arc<dyn Fn(&Calendar, u32) -> RawEvent + Send + Sync>;
+
+/// One collective: the calls it runs, who arrived, and its plan once started.
 #[derive(Debug, Clone)]
-pub struct Comm {
-    pub members: Vec<Endpoint>,
-    /// Ranks of each node in the communicator, nodes in order of first appearance.
-    nodes: Vec<Vec<u32>>,
-    node_of: Vec<u32>,
-    pub tune: tuning::Comm,
-    spec: NcclSpec,
+pub struct Collective {
+    pub calls: Vec<NcclCall>,
+    pub arrived: u32,
+    flows_left: u32,
+    /// When the last member arrived.
+    pub start: SimTime,
+    pub plan: Option<Plan>,
 }
 
-/// One transfer of a planned collective: `wire_bytes` from rank `from` to rank `to`, at most
-/// `cap` bytes/s (infinite: no cap).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Edge {
-    pub from: u32,
-    pub to: u32,
-    pub wire_bytes: f64,
-    pub cap: f64,
-}
-
-/// A collective as transfers plus fixed times.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Plan {
-    pub algo: Algo,
-    pub proto: Proto,
-    /// NCCL's latency term, paid before the transfers start.
-    pub latency_s: f64,
-    /// Pipeline fill of chains, paid after the transfers end.
-    pub fill_s: f64,
-    pub edges: Vec<Edge>,
-    /// What NCCL's cost model predicts, in us (for reports).
-    pub predicted_us: f64,
-}
-
-impl Comm {
-    /// Builds the communicator: reads link bandwidths off the platform's routes and sizes the
-    /// channels as NCCL's topology search would, unless `spec.channels` says.
-    pub fn new(
-        members: Vec<Endpoint>,
-        spec: &NcclSpec,
-        topo: &mut Topology,
-        gpu_model: &str,
-    ) -> Result<Comm, String> {
-        if members.is_empty() {
-            return Err("an NCCL communicator needs at least one GPU".into());
-        }
-        let Layout::Cluster(layout) = &topo.layout else {
-            return Err("NCCL needs a Cluster platform (nodes of GPUs)".into());
-        };
-        let (nvlink, nics) = (layout.nvlink != NvLayout::None, layout.nics.max(1));
-        let mut nodes: Vec<Vec<u32>> = Vec::new();
-        let mut node_ids: Vec<u32> = Vec::new();
-        let mut node_of = Vec::with_capacity(members.len());
-        for (r, m) in members.iter().enumerate() {
-            let Endpoint::Gpu { node, .. } = *m else {
-                return Err(format!("NCCL rank {r} is not a GPU"));
-            };
-            let k = match node_ids.iter().position(|&n| n == node) {
-                Some(k) => k,
-                None => {
-                    node_ids.push(node);
-                    nodes.push(Vec::new());
-                    nodes.len() - 1
-                }
-            };
-            nodes[k].push(r as u32);
-            node_of.push(k as u32);
-        }
-        let generation = Gen::of_model(gpu_model);
-        let per_node = nodes.iter().map(Vec::len).max().unwrap_or(1) as u32;
-        let alone = |topo: &mut Topology, a: Endpoint, b: Endpoint| -> Result<f64, String> {
-            let route = topo.route(a, b)?;
-            Ok(topo.bottleneck(&route))
-        };
-        // Whole-ring bandwidth inside a node and between nodes, in GB/s of data.
-        let intra_eff = if nvlink { spec.nvlink_efficiency } else { 1.0 };
-        let intra_total = match nodes.iter().find(|n| n.len() > 1) {
-            Some(n) => {
-                alone(topo, members[n[0] as usize], members[n[1] as usize])? * intra_eff / 1e9
-            }
-            None => f64::INFINITY,
-        };
-        let inter_total = if nodes.len() > 1 {
-            let a = members[nodes[0][0] as usize];
-            let b = members[nodes[1][0] as usize];
-            alone(topo, a, b)? * spec.net_efficiency * nics.min(per_node) as f64 / 1e9
-        } else {
-            f64::INFINITY
-        };
-        let channels = match spec.channels {
-            Some(0) => return Err("nccl.channels: expected at least 1".into()),
-            Some(c) => c.min(64),
-            None => auto_channels(intra_total.min(inter_total), generation, nodes.len(), nics),
-        };
-        let per_channel = |total: f64| (total / channels as f64).min(generation.max_channel_bw());
-        let bw_intra = per_channel(if intra_total.is_finite() {
-            intra_total
-        } else {
-            inter_total
-        });
-        let bw_inter = per_channel(if inter_total.is_finite() {
-            inter_total
-        } else {
-            intra_total
-        });
-        let intra_hw = if nvlink { Hw::NvLink } else { Hw::Pci };
-        Ok(Comm {
-            tune: tuning::Comm {
-                ranks: members.len() as u32,
-                nodes: nodes.len() as u32,
-                channels,
-                bw_intra: if bw_intra.is_finite() { bw_intra } else { 1.0 },
-                bw_inter: if bw_inter.is_finite() { bw_inter } else { 1.0 },
-                generation,
-                intra_hw,
-                amd_cpu: spec.amd_cpu,
-                ll128: intra_hw == Hw::NvLink,
-            },
-            members,
-            nodes,
-            node_of,
-            spec: spec.clone(),
-        })
-    }
-
-    pub fn size(&self) -> u32 {
-        self.members.len() as u32
-    }
-
-    /// Plans one call: NCCL's choice of algorithm and protocol (or the forced ones), then the
-    /// transfers.
-    pub fn plan(&self, call: &NcclCall) -> Result<Plan, String> {
-        let n = self.size();
-        let bytes = call.bytes.0;
-        if call.root >= n {
-            return Err(format!(
-                "NCCL {}: root {} is not a rank (the communicator has {n})",
-                call.op.name(),
-                call.root
-            ));
-        }
-        if matches!(call.op, Coll::AllToAll | Coll::SendRecv) {
-            return Ok(self.plan_p2p(call));
-        }
-        let (algo, proto, predicted_us) =
-            tuning::choose(call.op, bytes, &self.tune, self.spec.algo, self.spec.proto)
-                .ok_or_else(|| {
-                    format!(
-                        "NCCL {} cannot run with algorithm {} and protocol {}",
-                        call.op.name(),
-                        self.spec.algo.map_or("any", |a| a.name()),
-                        self.spec.proto.map_or("any", |p| p.name())
-                    )
-                })?;
-        let tune = tuning::Comm {
-            ll128: self.tune.ll128 || proto == Proto::LL128,
-            ..self.tune
-        };
-        let ch = tune.channels;
-        let per_ch = bytes / ch as f64;
-        let cap_data = tuning::channel_cap(algo, proto, &tune) * 1e9;
-        let mut edges = Vec::new();
-        let push = |edges: &mut Vec<Edge>, from: u32, to: u32, data: f64| {
-            let wire = self.wire_factor(from, to, proto);
-            edges.push(Edge {
-                from,
-                to,
-                wire_bytes: data * wire,
-                cap: cap_data * wire,
-            });
-        };
-        let mut chain_hops = 0u32;
-        for c in 0..ch {
-            match (algo, call.op) {
-                (Algo::Tree, _) => {
-                    for (child, parent) in self.tree_edges(c) {
-                        push(&mut edges, child, parent, per_ch);
-                        push(&mut edges, parent, child, per_ch);
-                    }
-                    chain_hops = 2 * self.tree_height();
-                }
-                (Algo::Ring, Coll::Broadcast | Coll::Reduce) => {
-                    let ring = self.ring(c);
-                    let at = ring.iter().position(|&r| r == call.root).unwrap_or(0);
-                    let order: Vec<u32> = (0..n as usize)
-                        .map(|k| ring[(at + k) % n as usize])
-                        .collect();
-                    for w in order.windows(2) {
-                        let (a, b) = if call.op == Coll::Broadcast {
-                            (w[0], w[1])
-                        } else {
-                            (w[1], w[0])
-                        };
-                        push(&mut edges, a, b, per_ch);
-                    }
-                    chain_hops = n - 1;
-                }
-                (Algo::Ring, op) => {
-                    let share = match op {
-                        Coll::AllReduce => 2.0 * (n - 1) as f64 / n as f64,
-                        _ => (n - 1) as f64 / n as f64,
-                    };
-                    let ring = self.ring(c);
-                    if n > 1 {
-                        for k in 0..ring.len() {
-                            push(
-                                &mut edges,
-                                ring[k],
-                                ring[(k + 1) % ring.len()],
-                                per_ch * share,
-                            );
-                        }
-                    }
-                }
-            }
-        }
-        let slice = match proto {
-            Proto::LL => LL_BUFF / NCCL_STEPS * Proto::LL.wire_efficiency(),
-            Proto::LL128 => LL128_BUFF / NCCL_STEPS * Proto::LL128.wire_efficiency(),
-            Proto::Simple => self.spec.buffsize.0 / NCCL_STEPS,
-        };
-        let channel_rate = (tuning::bus_bw(algo, proto, &tune) / ch as f64 * 1e9).min(cap_data);
-        // NCCL shrinks the chunks of smaller collectives so that a chain pipeline stays full
-        // (enqueue.cc); halve the slice until the chain holds two slices per hop.
-        let mut slice = slice.min(per_ch);
-        while per_ch / slice < 2.0 * chain_hops as f64 && slice > MIN_SLICE {
-            slice /= 2.0;
-        }
-        let fill_s = if chain_hops > 1 && channel_rate > 0.0 {
-            (chain_hops - 1) as f64 * slice / channel_rate
-        } else {
-            0.0
-        };
-        Ok(Plan {
-            algo,
-            proto,
-            latency_s: tuning::latency_us(call.op, algo, proto, &tune) * 1e-6,
-            fill_s,
-            edges,
-            predicted_us,
-        })
-    }
-
-    /// AllToAll and SendRecv: NCCL's grouped point-to-point, one transfer per pair, LL up to
-    /// 16 KiB per peer and Simple above, no channel cap.
-    fn plan_p2p(&self, call: &NcclCall) -> Plan {
-        let n = self.size();
-        let per_peer = match call.op {
-            Coll::AllToAll => call.bytes.0 / n as f64,
-            _ => call.bytes.0,
-        };
-        let proto = self.spec.proto.unwrap_or(if per_peer <= P2P_LL_THRESHOLD {
-            Proto::LL
-        } else {
-            Proto::Simple
-        });
-        let mut edges = Vec::new();
-        let mut push = |from: u32, to: u32| {
-            if from != to {
-                edges.push(Edge {
-                    from,
-                    to,
-                    wire_bytes: per_peer * self.wire_factor(from, to, proto),
-                    cap: f64::INFINITY,
-                });
-            }
-        };
-        match call.op {
-            Coll::AllToAll => {
-                for i in 0..n {
-                    for j in 0..n {
-                        push(i, j);
-                    }
-                }
-            }
-            _ => {
-                for i in 0..n {
-                    push(i, (i as i64 + call.peer as i64).rem_euclid(n as i64) as u32);
-                }
-            }
-        }
-        let latency_us = tuning::latency_us(call.op, Algo::Ring, proto, &self.tune);
-        let busiest = edges
+impl Collective {
+    /// The calls' names joined by `+` (a group), as timelines and reports show them.
+    pub fn name(&self) -> String {
+        self.calls
             .iter()
-            .map(|e| e.wire_bytes)
-            .fold(0.0, f64::max)
-            .max(1.0);
-        Plan {
-            algo: Algo::Ring,
-            proto,
-            latency_s: latency_us * 1e-6,
-            fill_s: 0.0,
-            predicted_us: latency_us
-                + busiest / (1000.0 * self.tune.bw_inter.min(self.tune.bw_intra)),
-            edges,
-        }
-    }
-
-    /// Channel `c`'s ring: nodes in order, each node's GPUs rotated by `c`.
-    pub fn ring(&self, c: u32) -> Vec<u32> {
-        let mut ring = Vec::with_capacity(self.members.len());
-        for ranks in &self.nodes {
-            let k = ranks.len();
-            ring.extend((0..k).map(|i| ranks[(i + c as usize) % k]));
-        }
-        ring
-    }
-
-    /// Channel `c`'s tree as (child, parent) pairs: a chain in each node whose head links to
-    /// the head of the parent node. The first half of the channels use the heap-ordered binary
-    /// tree of nodes, the second half its mirror image, so that a node that is a leaf in one
-    /// is inside the other (NCCL's double binary tree); channel `c` and `c + half` share their
-    /// chain, hence their head GPU and NIC, so every NIC carries both trees alike.
-    pub fn tree_edges(&self, c: u32) -> Vec<(u32, u32)> {
-        let half = (self.tune.channels / 2).max(1);
-        let (rot, mirrored) = (c % half, (c / half) % 2 == 1);
-        let heads: Vec<u32> = self.ring_heads(rot);
-        let mut edges = Vec::new();
-        for ranks in &self.nodes {
-            let k = ranks.len();
-            let chain: Vec<u32> = (0..k).map(|i| ranks[(i + rot as usize) % k]).collect();
-            for w in chain.windows(2) {
-                edges.push((w[1], w[0]));
-            }
-        }
-        let m = self.nodes.len();
-        for i in 1..m {
-            let (child, parent) = if !mirrored {
-                (i, (i - 1) / 2)
-            } else {
-                (m - 1 - i, m - 1 - (i - 1) / 2)
-            };
-            edges.push((heads[child], heads[parent]));
-        }
-        edges
-    }
-
-    fn ring_heads(&self, c: u32) -> Vec<u32> {
-        self.nodes.iter().map(|r| r[c as usize % r.len()]).collect()
-    }
-
-    /// Hops from the deepest GPU to the root: the chain plus the tree of nodes.
-    fn tree_height(&self) -> u32 {
-        let per_node = self.nodes.iter().map(Vec::len).max().unwrap_or(1) as u32;
-        let m = self.nodes.len() as u32;
-        per_node - 1 + if m > 1 { m.ilog2() } else { 0 }
-    }
-
-    /// Wire bytes per data byte from `from` to `to`: the protocol's flags, and the share of
-    /// line rate NCCL's copies reach on NVLink or the network.
-    fn wire_factor(&self, from: u32, to: u32, proto: Proto) -> f64 {
-        let link = if self.node_of[from as usize] != self.node_of[to as usize] {
-            self.spec.net_efficiency
-        } else if self.tune.intra_hw == Hw::NvLink {
-            self.spec.nvlink_efficiency
-        } else {
-            1.0
-        };
-        1.0 / (proto.wire_efficiency() * link)
+            .map(|c| c.op.name())
+            .collect::<Vec<_>>()
+            .join("+")
     }
 }
 
-/// Spawns a plan's edges as flows that start at `start` (after NCCL's latency), named
-/// `label`, between the rows `names` gives ranks, each tagged with `tag` and marked
-/// [`NotifyDone`] so the caller hears of each end. Returns how many flows it spawned.
-#[allow(clippy::too_many_arguments)]
-pub fn spawn_flows<B: Bundle + Clone>(
-    plan: &Plan,
-    comm: &Comm,
-    topo: &mut Topology,
-    commands: &mut Commands,
-    cal: &mut Calendar,
-    (start, label): (SimTime, &str),
-    names: impl Fn(u32) -> String,
-    tag: B,
-) -> Result<u32, String> {
-    for edge in &plan.edges {
-        let (a, b) = (
-            comm.members[edge.from as usize],
-            comm.members[edge.to as usize],
-        );
-        let route = topo.route(a, b).map_err(|e| format!("NCCL: {e}"))?;
-        // NCCL's latency term already holds the hops' latencies.
-        let route = Arc::new(Route {
-            hops: route.hops.clone(),
-            latency: SimTime::ZERO,
+struct CommRt {
+    comm: Comm,
+    /// Timeline rows of the members (flows are drawn between them).
+    rows: Vec<String>,
+    done: DoneEvent,
+    colls: Vec<Collective>,
+}
+
+/// Every communicator and its collectives.
+#[derive(Resource, Default)]
+pub struct Collectives {
+    comms: Vec<CommRt>,
+}
+
+/// What starting a collective needs of the caller's step.
+pub struct Reach<'a, 'w, 's> {
+    pub now: SimTime,
+    pub cal: &'a mut Calendar,
+    pub topo: &'a mut Topology,
+    pub launch: &'a mut Launch<'w, 's>,
+}
+
+impl Collectives {
+    /// Adds a communicator whose members are drawn on `rows`; `done(k)` is the event the
+    /// owner gets when its collective `k` is over. Returns the communicator's number.
+    pub fn register<E: SimEvent>(
+        &mut self,
+        comm: Comm,
+        rows: Vec<String>,
+        done: fn(u32) -> E,
+    ) -> u32 {
+        self.comms.push(CommRt {
+            comm,
+            rows,
+            done: Arc::new(move |cal: &Calendar, k| cal.pack(&done(k))),
+            colls: Vec::new(),
         });
-        let mut entity = commands.spawn((
-            Flow {
-                id: label.to_string(),
-                src: names(edge.from),
-                dst: names(edge.to),
-                size: edge.wire_bytes,
-                start,
-            },
-            FlowRoute(route),
-            NotifyDone,
-            tag.clone(),
-        ));
-        if edge.cap.is_finite() {
-            entity.insert(FlowCap(edge.cap));
-        }
-        let e = entity.id();
-        cal.schedule(start, FlowStart(e));
+        self.comms.len() as u32 - 1
     }
-    Ok(plan.edges.len() as u32)
+
+    pub fn comm(&self, c: u32) -> &Comm {
+        &self.comms[c as usize].comm
+    }
+
+    /// Collective `k` of communicator `c`, once a member has reached it.
+    pub fn collective(&self, c: u32, k: u32) -> Option<&Collective> {
+        self.comms[c as usize].colls.get(k as usize)
+    }
+
+    /// A member reaches its k-th call (`calls`: one, or a group); the last to arrive starts
+    /// the collective. Errors are the plan's or the routes'.
+    pub fn arrive(
+        &mut self,
+        c: u32,
+        k: u32,
+        calls: &[NcclCall],
+        fx: &mut Reach,
+    ) -> Result<(), String> {
+        let rt = &mut self.comms[c as usize];
+        if rt.colls.len() <= k as usize {
+            rt.colls.push(Collective {
+                calls: calls.to_vec(),
+                arrived: 0,
+                flows_left: 0,
+                start: SimTime::ZERO,
+                plan: None,
+            });
+        }
+        let coll = &mut rt.colls[k as usize];
+        coll.arrived += 1;
+        if coll.arrived == rt.comm.size() {
+            self.start(c, k, fx)?;
+        }
+        Ok(())
+    }
+
+    /// Every member is there: plan, then after NCCL's latency one flow per edge.
+    fn start(&mut self, c: u32, k: u32, fx: &mut Reach) -> Result<(), String> {
+        let rt = &mut self.comms[c as usize];
+        let plan = rt.comm.plan_group(&rt.colls[k as usize].calls)?;
+        let start = fx.now.saturating_add(secs(plan.latency_s));
+        let label = format!("nccl{k}");
+        for edge in &plan.edges {
+            let (a, b) = (
+                rt.comm.members[edge.from as usize],
+                rt.comm.members[edge.to as usize],
+            );
+            let route = fx.topo.route(a, b).map_err(|e| format!("NCCL: {e}"))?;
+            // NCCL's latency term already holds the hops' latencies.
+            let route = Arc::new(Route {
+                hops: route.hops.clone(),
+                latency: SimTime::ZERO,
+            });
+            let req = FlowRequest {
+                id: label.clone(),
+                src: rt.rows[edge.from as usize].clone(),
+                dst: rt.rows[edge.to as usize].clone(),
+                route,
+                bytes: edge.wire_bytes,
+                start: Start::At(start),
+                cap: edge.cap.is_finite().then_some(edge.cap),
+            };
+            fx.launch.start_for(fx.cal, req, EdgeEnd { comm: c, k });
+        }
+        let coll = &mut rt.colls[k as usize];
+        coll.start = fx.now;
+        coll.flows_left = plan.edges.len() as u32;
+        if plan.edges.is_empty() {
+            let done = (rt.done)(fx.cal, k);
+            fx.cal
+                .schedule_raw(start.saturating_add(secs(plan.fill_s)), done);
+        }
+        coll.plan = Some(plan);
+        Ok(())
+    }
 }
 
-/// Channels as NCCL's search sizes them: enough channels of one NVLink's speed to fill the
-/// bottleneck, an even count, at least 2, a multiple of the NICs across nodes, at most 32.
-fn auto_channels(total_gbps: f64, generation: Gen, nodes: usize, nics: u32) -> u32 {
-    let mut c = if total_gbps.is_finite() {
-        (total_gbps / generation.nvlink_channel_bw()).ceil() as u32
-    } else {
-        2
-    };
-    c = c.max(2).next_multiple_of(2);
-    if nodes > 1 {
-        c = c.next_multiple_of(nics);
+/// Counts the edges' ends; the last one, after the pipeline fill, ends the collective.
+fn finish_edges(
+    mut inbox: ResMut<Inbox<EdgeEnd>>,
+    mut colls: ResMut<Collectives>,
+    mut cal: ResMut<Calendar>,
+    clock: Res<Clock>,
+) {
+    for EdgeEnd { comm, k } in inbox.drain() {
+        let rt = &mut colls.comms[comm as usize];
+        let coll = &mut rt.colls[k as usize];
+        coll.flows_left -= 1;
+        if coll.flows_left == 0 {
+            let fill = coll.plan.as_ref().map_or(0.0, |p| p.fill_s);
+            let done = (rt.done)(&cal, k);
+            cal.schedule_raw(clock.now.saturating_add(secs(fill)), done);
+        }
     }
-    c.min(32)
+}
+
+fn secs(s: f64) -> SimTime {
+    SimTime::from_secs_saturating(s)
 }

@@ -1,14 +1,14 @@
 //! The network plugin: fluid flows sharing link bandwidth with max-min fairness, as in
 //! SimGrid's CM02 model (TCP-gamma off, latency and bandwidth factors 1).
 //!
-//! A flow is an entity with [`Flow`] and [`FlowRoute`]; whoever creates one schedules
-//! [`FlowStart`] at its start time (or [`FlowReady`] once the route's latency is paid, which
-//! saves a calendar step when the creator can compute it). The flow then pays its route's latency without using
-//! bandwidth, joins the max-min solver ([`maxmin`]), and moves its bytes at its fair rate,
-//! re-shared at every start and completion. Only flows whose rate changed get their
-//! completion event re-timed. At the end the network marks the entity with [`FlowDone`].
-//! (Models that must react to a completion at the same instant, such as MPI protocols, will
-//! get a notice event when they exist; an unconsumed notice would cost one step per flow.)
+//! Every model moves bytes through one entry point, [`Launch::start`] (or
+//! [`Launch::start_for`] when it waits for the end): the network spawns the flow's entity,
+//! pays its route's latency without using bandwidth, joins it to the max-min solver
+//! ([`maxmin`]), and moves its bytes at its fair rate, re-shared at every start and
+//! completion. Only flows whose rate changed get their completion re-timed. At the end the
+//! network marks the entity with [`FlowDone`] and, for [`Launch::start_for`], sends the
+//! owner's own event back at that instant, so several models can share one fabric and each
+//! hears only of its own flows.
 //!
 //! Link sharing: `Shared` (one capacity for both directions), `SplitDuplex` (one per
 //! direction), `FatPipe` (each flow alone gets the full bandwidth: a private bound).
@@ -18,6 +18,7 @@ pub mod maxmin;
 
 use bevy_app::{App, Plugin};
 use bevy_ecs::prelude::*;
+use bevy_ecs::system::SystemParam;
 use std::sync::Arc;
 
 use hetsim_components::SimTime;
@@ -25,7 +26,7 @@ use hetsim_components::entities::{Flow, FlowDone, LinkUsage};
 use hetsim_components::scenario::Sharing;
 use hetsim_engine::record::{Interval, Recorder, ResourceKind, Sample, Transfer};
 use hetsim_engine::{
-    Calendar, Clock, Inbox, SimAppExt, SimEvent, SimFinish, SimSet, SimStartup, SimStep,
+    Calendar, Clock, Inbox, RawEvent, SimAppExt, SimEvent, SimFinish, SimSet, SimStartup, SimStep,
     StartupSet, Switches, Timeline,
 };
 
@@ -53,17 +54,97 @@ hetsim_engine::entity_event!(
 #[derive(Component, Debug, Clone, Copy)]
 pub struct FlowCap(pub f64);
 
-/// Marks a flow whose completion someone waits for: the network then schedules
-/// [`FlowFinished`] for it at its end.
-#[derive(Component, Debug, Clone, Copy, Default)]
-pub struct NotifyDone;
+/// The owner's event to send when the flow has delivered its last byte (with zero delay,
+/// so the owner reacts at the same simulated time).
+#[derive(Component, Debug, Clone, Copy)]
+struct DoneNotice(RawEvent);
 
-hetsim_engine::entity_event!(
-    /// A flow marked [`NotifyDone`] has delivered its last byte (delivered with zero delay, so
-    /// the waiting model reacts at the same simulated time).
-    FlowFinished,
-    "network.flow_finished"
-);
+/// What a model asks of the network: move `bytes` along `route`.
+#[derive(Debug, Clone)]
+pub struct FlowRequest {
+    /// Names for outputs (`flows.csv`, traces): the flow's id and its two ends' rows.
+    pub id: String,
+    pub src: String,
+    pub dst: String,
+    pub route: Arc<Route>,
+    pub bytes: f64,
+    pub start: Start,
+    /// The sender's own rate limit in bytes/s, if any ([`FlowCap`]).
+    pub cap: Option<f64>,
+}
+
+/// When a flow begins; from then it pays its route's latency, then shares bandwidth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// At this time, by a [`FlowStart`] event.
+    At(SimTime),
+    /// At this time, with the latency phase reckoned now: the flow joins the sharing at the
+    /// first grid point after `t + latency`, one calendar event fewer per flow (for models
+    /// that launch many flows ahead of their start, such as the task runtime's copies).
+    Ahead(SimTime),
+}
+
+/// The one way models start flows (a system parameter).
+#[derive(SystemParam)]
+pub struct Launch<'w, 's> {
+    net: Res<'w, Network>,
+    commands: Commands<'w, 's>,
+}
+
+impl<'w, 's> Launch<'w, 's> {
+    /// The commands of the calling system (to spawn a model's own entities).
+    pub fn commands(&mut self) -> &mut Commands<'w, 's> {
+        &mut self.commands
+    }
+
+    /// Starts a flow nobody waits for; returns its entity.
+    pub fn start(&mut self, cal: &mut Calendar, req: FlowRequest) -> Entity {
+        self.spawn(cal, req, None)
+    }
+
+    /// Starts a flow and sends `done` back when its last byte has arrived.
+    pub fn start_for<E: SimEvent>(
+        &mut self,
+        cal: &mut Calendar,
+        req: FlowRequest,
+        done: E,
+    ) -> Entity {
+        let notice = cal.pack(&done);
+        self.spawn(cal, req, Some(notice))
+    }
+
+    fn spawn(&mut self, cal: &mut Calendar, req: FlowRequest, done: Option<RawEvent>) -> Entity {
+        let latency = req.route.latency;
+        let start = match req.start {
+            Start::At(t) | Start::Ahead(t) => t,
+        };
+        let mut entity = self.commands.spawn((
+            Flow {
+                id: req.id,
+                src: req.src,
+                dst: req.dst,
+                size: req.bytes,
+                start,
+            },
+            FlowRoute(req.route),
+        ));
+        if let Some(notice) = done {
+            entity.insert(DoneNotice(notice));
+        }
+        if let Some(cap) = req.cap {
+            entity.insert(FlowCap(cap));
+        }
+        let e = entity.id();
+        match req.start {
+            Start::At(t) => cal.schedule(t, FlowStart(e)),
+            Start::Ahead(t) => cal.schedule(
+                on_grid(t.saturating_add(latency), self.net.quantum),
+                FlowReady(e),
+            ),
+        }
+        e
+    }
+}
 
 /// The earliest flow completion is due (one pending instance, re-timed after every solve).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -219,7 +300,6 @@ impl Plugin for NetworkPlugin {
         app.add_sim_event::<FlowStart>()
             .add_sim_event::<FlowReady>()
             .add_sim_event::<NextCompletion>()
-            .add_sim_event::<FlowFinished>()
             .register_switch(
                 "contention",
                 true,
@@ -296,18 +376,13 @@ fn admit_ready_flows(
     mut time: Timeline,
     switches: Res<Switches>,
     topo: Res<Topology>,
-    flows: Query<(&Flow, &FlowRoute, Has<NotifyDone>, Option<&FlowCap>)>,
+    flows: Query<(&Flow, &FlowRoute, Option<&DoneNotice>, Option<&FlowCap>)>,
     mut commands: Commands,
 ) {
     let contention = switches.is_on("contention");
     let now = time.now();
-    let admit_at = on_grid(now, net.quantum);
     for FlowReady(e) in inbox.drain() {
-        if admit_at != now {
-            // Ready between two quanta (scheduled by another plugin): joins at the next one.
-            time.calendar.schedule(admit_at, FlowReady(e));
-            continue;
-        }
+        debug_assert_eq!(on_grid(now, net.quantum), now, "flows join on the grid");
         let Ok((flow, route, notify, cap)) = flows.get(e) else {
             continue;
         };
@@ -319,8 +394,8 @@ fn admit_ready_flows(
             if let Some(log) = &mut net.log {
                 log.done.push((e, now.as_secs_f64()));
             }
-            if notify {
-                time.calendar.schedule(now, FlowFinished(e));
+            if let Some(DoneNotice(notice)) = notify {
+                time.calendar.schedule_raw(now, *notice);
             }
             continue;
         }
@@ -360,7 +435,7 @@ fn complete_flows(
     mut net: ResMut<Network>,
     clock: Res<Clock>,
     switches: Res<Switches>,
-    notify: Query<(), With<NotifyDone>>,
+    notify: Query<&DoneNotice>,
     mut cal: ResMut<Calendar>,
     mut commands: Commands,
 ) {
@@ -392,8 +467,8 @@ fn complete_flows(
         if let Some(log) = &mut net.log {
             log.done.push((active.entity, end_s));
         }
-        if notify.contains(active.entity) {
-            cal.schedule(now, FlowFinished(active.entity));
+        if let Ok(DoneNotice(notice)) = notify.get(active.entity) {
+            cal.schedule_raw(now, *notice);
         }
     }
 }

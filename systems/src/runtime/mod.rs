@@ -42,7 +42,6 @@ use rand_core::Rng;
 use std::collections::{BinaryHeap, VecDeque};
 
 use hetsim_components::SimTime;
-use hetsim_components::entities::Flow;
 use hetsim_components::scenario::Workload;
 use hetsim_components::tasks::{Mode, RuntimeSpec};
 use hetsim_engine::record::{Interval, Recorder, ResId, ResourceKind};
@@ -51,7 +50,7 @@ use hetsim_engine::{
     StartupSet, Switches,
 };
 
-use crate::network::{FlowFinished, FlowReady, FlowRoute, NotifyDone};
+use crate::network::{FlowRequest, Launch, Start};
 use crate::platform::{PlatformConfig, Topology};
 use graph::{Graph, Priorities};
 use machine::{Arch, Machine, Models};
@@ -308,15 +307,26 @@ impl SimEvent for RtEvent {
     }
 }
 
-/// Marks a flow carrying transfer `x`.
-#[derive(Component, Debug, Clone, Copy)]
-struct XferFlow(u32);
+/// The flow of transfer `x` has delivered its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct XferFlowDone(u32);
+
+impl SimEvent for XferFlowDone {
+    const NAME: &'static str = "runtime.xfer_flow_done";
+    fn pack(&self) -> (Entity, u64) {
+        (Entity::PLACEHOLDER, self.0 as u64)
+    }
+    fn unpack(_: Entity, arg: u64) -> Self {
+        XferFlowDone(arg as u32)
+    }
+}
 
 pub struct RuntimePlugin;
 
 impl Plugin for RuntimePlugin {
     fn build(&self, app: &mut App) {
         app.add_sim_event::<RtEvent>()
+            .add_sim_event::<XferFlowDone>()
             .register_switch("gpu_memory_limit", true, "GPU memory holds at most its capacity (90 % of the device, or limit_cuda_mem_mb); replicas are evicted LRU with write-back; off: unlimited")
             .register_switch("runtime_overheads", true, "StarPU-SimGrid's runtime costs: 10 us per transfer and per GPU kernel, 175 us per cudaMalloc; off: none")
             .register_switch("pcie_shared_bus", true, "data transfers are flows sharing the platform's PCIe links; off: each transfer alone at latency + size / bandwidth (one independent link per transfer)")
@@ -526,20 +536,17 @@ struct Ctx<'w, 's> {
     clock: Res<'w, Clock>,
     topo: ResMut<'w, Topology>,
     errors: ResMut<'w, SimErrors>,
-    commands: Commands<'w, 's>,
+    launch: Launch<'w, 's>,
 }
 
 fn finish_runtime_flows(
-    mut inbox: ResMut<Inbox<FlowFinished>>,
-    flows: Query<&XferFlow>,
+    mut inbox: ResMut<Inbox<XferFlowDone>>,
     mut rt: ResMut<Runtime>,
     clock: Res<Clock>,
 ) {
     rt.now = clock.now;
-    for FlowFinished(e) in inbox.drain() {
-        if let Ok(x) = flows.get(e) {
-            rt.xfer_done(x.0);
-        }
+    for XferFlowDone(x) in inbox.drain() {
+        rt.xfer_done(x);
     }
 }
 
@@ -1440,25 +1447,16 @@ impl Runtime {
                     continue;
                 }
             };
-            let latency = route.latency;
-            let e = cx
-                .commands
-                .spawn((
-                    Flow {
-                        id: format!("x{x}"),
-                        src: self.machine.nodes[xf.src as usize].name.clone(),
-                        dst: self.machine.nodes[xf.dst as usize].name.clone(),
-                        size: self.graph.handles[xf.handle as usize].size,
-                        start: at,
-                    },
-                    FlowRoute(route),
-                    NotifyDone,
-                    XferFlow(x),
-                ))
-                .id();
-            // Straight to `FlowReady` after the queueing delay and the route's latency: one
-            // calendar step per transfer fewer than going through `FlowStart`.
-            cx.cal.schedule(at.saturating_add(latency), FlowReady(e));
+            let req = FlowRequest {
+                id: format!("x{x}"),
+                src: self.machine.nodes[xf.src as usize].name.clone(),
+                dst: self.machine.nodes[xf.dst as usize].name.clone(),
+                route,
+                bytes: self.graph.handles[xf.handle as usize].size,
+                start: Start::Ahead(at),
+                cap: None,
+            };
+            cx.launch.start_for(&mut cx.cal, req, XferFlowDone(x));
         }
     }
 }

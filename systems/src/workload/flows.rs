@@ -6,11 +6,10 @@ use bevy_ecs::prelude::*;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use hetsim_components::entities::Flow;
 use hetsim_components::scenario::FlowSpec;
 use hetsim_engine::{Calendar, SimAppExt, SimErrors, SimStartup, StartupSet};
 
-use crate::network::{FlowRoute, FlowStart};
+use crate::network::{FlowRequest, Launch, Start};
 use crate::platform::{Route, Topology};
 
 /// The flows to run (inserted by whoever assembles the app).
@@ -27,10 +26,16 @@ impl Plugin for FlowsPlugin {
     }
 }
 
-/// Routes every flow, spawns its entity and schedules its start; reports all bad flows.
-fn spawn_flows(world: &mut World) {
-    let specs = std::mem::take(&mut world.resource_mut::<FlowsWorkload>().0);
-    let Some(mut topo) = world.remove_resource::<Topology>() else {
+/// Routes every flow and launches it at its start time; reports all bad flows.
+fn spawn_flows(
+    mut workload: ResMut<FlowsWorkload>,
+    topo: Option<ResMut<Topology>>,
+    mut errs: ResMut<SimErrors>,
+    mut cal: ResMut<Calendar>,
+    mut launch: Launch,
+) {
+    let specs = std::mem::take(&mut workload.0);
+    let Some(mut topo) = topo else {
         return;
     };
     let mut errors = Vec::new();
@@ -51,20 +56,18 @@ fn spawn_flows(world: &mut World) {
             continue;
         }
         match route_of(&mut topo, spec, &path) {
-            Ok((route, src, dst)) => {
-                let flow = Flow {
-                    id,
-                    src,
-                    dst,
-                    size: spec.size.0.round(),
-                    start: spec.start.0,
-                };
-                starts.push((flow, route));
-            }
+            Ok((route, src, dst)) => starts.push(FlowRequest {
+                id,
+                src,
+                dst,
+                route,
+                bytes: spec.size.0.round(),
+                start: Start::At(spec.start.0),
+                cap: None,
+            }),
             Err(e) => errors.push(e),
         }
     }
-    world.insert_resource(topo);
     if !errors.is_empty() {
         const SHOWN: usize = 10;
         let more = errors.len().saturating_sub(SHOWN);
@@ -72,16 +75,11 @@ fn spawn_flows(world: &mut World) {
         if more > 0 {
             errors.push(format!("... and {more} more bad flows"));
         }
-        world.resource_mut::<SimErrors>().0.extend(errors);
+        errs.0.extend(errors);
         return;
     }
-    let times: Vec<_> = starts.iter().map(|(f, _)| f.start).collect();
-    let entities: Vec<Entity> = world
-        .spawn_batch(starts.into_iter().map(|(f, r)| (f, FlowRoute(r))))
-        .collect();
-    let mut cal = world.resource_mut::<Calendar>();
-    for (e, t) in entities.into_iter().zip(times) {
-        cal.schedule(t, FlowStart(e));
+    for req in starts {
+        launch.start(&mut cal, req);
     }
 }
 

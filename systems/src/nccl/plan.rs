@@ -1,0 +1,415 @@
+//! A communicator and its collectives as transfers (plain data in, a [`Plan`] out): rings
+//! and double binary trees per channel, protocols, NCCL's choice of both ([`super::tuning`]).
+
+use super::tuning::{self, Gen, Hw};
+use crate::platform::topology::{Layout, NvLayout};
+use crate::platform::{Endpoint, Topology};
+use hetsim_components::cuda::{Algo, Coll, NcclCall, NcclSpec, Proto};
+
+/// NCCL's LL buffer per channel and peer (8 lines x 512 threads x 8 steps x 16 B) and LL128's
+/// (120 x 640 x 8 x 8 B), in wire bytes (src/init.cc).
+const LL_BUFF: f64 = 524288.0;
+const LL128_BUFF: f64 = 4915200.0;
+const NCCL_STEPS: f64 = 8.0;
+/// The smallest slice a chain pipeline is cut into.
+const MIN_SLICE: f64 = 8192.0;
+/// NCCL_P2P_LL_THRESHOLD: point-to-point messages up to this size use LL.
+const P2P_LL_THRESHOLD: f64 = 16384.0;
+
+/// A communicator over a set of GPUs, ranks in list order.
+#[derive(Debug, Clone)]
+pub struct Comm {
+    pub members: Vec<Endpoint>,
+    /// Ranks of each node in the communicator, nodes in order of first appearance.
+    nodes: Vec<Vec<u32>>,
+    node_of: Vec<u32>,
+    pub tune: tuning::Comm,
+    spec: NcclSpec,
+}
+
+/// One transfer of a planned collective: `wire_bytes` from rank `from` to rank `to`, at most
+/// `cap` bytes/s (infinite: no cap).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Edge {
+    pub from: u32,
+    pub to: u32,
+    pub wire_bytes: f64,
+    pub cap: f64,
+}
+
+/// A collective as transfers plus fixed times.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub algo: Algo,
+    pub proto: Proto,
+    /// NCCL's latency term, paid before the transfers start.
+    pub latency_s: f64,
+    /// Pipeline fill of chains, paid after the transfers end.
+    pub fill_s: f64,
+    pub edges: Vec<Edge>,
+    /// What NCCL's cost model predicts, in us (for reports).
+    pub predicted_us: f64,
+}
+
+impl Comm {
+    /// Builds the communicator: reads link bandwidths off the platform's routes and sizes the
+    /// channels as NCCL's topology search would, unless `spec.channels` says.
+    pub fn new(
+        members: Vec<Endpoint>,
+        spec: &NcclSpec,
+        topo: &mut Topology,
+        gpu_model: &str,
+    ) -> Result<Comm, String> {
+        if members.is_empty() {
+            return Err("an NCCL communicator needs at least one GPU".into());
+        }
+        let Layout::Cluster(layout) = &topo.layout else {
+            return Err("NCCL needs a Cluster platform (nodes of GPUs)".into());
+        };
+        let (nvlink, nics) = (layout.nvlink != NvLayout::None, layout.nics.max(1));
+        let mut nodes: Vec<Vec<u32>> = Vec::new();
+        let mut node_ids: Vec<u32> = Vec::new();
+        let mut node_of = Vec::with_capacity(members.len());
+        for (r, m) in members.iter().enumerate() {
+            let Endpoint::Gpu { node, .. } = *m else {
+                return Err(format!("NCCL rank {r} is not a GPU"));
+            };
+            let k = match node_ids.iter().position(|&n| n == node) {
+                Some(k) => k,
+                None => {
+                    node_ids.push(node);
+                    nodes.push(Vec::new());
+                    nodes.len() - 1
+                }
+            };
+            nodes[k].push(r as u32);
+            node_of.push(k as u32);
+        }
+        let generation = Gen::of_model(gpu_model);
+        let per_node = nodes.iter().map(Vec::len).max().unwrap_or(1) as u32;
+        let alone = |topo: &mut Topology, a: Endpoint, b: Endpoint| -> Result<f64, String> {
+            let route = topo.route(a, b)?;
+            Ok(topo.bottleneck(&route))
+        };
+        // Whole-ring bandwidth inside a node and between nodes, in GB/s of data.
+        let intra_eff = if nvlink { spec.nvlink_efficiency } else { 1.0 };
+        let intra_total = match nodes.iter().find(|n| n.len() > 1) {
+            Some(n) => {
+                alone(topo, members[n[0] as usize], members[n[1] as usize])? * intra_eff / 1e9
+            }
+            None => f64::INFINITY,
+        };
+        let inter_total = if nodes.len() > 1 {
+            let a = members[nodes[0][0] as usize];
+            let b = members[nodes[1][0] as usize];
+            alone(topo, a, b)? * spec.net_efficiency * nics.min(per_node) as f64 / 1e9
+        } else {
+            f64::INFINITY
+        };
+        let channels = match spec.channels {
+            Some(0) => return Err("nccl.channels: expected at least 1".into()),
+            Some(c) => c.min(64),
+            None => auto_channels(intra_total.min(inter_total), generation, nodes.len(), nics),
+        };
+        let per_channel = |total: f64| (total / channels as f64).min(generation.max_channel_bw());
+        let bw_intra = per_channel(if intra_total.is_finite() {
+            intra_total
+        } else {
+            inter_total
+        });
+        let bw_inter = per_channel(if inter_total.is_finite() {
+            inter_total
+        } else {
+            intra_total
+        });
+        let intra_hw = if nvlink { Hw::NvLink } else { Hw::Pci };
+        Ok(Comm {
+            tune: tuning::Comm {
+                ranks: members.len() as u32,
+                nodes: nodes.len() as u32,
+                channels,
+                bw_intra: if bw_intra.is_finite() { bw_intra } else { 1.0 },
+                bw_inter: if bw_inter.is_finite() { bw_inter } else { 1.0 },
+                generation,
+                intra_hw,
+                amd_cpu: spec.amd_cpu,
+                ll128: intra_hw == Hw::NvLink,
+            },
+            members,
+            nodes,
+            node_of,
+            spec: spec.clone(),
+        })
+    }
+
+    pub fn size(&self) -> u32 {
+        self.members.len() as u32
+    }
+
+    /// Plans one call: NCCL's choice of algorithm and protocol (or the forced ones), then the
+    /// transfers.
+    pub fn plan(&self, call: &NcclCall) -> Result<Plan, String> {
+        let n = self.size();
+        let bytes = call.bytes.0;
+        if call.root >= n {
+            return Err(format!(
+                "NCCL {}: root {} is not a rank (the communicator has {n})",
+                call.op.name(),
+                call.root
+            ));
+        }
+        if matches!(call.op, Coll::AllToAll | Coll::SendRecv) {
+            return Ok(self.plan_p2p(call));
+        }
+        let (algo, proto, predicted_us) =
+            tuning::choose(call.op, bytes, &self.tune, self.spec.algo, self.spec.proto)
+                .ok_or_else(|| {
+                    format!(
+                        "NCCL {} cannot run with algorithm {} and protocol {}",
+                        call.op.name(),
+                        self.spec.algo.map_or("any", |a| a.name()),
+                        self.spec.proto.map_or("any", |p| p.name())
+                    )
+                })?;
+        let tune = tuning::Comm {
+            ll128: self.tune.ll128 || proto == Proto::LL128,
+            ..self.tune
+        };
+        let ch = tune.channels;
+        let per_ch = bytes / ch as f64;
+        let cap_data = tuning::channel_cap(algo, proto, &tune) * 1e9;
+        let mut edges = Vec::new();
+        let push = |edges: &mut Vec<Edge>, from: u32, to: u32, data: f64| {
+            let wire = self.wire_factor(from, to, proto);
+            edges.push(Edge {
+                from,
+                to,
+                wire_bytes: data * wire,
+                cap: cap_data * wire,
+            });
+        };
+        let mut chain_hops = 0u32;
+        for c in 0..ch {
+            match (algo, call.op) {
+                (Algo::Tree, _) => {
+                    for (child, parent) in self.tree_edges(c) {
+                        push(&mut edges, child, parent, per_ch);
+                        push(&mut edges, parent, child, per_ch);
+                    }
+                    chain_hops = 2 * self.tree_height();
+                }
+                (Algo::Ring, Coll::Broadcast | Coll::Reduce) => {
+                    let ring = self.ring(c);
+                    let at = ring.iter().position(|&r| r == call.root).unwrap_or(0);
+                    let order: Vec<u32> = (0..n as usize)
+                        .map(|k| ring[(at + k) % n as usize])
+                        .collect();
+                    for w in order.windows(2) {
+                        let (a, b) = if call.op == Coll::Broadcast {
+                            (w[0], w[1])
+                        } else {
+                            (w[1], w[0])
+                        };
+                        push(&mut edges, a, b, per_ch);
+                    }
+                    chain_hops = n - 1;
+                }
+                (Algo::Ring, op) => {
+                    let share = match op {
+                        Coll::AllReduce => 2.0 * (n - 1) as f64 / n as f64,
+                        _ => (n - 1) as f64 / n as f64,
+                    };
+                    let ring = self.ring(c);
+                    if n > 1 {
+                        for k in 0..ring.len() {
+                            push(
+                                &mut edges,
+                                ring[k],
+                                ring[(k + 1) % ring.len()],
+                                per_ch * share,
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        let slice = match proto {
+            Proto::LL => LL_BUFF / NCCL_STEPS * Proto::LL.wire_efficiency(),
+            Proto::LL128 => LL128_BUFF / NCCL_STEPS * Proto::LL128.wire_efficiency(),
+            Proto::Simple => self.spec.buffsize.0 / NCCL_STEPS,
+        };
+        let channel_rate = (tuning::bus_bw(algo, proto, &tune) / ch as f64 * 1e9).min(cap_data);
+        // NCCL shrinks the chunks of smaller collectives so that a chain pipeline stays full
+        // (enqueue.cc); halve the slice until the chain holds two slices per hop.
+        let mut slice = slice.min(per_ch);
+        while per_ch / slice < 2.0 * chain_hops as f64 && slice > MIN_SLICE {
+            slice /= 2.0;
+        }
+        let fill_s = if chain_hops > 1 && channel_rate > 0.0 {
+            (chain_hops - 1) as f64 * slice / channel_rate
+        } else {
+            0.0
+        };
+        Ok(Plan {
+            algo,
+            proto,
+            latency_s: tuning::latency_us(call.op, algo, proto, &tune) * 1e-6,
+            fill_s,
+            edges,
+            predicted_us,
+        })
+    }
+
+    /// Plans a group of calls launched together (`ncclGroupStart/End`): their transfers run at
+    /// once, after the longest latency, and the longest fill ends it.
+    pub fn plan_group(&self, calls: &[NcclCall]) -> Result<Plan, String> {
+        let mut merged: Option<Plan> = None;
+        for call in calls {
+            let p = self.plan(call)?;
+            merged = Some(match merged {
+                None => p,
+                Some(mut m) => {
+                    m.latency_s = m.latency_s.max(p.latency_s);
+                    m.fill_s = m.fill_s.max(p.fill_s);
+                    m.predicted_us = m.predicted_us.max(p.predicted_us);
+                    m.edges.extend(p.edges);
+                    m
+                }
+            });
+        }
+        merged.ok_or_else(|| "an NCCL group needs at least one call".to_string())
+    }
+
+    /// AllToAll and SendRecv: NCCL's grouped point-to-point, one transfer per pair, LL up to
+    /// 16 KiB per peer and Simple above, no channel cap.
+    fn plan_p2p(&self, call: &NcclCall) -> Plan {
+        let n = self.size();
+        let per_peer = match call.op {
+            Coll::AllToAll => call.bytes.0 / n as f64,
+            _ => call.bytes.0,
+        };
+        let proto = self.spec.proto.unwrap_or(if per_peer <= P2P_LL_THRESHOLD {
+            Proto::LL
+        } else {
+            Proto::Simple
+        });
+        let mut edges = Vec::new();
+        let mut push = |from: u32, to: u32| {
+            if from != to {
+                edges.push(Edge {
+                    from,
+                    to,
+                    wire_bytes: per_peer * self.wire_factor(from, to, proto),
+                    cap: f64::INFINITY,
+                });
+            }
+        };
+        match call.op {
+            Coll::AllToAll => {
+                for i in 0..n {
+                    for j in 0..n {
+                        push(i, j);
+                    }
+                }
+            }
+            _ => {
+                for i in 0..n {
+                    push(i, (i as i64 + call.peer as i64).rem_euclid(n as i64) as u32);
+                }
+            }
+        }
+        let latency_us = tuning::latency_us(call.op, Algo::Ring, proto, &self.tune);
+        let busiest = edges
+            .iter()
+            .map(|e| e.wire_bytes)
+            .fold(0.0, f64::max)
+            .max(1.0);
+        Plan {
+            algo: Algo::Ring,
+            proto,
+            latency_s: latency_us * 1e-6,
+            fill_s: 0.0,
+            predicted_us: latency_us
+                + busiest / (1000.0 * self.tune.bw_inter.min(self.tune.bw_intra)),
+            edges,
+        }
+    }
+
+    /// Channel `c`'s ring: nodes in order, each node's GPUs rotated by `c`.
+    pub fn ring(&self, c: u32) -> Vec<u32> {
+        let mut ring = Vec::with_capacity(self.members.len());
+        for ranks in &self.nodes {
+            let k = ranks.len();
+            ring.extend((0..k).map(|i| ranks[(i + c as usize) % k]));
+        }
+        ring
+    }
+
+    /// Channel `c`'s tree as (child, parent) pairs: a chain in each node whose head links to
+    /// the head of the parent node. The first half of the channels use the heap-ordered binary
+    /// tree of nodes, the second half its mirror image, so that a node that is a leaf in one
+    /// is inside the other (NCCL's double binary tree); channel `c` and `c + half` share their
+    /// chain, hence their head GPU and NIC, so every NIC carries both trees alike.
+    pub fn tree_edges(&self, c: u32) -> Vec<(u32, u32)> {
+        let half = (self.tune.channels / 2).max(1);
+        let (rot, mirrored) = (c % half, (c / half) % 2 == 1);
+        let heads: Vec<u32> = self.ring_heads(rot);
+        let mut edges = Vec::new();
+        for ranks in &self.nodes {
+            let k = ranks.len();
+            let chain: Vec<u32> = (0..k).map(|i| ranks[(i + rot as usize) % k]).collect();
+            for w in chain.windows(2) {
+                edges.push((w[1], w[0]));
+            }
+        }
+        let m = self.nodes.len();
+        for i in 1..m {
+            let (child, parent) = if !mirrored {
+                (i, (i - 1) / 2)
+            } else {
+                (m - 1 - i, m - 1 - (i - 1) / 2)
+            };
+            edges.push((heads[child], heads[parent]));
+        }
+        edges
+    }
+
+    fn ring_heads(&self, c: u32) -> Vec<u32> {
+        self.nodes.iter().map(|r| r[c as usize % r.len()]).collect()
+    }
+
+    /// Hops from the deepest GPU to the root: the chain plus the tree of nodes.
+    fn tree_height(&self) -> u32 {
+        let per_node = self.nodes.iter().map(Vec::len).max().unwrap_or(1) as u32;
+        let m = self.nodes.len() as u32;
+        per_node - 1 + if m > 1 { m.ilog2() } else { 0 }
+    }
+
+    /// Wire bytes per data byte from `from` to `to`: the protocol's flags, and the share of
+    /// line rate NCCL's copies reach on NVLink or the network.
+    fn wire_factor(&self, from: u32, to: u32, proto: Proto) -> f64 {
+        let link = if self.node_of[from as usize] != self.node_of[to as usize] {
+            self.spec.net_efficiency
+        } else if self.tune.intra_hw == Hw::NvLink {
+            self.spec.nvlink_efficiency
+        } else {
+            1.0
+        };
+        1.0 / (proto.wire_efficiency() * link)
+    }
+}
+
+/// Channels as NCCL's search sizes them: enough channels of one NVLink's speed to fill the
+/// bottleneck, an even count, at least 2, a multiple of the NICs across nodes, at most 32.
+fn auto_channels(total_gbps: f64, generation: Gen, nodes: usize, nics: u32) -> u32 {
+    let mut c = if total_gbps.is_finite() {
+        (total_gbps / generation.nvlink_channel_bw()).ceil() as u32
+    } else {
+        2
+    };
+    c = c.max(2).next_multiple_of(2);
+    if nodes > 1 {
+        c = c.next_multiple_of(nics);
+    }
+    c.min(32)
+}
