@@ -122,15 +122,38 @@ pub fn build_app(scenario: &Scenario, opts: &RunOptions) -> Result<App, Error> {
         .resource_mut::<Network>()
         .set_quantum(scenario.network_model.quantum.0);
     world.insert_resource(PlatformConfig(scenario.platform.clone()));
-    match &scenario.workload {
-        Workload::Flows(flows) => world.insert_resource(FlowsWorkload(flows.clone())),
-        Workload::Mpi(spec) => world.insert_resource(MpiConfig(spec.clone())),
-        Workload::Cuda(spec) => world.insert_resource(CudaConfig(spec.clone())),
-        Workload::Cholesky(_) | Workload::Lu(_) | Workload::Qr(_) | Workload::Dag(_) => world
-            .insert_resource(RuntimeConfig {
-                workload: scenario.workload.clone(),
+    if matches!(&scenario.workload, Workload::Mix(parts) if parts.is_empty()) {
+        return Err(Error::Input(
+            "workload.Mix: expected at least one workload".into(),
+        ));
+    }
+    let mut kinds = std::collections::BTreeMap::new();
+    for (path, part) in scenario.workload.parts() {
+        // One model instance per kind: a second MPI job would need a second communicator world.
+        let kind = if part.is_task_graph() {
+            "task graph"
+        } else {
+            part.kind()
+        };
+        if let Some(first) = kinds.insert(kind, path.clone()) {
+            return Err(Error::Input(format!(
+                "{path}: a second {kind} workload (the first is {first}); a mix holds at most one of each kind"
+            )));
+        }
+        match part {
+            Workload::Flows(flows) => world.insert_resource(FlowsWorkload(flows.clone())),
+            Workload::Mpi(spec) => world.insert_resource(MpiConfig(spec.clone())),
+            Workload::Cuda(spec) => world.insert_resource(CudaConfig(spec.clone())),
+            Workload::Mix(_) => {
+                return Err(Error::Input(format!(
+                    "{path}: expected Flows, Mpi, Cuda, Cholesky, Lu, Qr or Dag (a mix does not nest)"
+                )));
+            }
+            graph => world.insert_resource(RuntimeConfig {
+                workload: graph.clone(),
                 runtime: scenario.runtime.clone(),
             }),
+        }
     }
     Ok(app)
 }

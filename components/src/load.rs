@@ -128,13 +128,18 @@ fn resolve_starpu_machine(
         })?;
         m.files.insert(name, got);
     }
-    let codelets: Vec<String> = match &scenario.workload {
-        Workload::Cholesky(_) => crate::tasks::CHOLESKY_CODELETS.map(String::from).to_vec(),
-        Workload::Lu(t) => crate::tasks::lu_codelets(t.precision).to_vec(),
-        Workload::Qr(_) => crate::tasks::QR_CODELETS.map(String::from).to_vec(),
-        Workload::Dag(d) => d.tasks.iter().map(|t| t.codelet.clone()).collect(),
-        _ => Vec::new(),
-    };
+    let codelets: Vec<String> = scenario
+        .workload
+        .parts()
+        .into_iter()
+        .flat_map(|(_, w)| match w {
+            Workload::Cholesky(_) => crate::tasks::CHOLESKY_CODELETS.map(String::from).to_vec(),
+            Workload::Lu(t) => crate::tasks::lu_codelets(t.precision).to_vec(),
+            Workload::Qr(_) => crate::tasks::QR_CODELETS.map(String::from).to_vec(),
+            Workload::Dag(d) => d.tasks.iter().map(|t| t.codelet.clone()).collect(),
+            _ => Vec::new(),
+        })
+        .collect();
     for c in codelets {
         let name = format!("codelets/45/{c}.{host}");
         if m.files.contains_key(&name) {
@@ -164,27 +169,28 @@ fn resolve_traces(
     read: &ReadInclude<'_>,
 ) -> Result<(), LoadError> {
     use crate::mpi::ProgramSpec;
-    let crate::scenario::Workload::Mpi(mpi) = &mut scenario.workload else {
-        return Ok(());
-    };
-    if let ProgramSpec::Trace(files) = &mpi.program {
-        if files.is_empty() {
-            return Err(LoadError::new(
-                label,
-                "workload.Mpi.program.Trace",
-                "expected at least one trace file",
-            ));
-        }
-        let texts = files
-            .iter()
-            .enumerate()
-            .map(|(i, f)| {
-                read(f).map_err(|e| {
-                    LoadError::new(label, format!("workload.Mpi.program.Trace[{i}]"), e)
+    for (path, part) in scenario.workload.parts_mut() {
+        let crate::scenario::Workload::Mpi(mpi) = part else {
+            continue;
+        };
+        if let ProgramSpec::Trace(files) = &mpi.program {
+            if files.is_empty() {
+                return Err(LoadError::new(
+                    label,
+                    format!("{path}.program.Trace"),
+                    "expected at least one trace file",
+                ));
+            }
+            let texts = files
+                .iter()
+                .enumerate()
+                .map(|(i, f)| {
+                    read(f)
+                        .map_err(|e| LoadError::new(label, format!("{path}.program.Trace[{i}]"), e))
                 })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        mpi.program = ProgramSpec::TraceText(texts);
+                .collect::<Result<Vec<_>, _>>()?;
+            mpi.program = ProgramSpec::TraceText(texts);
+        }
     }
     Ok(())
 }

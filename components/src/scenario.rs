@@ -362,6 +362,58 @@ pub enum Workload {
     Qr(crate::tasks::Tiled),
     /// A task graph given by hand.
     Dag(crate::tasks::DagSpec),
+    /// Several workloads at once on one platform, sharing its links: at most one of each kind
+    /// (flows, MPI, CUDA, a task graph), none of them a `Mix`.
+    Mix(Vec<Workload>),
+}
+
+impl Workload {
+    /// The workloads that run, with their field paths (`workload.Mpi`, or
+    /// `workload.Mix[1].Mpi` inside a mix).
+    pub fn parts(&self) -> Vec<(String, &Workload)> {
+        match self {
+            Workload::Mix(parts) => parts
+                .iter()
+                .enumerate()
+                .map(|(i, w)| (format!("workload.Mix[{i}].{}", w.kind()), w))
+                .collect(),
+            w => vec![(format!("workload.{}", w.kind()), w)],
+        }
+    }
+
+    /// [`Workload::parts`], to be changed in place.
+    pub fn parts_mut(&mut self) -> Vec<(String, &mut Workload)> {
+        match self {
+            Workload::Mix(parts) => parts
+                .iter_mut()
+                .enumerate()
+                .map(|(i, w)| (format!("workload.Mix[{i}].{}", w.kind()), w))
+                .collect(),
+            w => vec![(format!("workload.{}", w.kind()), w)],
+        }
+    }
+
+    /// The variant's name as scenario files spell it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Workload::Flows(_) => "Flows",
+            Workload::Mpi(_) => "Mpi",
+            Workload::Cuda(_) => "Cuda",
+            Workload::Cholesky(_) => "Cholesky",
+            Workload::Lu(_) => "Lu",
+            Workload::Qr(_) => "Qr",
+            Workload::Dag(_) => "Dag",
+            Workload::Mix(_) => "Mix",
+        }
+    }
+
+    /// A task graph for the task runtime (Cholesky, LU, QR or a DAG).
+    pub fn is_task_graph(&self) -> bool {
+        matches!(
+            self,
+            Workload::Cholesky(_) | Workload::Lu(_) | Workload::Qr(_) | Workload::Dag(_)
+        )
+    }
 }
 
 /// One transfer: between two named endpoints (routed on the platform) or over listed links.
