@@ -24,31 +24,45 @@
 //!
 //! Simplified: a send completes when its data is delivered (no local buffering), one
 //! communicator, no probe/test/cancel, HostCopy copies are not limited by copy engines.
+//!
+//! Layout: this file is the coordinator (events, systems, and the one place that touches
+//! the calendar, the network and the recorder); the leaves take plain data and return
+//! [`effects::Effect`]s: `setup.rs` (placement, programs, checks), `rank.rs` (the
+//! interpreter), `protocol.rs` (paths and stages of a message), `matching.rs` (posted and
+//! unexpected queues), `collectives.rs` (collectives as point-to-point steps), `program.rs`
+//! (the trace grammar), `generators.rs` (the proxy applications).
 
 pub mod collectives;
+mod effects;
 pub mod generators;
-mod nccl_calls;
+mod matching;
 pub mod program;
+mod protocol;
+mod rank;
+mod setup;
 
 use bevy_app::{App, Plugin};
 use bevy_ecs::prelude::*;
-use std::collections::VecDeque;
-use std::sync::Arc;
+use std::collections::HashMap;
 
 use hetsim_components::SimTime;
 use hetsim_components::entities::Gpu;
-use hetsim_components::mpi::{CopyAt, MpiSpec, Placement, ProgramSpec};
-use hetsim_engine::record::{Interval, Recorder, ResId, ResourceKind};
+use hetsim_components::mpi::MpiSpec;
+use hetsim_engine::record::{Interval, Recorder, ResourceKind};
 use hetsim_engine::{
     Calendar, Clock, Inbox, SimAppExt, SimErrors, SimEvent, SimSet, SimStartup, SimStep,
     StartupSet, Switches,
 };
 
-use crate::nccl::Collectives;
+use crate::nccl::{self, Collectives, Reach};
 use crate::network::{FlowRequest, Launch, Start};
+use crate::platform::Topology;
 use crate::platform::topology::Layout;
-use crate::platform::{Endpoint, Topology};
-use program::{ANY, Loc, Op, Program};
+use effects::Effect;
+use rank::Job;
+
+pub use protocol::{Message, Path, Stage};
+pub use rank::RankTotals;
 
 /// The MPI job to run (inserted by whoever assembles the app).
 #[derive(Resource, Debug, Clone)]
@@ -62,69 +76,27 @@ pub struct Rank {
     pub gpu: u32,
 }
 
-/// A message's entity: who sends what to whom, and how.
-#[derive(Component, Debug, Clone)]
-pub struct Message {
-    pub src: u32,
-    pub dst: u32,
-    pub tag: i64,
-    pub bytes: f64,
-    pub path: Path,
-    pub rendezvous: bool,
+/// What the MPI layer reports after a run.
+#[derive(Resource, Debug, Clone, Default)]
+pub struct MpiReport {
+    pub ranks: Vec<RankTotals>,
+    /// Messages and bytes per path, in [`Path::ALL`] order.
+    pub messages: [u64; 4],
+    pub bytes: [f64; 4],
 }
 
-/// How a message's data travels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Path {
-    Nvlink,
-    GpuDirect,
-    HostCopy,
-    Host,
+/// The MPI layer's state: the job, and its NCCL communicator in the NCCL plugin.
+#[derive(Resource, Default)]
+pub struct Mpi {
+    job: Job,
+    nccl_comm: Option<u32>,
 }
 
-impl Path {
-    pub const ALL: [Path; 4] = [Path::Nvlink, Path::GpuDirect, Path::HostCopy, Path::Host];
-    pub fn name(self) -> &'static str {
-        match self {
-            Path::Nvlink => "nvlink",
-            Path::GpuDirect => "gpudirect",
-            Path::HostCopy => "hostcopy",
-            Path::Host => "host",
-        }
-    }
-}
-
-/// Which step of a message a flow or timer carries.
+/// A protocol step due after a delay (copies, pinning, control messages).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(u8)]
-enum Stage {
-    Rts = 0,
-    Cts = 1,
-    Data = 2,
-    /// Device-to-host copy at the sender (timer or flow).
-    CopyOut = 3,
-    /// Host-to-device copy at the receiver.
-    CopyIn = 4,
-    /// GPUDirect pinning done.
-    Pinned = 5,
-    /// The copy's fixed delay is paid; its flow starts (switch `pcie_copy_contention`).
-    CopyOutFlow = 6,
-    CopyInFlow = 7,
-}
-
-impl Stage {
-    fn from_u8(v: u8) -> Stage {
-        [
-            Stage::Rts,
-            Stage::Cts,
-            Stage::Data,
-            Stage::CopyOut,
-            Stage::CopyIn,
-            Stage::Pinned,
-            Stage::CopyOutFlow,
-            Stage::CopyInFlow,
-        ][v as usize]
-    }
+struct MsgTimer {
+    msg: u32,
+    stage: Stage,
 }
 
 /// The flow of a stage of a message has delivered its bytes.
@@ -134,46 +106,37 @@ struct FlowEnd {
     stage: Stage,
 }
 
-impl SimEvent for FlowEnd {
-    const NAME: &'static str = "mpi.flow_end";
-    fn pack(&self) -> (Entity, u64) {
-        (
-            Entity::PLACEHOLDER,
-            ((self.msg as u64) << 8) | self.stage as u64,
-        )
-    }
-    fn unpack(_: Entity, arg: u64) -> Self {
-        FlowEnd {
-            msg: (arg >> 8) as u32,
-            stage: Stage::from_u8((arg & 0xff) as u8),
-        }
-    }
+fn pack_stage(msg: u32, stage: Stage) -> u64 {
+    ((msg as u64) << 8) | stage as u64
 }
 
-/// A protocol step due after a delay (copies, pinning).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct MsgTimer {
-    msg: u32,
-    stage: Stage,
+fn unpack_stage(arg: u64) -> (u32, Stage) {
+    ((arg >> 8) as u32, Stage::from_u8((arg & 0xff) as u8))
 }
 
 impl SimEvent for MsgTimer {
     const NAME: &'static str = "mpi.msg_timer";
     fn pack(&self) -> (Entity, u64) {
-        (
-            Entity::PLACEHOLDER,
-            ((self.msg as u64) << 8) | self.stage as u64,
-        )
+        (Entity::PLACEHOLDER, pack_stage(self.msg, self.stage))
     }
     fn unpack(_: Entity, arg: u64) -> Self {
-        MsgTimer {
-            msg: (arg >> 8) as u32,
-            stage: Stage::from_u8((arg & 0xff) as u8),
-        }
+        let (msg, stage) = unpack_stage(arg);
+        MsgTimer { msg, stage }
     }
 }
 
-/// A rank's computation is over.
+impl SimEvent for FlowEnd {
+    const NAME: &'static str = "mpi.flow_end";
+    fn pack(&self) -> (Entity, u64) {
+        (Entity::PLACEHOLDER, pack_stage(self.msg, self.stage))
+    }
+    fn unpack(_: Entity, arg: u64) -> Self {
+        let (msg, stage) = unpack_stage(arg);
+        FlowEnd { msg, stage }
+    }
+}
+
+/// A rank's busy period is over (`u32::MAX`: the start signal).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct RankWake(u32);
 
@@ -187,139 +150,18 @@ impl SimEvent for RankWake {
     }
 }
 
-/// An MPI request of a rank.
-#[derive(Debug, Clone)]
-struct Request {
-    done: bool,
-    /// For stall reports: `send to 3 tag 0 (4096 B)`.
-    what: String,
-    matched: bool,
-}
+/// NCCL call `k` is over (its flows and its pipeline fill).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct NcclDone(u32);
 
-/// A receive waiting for its message.
-#[derive(Debug, Clone, Copy)]
-struct Posted {
-    src: i64,
-    tag: i64,
-    req: u32,
-    loc: Loc,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum RankState {
-    Ready,
-    Computing,
-    Blocked,
-    Done,
-}
-
-/// What keeps a rank busy without waiting for a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Busy {
-    Compute,
-    Sleep,
-    /// The software overhead of an MPI call (counted as communication time).
-    Overhead,
-}
-
-impl Busy {
-    fn state(self) -> &'static str {
-        match self {
-            Busy::Compute => "compute",
-            Busy::Sleep => "sleep",
-            Busy::Overhead => "mpi",
-        }
+impl SimEvent for NcclDone {
+    const NAME: &'static str = "mpi.nccl_done";
+    fn pack(&self) -> (Entity, u64) {
+        (Entity::PLACEHOLDER, self.0 as u64)
     }
-}
-
-/// A rank's runtime state.
-#[derive(Debug)]
-struct RankRt {
-    program: Arc<Program>,
-    pc: usize,
-    /// Passes through the program done so far.
-    pass: u32,
-    /// Expanded collective steps to run before the next program step.
-    pending: VecDeque<Op>,
-    coll_seq: u64,
-    /// NCCL calls made so far, and the one the rank is blocked in.
-    nccl_seq: u32,
-    in_nccl: Option<u32>,
-    state: RankState,
-    /// What the current busy period is.
-    busy: Busy,
-    /// The MPI call overhead of the next operation is paid.
-    overhead_paid: bool,
-    reqs: Vec<Request>,
-    outstanding: Vec<u32>,
-    waiting: Vec<u32>,
-    since: SimTime,
-    posted: Vec<Posted>,
-    /// Messages sent to this rank, not yet matched, in send order.
-    unexpected: VecDeque<u32>,
-    comm_s: f64,
-    compute_s: f64,
-    end: SimTime,
-    speed: f64,
-    gpu: Endpoint,
-    host: Endpoint,
-    node: u32,
-    row: Option<ResId>,
-    /// The step the rank is at (`usize::MAX`: its end), for stall reports.
-    at_step: usize,
-}
-
-/// A message's runtime state.
-#[derive(Debug, Clone)]
-struct MsgRt {
-    src: u32,
-    dst: u32,
-    tag: i64,
-    bytes: f64,
-    path: Path,
-    rendezvous: bool,
-    src_loc: Loc,
-    dst_loc: Loc,
-    send_req: u32,
-    recv_req: Option<u32>,
-    data_arrived: bool,
-    rts_arrived: bool,
-}
-
-/// Totals of a run, for the summary and `ranks.csv`.
-#[derive(Debug, Clone, Default)]
-pub struct RankTotals {
-    pub rank: u32,
-    pub node: u32,
-    pub gpu: u32,
-    pub comm_s: f64,
-    pub compute_s: f64,
-    pub end_s: f64,
-}
-
-/// What the MPI layer reports after a run.
-#[derive(Resource, Debug, Clone, Default)]
-pub struct MpiReport {
-    pub ranks: Vec<RankTotals>,
-    /// Messages and bytes per path, in [`Path::ALL`] order.
-    pub messages: [u64; 4],
-    pub bytes: [f64; 4],
-}
-
-/// The MPI layer's state.
-#[derive(Resource, Default)]
-pub struct Mpi {
-    ranks: Vec<RankRt>,
-    msgs: Vec<MsgRt>,
-    ready: Vec<u32>,
-    protocol: hetsim_components::mpi::ProtocolSpec,
-    policy: collectives::Policy,
-    report: MpiReport,
-    /// Per node: NVLink transfers in flight, and messages waiting for a copy queue.
-    nv_active: Vec<u32>,
-    nv_waiting: Vec<VecDeque<u32>>,
-    /// The ranks' NCCL communicator in the NCCL plugin, if their programs call NCCL.
-    nccl_comm: Option<u32>,
+    fn unpack(_: Entity, arg: u64) -> Self {
+        NcclDone(arg as u32)
+    }
 }
 
 pub struct MpiPlugin;
@@ -329,7 +171,7 @@ impl Plugin for MpiPlugin {
         app.add_sim_event::<MsgTimer>()
             .add_sim_event::<FlowEnd>()
             .add_sim_event::<RankWake>()
-            .add_sim_event::<nccl_calls::NcclDone>()
+            .add_sim_event::<NcclDone>()
             .register_switch(
                 "gpudirect",
                 true,
@@ -357,7 +199,7 @@ impl Plugin for MpiPlugin {
                     advance_messages_on_flows,
                     advance_messages_on_timers,
                     wake_computed_ranks,
-                    nccl_calls::finish_nccl_calls,
+                    finish_nccl_calls,
                     run_ready_ranks,
                 )
                     .chain()
@@ -374,46 +216,44 @@ fn spawn_ranks(world: &mut World) {
     let Some(cfg) = world.get_resource::<MpiConfig>().map(|c| c.0.clone()) else {
         return;
     };
-    match setup(world, &cfg) {
-        Ok(()) => {}
-        Err(e) => world.resource_mut::<SimErrors>().0.push(e),
+    if let Err(e) = setup(world, &cfg) {
+        world.resource_mut::<SimErrors>().0.push(e);
     }
 }
 
 fn setup(world: &mut World, cfg: &MpiSpec) -> Result<(), String> {
-    if cfg.ranks == 0 {
-        return Err("workload.Mpi.ranks: expected at least one rank".into());
-    }
     let topo = world
         .get_resource::<Topology>()
         .ok_or("workload.Mpi: the platform did not build")?;
     let Layout::Cluster(layout) = &topo.layout else {
         return Err("workload.Mpi: MPI ranks need a Cluster platform (nodes with GPUs)".into());
     };
-    let placed = place(cfg, layout.nodes, layout.gpus)?;
-    let nodes = layout.nodes as usize;
-    let programs = match &cfg.program {
-        ProgramSpec::TraceText(texts) => program::parse_traces(texts, cfg.ranks)
-            .map_err(|e| format!("workload.Mpi.program: {e}"))?,
-        ProgramSpec::Generator(g) => generators::generate(g, cfg.ranks),
-        ProgramSpec::Trace(_) => {
-            return Err("workload.Mpi.program: trace files were not read by the loader".into());
-        }
-    };
-    let mut speeds = std::collections::HashMap::new();
-    let mut q = world.query::<&Gpu>();
-    for g in q.iter(world) {
+    let shape = (layout.nodes, layout.gpus);
+    let mut speeds = HashMap::new();
+    let mut model = None;
+    for g in world.query::<&Gpu>().iter(world) {
         speeds.insert((g.node, g.index), g.speed);
+        model.get_or_insert_with(|| g.model.clone());
     }
+    let sw = world.resource::<Switches>();
+    let switches = protocol::Switches {
+        gpudirect: sw.is_on("gpudirect"),
+        eager: sw.is_on("eager_protocol"),
+        copy_contention: sw.is_on("pcie_copy_contention"),
+    };
+    let mut job = setup::build(cfg, shape, &speeds, switches)?;
     let on = world.resource::<Recorder>().is_on();
-    let mut ranks = Vec::with_capacity(placed.len());
-    for (r, (&(node, gpu), program)) in placed.iter().zip(programs).enumerate() {
-        let name = format!("node[{node}].rank[{r}]");
-        let row = on.then(|| {
-            world
+    for (r, rank) in job.ranks.iter_mut().enumerate() {
+        let name = format!("node[{}].rank[{r}]", rank.node);
+        if on {
+            let row = world
                 .resource_mut::<Recorder>()
-                .resource(ResourceKind::Rank, &name)
-        });
+                .resource(ResourceKind::Rank, &name);
+            rank.row = Some(row);
+        }
+        let crate::platform::Endpoint::Gpu { node, gpu } = rank.gpu else {
+            unreachable!("ranks sit on GPUs")
+        };
         world.spawn((
             Name::new(name),
             Rank {
@@ -422,75 +262,24 @@ fn setup(world: &mut World, cfg: &MpiSpec) -> Result<(), String> {
                 gpu,
             },
         ));
-        ranks.push(RankRt {
-            program: Arc::new(program),
-            pc: 0,
-            pass: 0,
-            pending: VecDeque::new(),
-            coll_seq: 0,
-            nccl_seq: 0,
-            in_nccl: None,
-            state: RankState::Ready,
-            busy: Busy::Compute,
-            overhead_paid: false,
-            reqs: Vec::new(),
-            outstanding: Vec::new(),
-            waiting: Vec::new(),
-            since: SimTime::ZERO,
-            posted: Vec::new(),
-            unexpected: VecDeque::new(),
-            comm_s: 0.0,
-            compute_s: 0.0,
-            end: SimTime::ZERO,
-            speed: speeds.get(&(node, gpu)).copied().unwrap_or(1e12),
-            gpu: Endpoint::Gpu { node, gpu },
-            host: Endpoint::Host { node },
-            node,
-            row,
-            at_step: 0,
-        });
     }
-    let uses_nccl = ranks.iter().any(|r| {
-        r.program
-            .steps
-            .iter()
-            .any(|s| matches!(s.op, Op::Nccl { .. }))
-    });
-    let nccl_comm = if uses_nccl {
-        let gpus: Vec<Endpoint> = ranks.iter().map(|r| r.gpu).collect();
-        let model = world
-            .query::<&Gpu>()
-            .iter(world)
-            .next()
-            .map(|g| g.model.clone())
-            .unwrap_or_default();
+    let nccl_comm = if job.ranks.iter().any(|r| r.calls_nccl()) {
+        let gpus = job.ranks.iter().map(|r| r.gpu).collect();
         let mut topo = world.resource_mut::<Topology>();
-        let comm = nccl_calls::communicator(gpus, &cfg.nccl, &mut topo, &model)?;
-        let rows = ranks
+        let comm = nccl::Comm::new(gpus, &cfg.nccl, &mut topo, &model.unwrap_or_default())
+            .map_err(|e| format!("workload.Mpi.nccl: {e}"))?;
+        let rows = job
+            .ranks
             .iter()
             .enumerate()
             .map(|(r, rank)| format!("node[{}].rank[{r}]", rank.node))
             .collect();
-        Some(
-            world
-                .resource_mut::<Collectives>()
-                .register(comm, rows, nccl_calls::NcclDone),
-        )
+        let mut colls = world.resource_mut::<Collectives>();
+        Some(colls.register(comm, rows, NcclDone))
     } else {
         None
     };
-    let policy = policy_of(&cfg.collectives)?;
-    if cfg.protocol.copy_queues == 0 {
-        return Err("workload.Mpi.protocol.copy_queues: expected at least 1".into());
-    }
-    let mut mpi = world.resource_mut::<Mpi>();
-    mpi.policy = policy;
-    mpi.nv_active = vec![0; nodes];
-    mpi.nv_waiting = vec![VecDeque::new(); nodes];
-    mpi.ready = (0..ranks.len() as u32).collect();
-    mpi.ranks = ranks;
-    mpi.protocol = cfg.protocol.clone();
-    mpi.nccl_comm = nccl_comm;
+    world.insert_resource(Mpi { job, nccl_comm });
     // Run the ranks at time 0.
     world
         .resource_mut::<Calendar>()
@@ -498,89 +287,12 @@ fn setup(world: &mut World, cfg: &MpiSpec) -> Result<(), String> {
     Ok(())
 }
 
-/// The collective policy of the scenario; unknown names are errors with their field.
-fn policy_of(spec: &hetsim_components::mpi::CollectiveSpec) -> Result<collectives::Policy, String> {
-    let force = spec
-        .force
-        .iter()
-        .map(|(coll, algo)| {
-            collectives::Algo::parse(coll, algo)
-                .map(|a| (coll.clone(), a))
-                .map_err(|e| format!("workload.Mpi.collectives.force.{coll}: {e}"))
-        })
-        .collect::<Result<_, _>>()?;
-    Ok(collectives::Policy {
-        select: spec.select,
-        force,
-        reduce_cost: spec.reduce_cost.0,
-    })
-}
-
-/// (node, gpu) of each rank.
-fn place(cfg: &MpiSpec, nodes: u32, gpus: u32) -> Result<Vec<(u32, u32)>, String> {
-    let per_node = cfg.gpus_per_node.unwrap_or(gpus);
-    if per_node == 0 || per_node > gpus {
-        return Err(format!(
-            "workload.Mpi.gpus_per_node: expected 1 to {gpus} (the GPUs of a node), got {per_node}"
-        ));
-    }
-    let n = cfg.ranks;
-    let used_nodes = n.div_ceil(per_node);
-    if used_nodes > nodes && !matches!(cfg.placement, Placement::Explicit(_)) {
-        return Err(format!(
-            "workload.Mpi.ranks: {n} ranks at {per_node} per node need {used_nodes} nodes; the platform has {nodes}"
-        ));
-    }
-    match &cfg.placement {
-        Placement::Linear => Ok((0..n).map(|r| (r / per_node, r % per_node)).collect()),
-        Placement::RoundRobin => Ok((0..n).map(|r| (r % used_nodes, r / used_nodes)).collect()),
-        Placement::Explicit(names) => {
-            if names.len() != n as usize {
-                return Err(format!(
-                    "workload.Mpi.placement: {} GPUs listed for {n} ranks",
-                    names.len()
-                ));
-            }
-            let mut seen = std::collections::HashSet::new();
-            names
-                .iter()
-                .enumerate()
-                .map(|(i, name)| {
-                    let bad = || {
-                        format!(
-                            "workload.Mpi.placement[{i}]: expected node[N].gpu[G] on the platform, got `{name}`"
-                        )
-                    };
-                    let (node, gpu) = parse_gpu(name).ok_or_else(bad)?;
-                    if node >= nodes || gpu >= gpus {
-                        return Err(bad());
-                    }
-                    if !seen.insert((node, gpu)) {
-                        return Err(format!(
-                            "workload.Mpi.placement[{i}]: `{name}` already holds a rank (a rank owns its GPU)"
-                        ));
-                    }
-                    Ok((node, gpu))
-                })
-                .collect()
-        }
-    }
-}
-
-fn parse_gpu(name: &str) -> Option<(u32, u32)> {
-    let rest = name.strip_prefix("node[")?;
-    let (node, rest) = rest.split_once("].gpu[")?;
-    let gpu = rest.strip_suffix(']')?;
-    Some((node.parse().ok()?, gpu.parse().ok()?))
-}
-
-/// Everything a system needs to move messages.
+/// Where the job's effects go: the calendar, the network, the recorder, the NCCL plugin.
 #[derive(bevy_ecs::system::SystemParam)]
-struct Net<'w, 's> {
+struct Sinks<'w, 's> {
     cal: ResMut<'w, Calendar>,
     clock: Res<'w, Clock>,
     topo: ResMut<'w, Topology>,
-    switches: Res<'w, Switches>,
     rec: ResMut<'w, Recorder>,
     errors: ResMut<'w, SimErrors>,
     colls: ResMut<'w, Collectives>,
@@ -590,626 +302,150 @@ struct Net<'w, 's> {
 fn advance_messages_on_flows(
     mut inbox: ResMut<Inbox<FlowEnd>>,
     mut mpi: ResMut<Mpi>,
-    mut net: Net,
+    mut sinks: Sinks,
 ) {
+    let now = sinks.clock.now;
     for FlowEnd { msg, stage } in inbox.drain() {
-        mpi.on_stage_done(msg, stage, &mut net);
+        mpi.job.stage_done(msg, stage, now);
     }
+    mpi.apply_effects(&mut sinks);
 }
 
 fn advance_messages_on_timers(
     mut inbox: ResMut<Inbox<MsgTimer>>,
     mut mpi: ResMut<Mpi>,
-    mut net: Net,
+    mut sinks: Sinks,
 ) {
-    for t in inbox.drain() {
-        mpi.on_stage_done(t.msg, t.stage, &mut net);
+    let now = sinks.clock.now;
+    for MsgTimer { msg, stage } in inbox.drain() {
+        mpi.job.stage_done(msg, stage, now);
     }
+    mpi.apply_effects(&mut sinks);
 }
 
-fn wake_computed_ranks(mut inbox: ResMut<Inbox<RankWake>>, mut mpi: ResMut<Mpi>, net: Net) {
-    let now = net.clock.now;
+fn wake_computed_ranks(
+    mut inbox: ResMut<Inbox<RankWake>>,
+    mut mpi: ResMut<Mpi>,
+    clock: Res<Clock>,
+) {
     for RankWake(r) in inbox.drain() {
-        if r == u32::MAX {
-            continue; // the start signal: every rank is already ready
+        // The start signal: every rank is already ready.
+        if r != u32::MAX {
+            mpi.job.wake(r, clock.now);
         }
-        let rank = &mut mpi.ranks[r as usize];
-        let busy = now.saturating_sub(rank.since).as_secs_f64();
-        match rank.busy {
-            Busy::Compute => rank.compute_s += busy,
-            Busy::Overhead => rank.comm_s += busy,
-            Busy::Sleep => {}
-        }
-        rank.state = RankState::Ready;
-        mpi.ready.push(r);
     }
 }
 
-fn run_ready_ranks(mut mpi: ResMut<Mpi>, mut net: Net) {
-    // Ranks readied while running (a send completing at once) run in the same pass.
-    while !mpi.ready.is_empty() {
-        let mut ready = std::mem::take(&mut mpi.ready);
-        ready.sort_unstable();
-        ready.dedup();
-        for r in ready {
-            mpi.run_rank(r, &mut net);
-        }
+fn finish_nccl_calls(mut inbox: ResMut<Inbox<NcclDone>>, mut mpi: ResMut<Mpi>, mut sinks: Sinks) {
+    let now = sinks.clock.now;
+    for NcclDone(k) in inbox.drain() {
+        let name = mpi
+            .nccl_comm
+            .and_then(|c| sinks.colls.collective(c, k))
+            .map_or_else(|| "nccl".to_string(), |coll| coll.name());
+        mpi.job.end_nccl(k, &name, now);
     }
+    mpi.apply_effects(&mut sinks);
+}
+
+fn run_ready_ranks(mut mpi: ResMut<Mpi>, mut sinks: Sinks) {
+    mpi.job.run_ready(sinks.clock.now);
+    mpi.apply_effects(&mut sinks);
 }
 
 impl Mpi {
-    /// Runs rank `r` until it blocks, computes or ends.
-    fn run_rank(&mut self, r: u32, net: &mut Net) {
-        let now = net.clock.now;
-        let p = self.ranks.len() as u32;
-        loop {
-            let rank = &mut self.ranks[r as usize];
-            if rank.state != RankState::Ready {
-                return;
-            }
-            let op = if let Some(op) = rank.pending.pop_front() {
-                op
-            } else if rank.pc < rank.program.steps.len() {
-                let op = rank.program.steps[rank.pc].op;
-                rank.at_step = rank.pc;
-                rank.pc += 1;
-                op
-            } else if rank.pass + 1 < rank.program.repeat {
-                rank.pass += 1;
-                rank.pc = 0;
-                continue;
-            } else {
-                // MPI_Finalize: wait for what is still outstanding, then end.
-                if !rank.outstanding.is_empty() {
-                    let all = std::mem::take(&mut rank.outstanding);
-                    rank.at_step = usize::MAX;
-                    if self.block_on(r, all, now) {
-                        return;
-                    }
-                    continue;
-                }
-                rank.state = RankState::Done;
-                rank.end = now;
-                return;
-            };
-            // Each MPI call first costs the protocol's call overhead (collectives pay it per
-            // point-to-point step they expand into).
-            let is_call = !matches!(
-                op,
-                Op::Compute { .. } | Op::ComputeFor { .. } | Op::Sleep { .. } | Op::Coll(_)
-            );
-            let overhead = self.protocol.call_overhead.0;
-            if is_call && overhead > SimTime::ZERO {
-                let rank = &mut self.ranks[r as usize];
-                if !rank.overhead_paid {
-                    rank.overhead_paid = true;
-                    rank.pending.push_front(op);
-                    self.busy(r, overhead.as_secs_f64(), Busy::Overhead, now, net);
-                    return;
-                }
-                rank.overhead_paid = false;
-            }
-            match op {
-                Op::Compute { flops } => {
-                    let secs = flops / self.ranks[r as usize].speed;
-                    self.busy(r, secs, Busy::Compute, now, net);
-                    return;
-                }
-                Op::ComputeFor { secs } => {
-                    self.busy(r, secs, Busy::Compute, now, net);
-                    return;
-                }
-                Op::Sleep { secs } => {
-                    self.busy(r, secs, Busy::Sleep, now, net);
-                    return;
-                }
-                Op::Isend {
-                    dst,
-                    tag,
+    /// Carries out what the job asked, in the order it asked.
+    fn apply_effects(&mut self, sinks: &mut Sinks) {
+        let now = sinks.clock.now;
+        for fx in self.job.take_effects() {
+            match fx {
+                Effect::Timer { at, msg, stage } => sinks.cal.schedule(at, MsgTimer { msg, stage }),
+                Effect::Wake { at, rank } => sinks.cal.schedule(at, RankWake(rank)),
+                Effect::Control {
+                    msg,
+                    stage,
+                    from,
+                    to,
                     bytes,
-                    loc,
-                } => {
-                    let req = self.isend(r, dst, tag, bytes, loc, net);
-                    self.ranks[r as usize].outstanding.push(req);
-                }
-                Op::Irecv {
-                    src,
-                    tag,
+                } => match sinks.topo.route(from, to) {
+                    Ok(route) => {
+                        let bottleneck = sinks.topo.bottleneck(&route);
+                        let transfer = if bottleneck.is_finite() {
+                            SimTime::from_secs_saturating(bytes / bottleneck)
+                        } else {
+                            SimTime::ZERO
+                        };
+                        let at = now.saturating_add(route.latency).saturating_add(transfer);
+                        sinks.cal.schedule(at, MsgTimer { msg, stage });
+                    }
+                    Err(e) => sinks.errors.0.push(format!("mpi: message {msg}: {e}")),
+                },
+                Effect::Flow {
+                    msg,
+                    stage,
+                    from,
+                    to,
                     bytes,
-                    loc,
+                    src_row,
+                    dst_row,
+                } => match sinks.topo.route(from, to) {
+                    Ok(route) => {
+                        let req = FlowRequest {
+                            id: format!("m{msg}.{}", stage.name()),
+                            src: src_row,
+                            dst: dst_row,
+                            route,
+                            bytes,
+                            start: Start::At(now),
+                            cap: None,
+                        };
+                        sinks
+                            .launch
+                            .start_for(&mut sinks.cal, req, FlowEnd { msg, stage });
+                    }
+                    Err(e) => sinks.errors.0.push(format!("mpi: message {msg}: {e}")),
+                },
+                Effect::Message(m) => {
+                    sinks.launch.commands().spawn(m);
+                }
+                Effect::Interval {
+                    row,
+                    state,
+                    label,
+                    start,
+                    end,
                 } => {
-                    let req = self.irecv(r, src, tag, bytes, loc, net);
-                    self.ranks[r as usize].outstanding.push(req);
-                }
-                Op::Send {
-                    dst,
-                    tag,
-                    bytes,
-                    loc,
-                } => {
-                    let req = self.isend(r, dst, tag, bytes, loc, net);
-                    if self.block_on(r, vec![req], now) {
-                        return;
-                    }
-                }
-                Op::Recv {
-                    src,
-                    tag,
-                    bytes,
-                    loc,
-                } => {
-                    let req = self.irecv(r, src, tag, bytes, loc, net);
-                    if self.block_on(r, vec![req], now) {
-                        return;
-                    }
-                }
-                Op::Sendrecv {
-                    dst,
-                    sbytes,
-                    src,
-                    rbytes,
-                    loc,
-                } => {
-                    let a = self.isend(r, dst, 0, sbytes, loc, net);
-                    let b = self.irecv(r, src, 0, rbytes, loc, net);
-                    if self.block_on(r, vec![a, b], now) {
-                        return;
-                    }
-                }
-                Op::Wait => {
-                    let last = self.ranks[r as usize].outstanding.pop();
-                    if let Some(req) = last
-                        && self.block_on(r, vec![req], now)
-                    {
-                        return;
-                    }
-                }
-                Op::Waitall => {
-                    let all = std::mem::take(&mut self.ranks[r as usize].outstanding);
-                    if self.block_on(r, all, now) {
-                        return;
-                    }
-                }
-                Op::Nccl { op, bytes, root } => {
-                    self.nccl_call(r, nccl_calls::call_of(op, bytes, root), net);
-                    return;
-                }
-                Op::Coll(c) => {
-                    let rank = &mut self.ranks[r as usize];
-                    let seq = rank.coll_seq;
-                    rank.coll_seq += 1;
-                    let ops = collectives::expand(c, r, p, seq, &self.policy);
-                    for op in ops.into_iter().rev() {
-                        rank.pending.push_front(op);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Keeps rank `r` busy for `secs`.
-    fn busy(&mut self, r: u32, secs: f64, busy: Busy, now: SimTime, net: &mut Net) {
-        let rank = &mut self.ranks[r as usize];
-        rank.state = RankState::Computing;
-        rank.busy = busy;
-        rank.since = now;
-        let end = now.saturating_add(SimTime::from_secs_saturating(secs));
-        if let Some(row) = rank.row {
-            let state = net.rec.name_id(busy.state());
-            net.rec.interval(Interval {
-                resource: row,
-                state,
-                label: None,
-                start: now,
-                end,
-            });
-        }
-        net.cal.schedule(end, RankWake(r));
-    }
-
-    /// Blocks rank `r` until `reqs` are done; false if they already are.
-    fn block_on(&mut self, r: u32, reqs: Vec<u32>, now: SimTime) -> bool {
-        let rank = &mut self.ranks[r as usize];
-        let pending: Vec<u32> = reqs
-            .into_iter()
-            .filter(|&q| !rank.reqs[q as usize].done)
-            .collect();
-        if pending.is_empty() {
-            return false;
-        }
-        rank.waiting = pending;
-        rank.state = RankState::Blocked;
-        rank.since = now;
-        true
-    }
-
-    fn new_request(&mut self, r: u32, what: String) -> u32 {
-        let rank = &mut self.ranks[r as usize];
-        rank.reqs.push(Request {
-            done: false,
-            what,
-            matched: false,
-        });
-        rank.reqs.len() as u32 - 1
-    }
-
-    /// Marks a request done; wakes its rank when it was the last one it waited for.
-    fn complete(&mut self, r: u32, req: u32, net: &mut Net) {
-        let now = net.clock.now;
-        let rank = &mut self.ranks[r as usize];
-        rank.reqs[req as usize].done = true;
-        if rank.state == RankState::Blocked {
-            rank.waiting.retain(|&q| q != req);
-            if rank.waiting.is_empty() {
-                rank.comm_s += now.saturating_sub(rank.since).as_secs_f64();
-                if let Some(row) = rank.row {
-                    let state = net.rec.name_id("wait");
-                    net.rec.interval(Interval {
+                    let label = label.map(|l| sinks.rec.name_id(&l));
+                    let state = sinks.rec.name_id(state);
+                    sinks.rec.interval(Interval {
                         resource: row,
                         state,
-                        label: None,
-                        start: rank.since,
-                        end: now,
+                        label,
+                        start,
+                        end,
                     });
                 }
-                rank.state = RankState::Ready;
-                self.ready.push(r);
-            }
-        }
-    }
-
-    fn isend(&mut self, r: u32, dst: u32, tag: i64, bytes: f64, loc: Loc, net: &mut Net) -> u32 {
-        let req = self.new_request(r, format!("send to {dst} tag {tag} ({bytes} B)"));
-        let (src_rank, dst_rank) = (&self.ranks[r as usize], &self.ranks[dst as usize]);
-        let same_node = src_rank.node == dst_rank.node;
-        let path = match (loc, same_node) {
-            (Loc::Device, true) => Path::Nvlink,
-            (Loc::Device, false) if net.switches.is_on("gpudirect") => Path::GpuDirect,
-            (Loc::Device, false) => Path::HostCopy,
-            (Loc::Host, _) => Path::Host,
-        };
-        let rendezvous = path == Path::GpuDirect
-            || bytes > self.protocol.eager_limit.0
-            || !net.switches.is_on("eager_protocol");
-        let m = self.msgs.len() as u32;
-        self.msgs.push(MsgRt {
-            src: r,
-            dst,
-            tag,
-            bytes,
-            path,
-            rendezvous,
-            src_loc: loc,
-            dst_loc: loc,
-            send_req: req,
-            recv_req: None,
-            data_arrived: false,
-            rts_arrived: false,
-        });
-        let k = Path::ALL.iter().position(|&p| p == path).unwrap_or(0);
-        self.report.messages[k] += 1;
-        self.report.bytes[k] += bytes;
-        net.launch.commands().spawn(Message {
-            src: r,
-            dst,
-            tag,
-            bytes,
-            path,
-            rendezvous,
-        });
-        // The envelope reaches the receiver's queues in send order.
-        self.match_envelope(m, net);
-        if rendezvous {
-            let (a, b) = (self.ranks[r as usize].host, self.ranks[dst as usize].host);
-            self.control(m, Stage::Rts, a, b, net);
-        } else {
-            self.begin_data(m, net);
-        }
-        req
-    }
-
-    fn irecv(&mut self, r: u32, src: i64, tag: i64, bytes: f64, loc: Loc, net: &mut Net) -> u32 {
-        let from = if src == ANY {
-            "any source".to_string()
-        } else {
-            src.to_string()
-        };
-        let req = self.new_request(r, format!("recv from {from} tag {tag} ({bytes} B)"));
-        let rank = &mut self.ranks[r as usize];
-        let found = rank.unexpected.iter().position(|&m| {
-            let msg = &self.msgs[m as usize];
-            envelope_matches(src, tag, msg.src, msg.tag)
-        });
-        match found {
-            Some(i) => {
-                let m = rank.unexpected.remove(i).expect("found above");
-                self.matched(m, r, req, loc, net);
-            }
-            None => rank.posted.push(Posted { src, tag, req, loc }),
-        }
-        req
-    }
-
-    /// Matches a new envelope against the receiver's posted receives, or queues it.
-    fn match_envelope(&mut self, m: u32, net: &mut Net) {
-        let msg = &self.msgs[m as usize];
-        let (dst, src, tag) = (msg.dst, msg.src, msg.tag);
-        let rank = &mut self.ranks[dst as usize];
-        match rank
-            .posted
-            .iter()
-            .position(|p| envelope_matches(p.src, p.tag, src, tag))
-        {
-            Some(i) => {
-                let p = rank.posted.remove(i);
-                self.matched(m, dst, p.req, p.loc, net);
-            }
-            None => rank.unexpected.push_back(m),
-        }
-    }
-
-    fn matched(&mut self, m: u32, r: u32, req: u32, loc: Loc, net: &mut Net) {
-        self.ranks[r as usize].reqs[req as usize].matched = true;
-        let send_req = self.msgs[m as usize].send_req;
-        let src = self.msgs[m as usize].src;
-        self.ranks[src as usize].reqs[send_req as usize].matched = true;
-        let msg = &mut self.msgs[m as usize];
-        msg.recv_req = Some(req);
-        msg.dst_loc = loc;
-        if msg.rendezvous {
-            if msg.rts_arrived {
-                self.send_cts(m, net);
-            }
-        } else if msg.data_arrived {
-            self.deliver(m, net);
-        }
-    }
-
-    fn send_cts(&mut self, m: u32, net: &mut Net) {
-        let msg = &self.msgs[m as usize];
-        let (a, b) = (
-            self.ranks[msg.dst as usize].host,
-            self.ranks[msg.src as usize].host,
-        );
-        self.control(m, Stage::Cts, a, b, net);
-    }
-
-    /// The data phase: copies or pinning first, then the data flow.
-    fn begin_data(&mut self, m: u32, net: &mut Net) {
-        let msg = &self.msgs[m as usize];
-        match msg.path {
-            Path::GpuDirect => {
-                let delay = self.protocol.gpudirect_delay.0;
-                net.cal.schedule(
-                    net.clock.now.saturating_add(delay),
-                    MsgTimer {
-                        msg: m,
-                        stage: Stage::Pinned,
-                    },
-                );
-            }
-            Path::HostCopy if msg.src_loc == Loc::Device => self.copy(m, Stage::CopyOut, net),
-            _ => self.data_flow(m, net),
-        }
-    }
-
-    /// A device<->host copy: fixed delay plus a per-byte cost, or the delay then a PCIe flow.
-    fn copy(&mut self, m: u32, stage: Stage, net: &mut Net) {
-        let bytes = self.msgs[m as usize].bytes;
-        let delay = self.protocol.gpu_copy_delay.0;
-        let now = net.clock.now;
-        if net.switches.is_on("pcie_copy_contention") {
-            let then = if stage == Stage::CopyOut {
-                Stage::CopyOutFlow
-            } else {
-                Stage::CopyInFlow
-            };
-            net.cal.schedule(
-                now.saturating_add(delay),
-                MsgTimer {
-                    msg: m,
-                    stage: then,
-                },
-            );
-        } else {
-            let per_byte = SimTime::from_secs_saturating(bytes * self.protocol.gpu_copy_per_byte.0);
-            net.cal.schedule(
-                now.saturating_add(delay).saturating_add(per_byte),
-                MsgTimer { msg: m, stage },
-            );
-        }
-    }
-
-    fn data_flow(&mut self, m: u32, net: &mut Net) {
-        let msg = &self.msgs[m as usize];
-        if msg.path == Path::Nvlink {
-            // A bounded number of copy queues per node.
-            let node = self.ranks[msg.src as usize].node as usize;
-            if self.nv_active[node] >= self.protocol.copy_queues {
-                self.nv_waiting[node].push_back(m);
-                return;
-            }
-            self.nv_active[node] += 1;
-        }
-        let (s, d) = (&self.ranks[msg.src as usize], &self.ranks[msg.dst as usize]);
-        let (a, b) = match msg.path {
-            Path::Nvlink | Path::GpuDirect => (s.gpu, d.gpu),
-            Path::HostCopy | Path::Host => (s.host, d.host),
-        };
-        self.start_flow(m, Stage::Data, a, b, msg.bytes, net);
-    }
-
-    /// The data is at the receiver: a copy to the device if HostCopy asks, then completion.
-    fn deliver(&mut self, m: u32, net: &mut Net) {
-        let msg = &self.msgs[m as usize];
-        let copy_in = msg.path == Path::HostCopy
-            && msg.dst_loc == Loc::Device
-            && self.protocol.copy_at == CopyAt::Both;
-        if copy_in {
-            self.copy(m, Stage::CopyIn, net);
-        } else {
-            self.finish_recv(m, net);
-        }
-    }
-
-    fn finish_recv(&mut self, m: u32, net: &mut Net) {
-        let msg = &self.msgs[m as usize];
-        let (dst, req) = (
-            msg.dst,
-            msg.recv_req.expect("a delivered message is matched"),
-        );
-        self.complete(dst, req, net);
-    }
-
-    fn on_stage_done(&mut self, m: u32, stage: Stage, net: &mut Net) {
-        match stage {
-            Stage::Rts => {
-                self.msgs[m as usize].rts_arrived = true;
-                if self.msgs[m as usize].recv_req.is_some() {
-                    self.send_cts(m, net);
-                }
-            }
-            Stage::Cts => self.begin_data(m, net),
-            Stage::Pinned => self.data_flow(m, net),
-            Stage::CopyOut => self.data_flow(m, net),
-            Stage::CopyOutFlow => {
-                let msg = &self.msgs[m as usize];
-                let s = &self.ranks[msg.src as usize];
-                let (a, b, bytes) = (s.gpu, s.host, msg.bytes);
-                self.start_flow(m, Stage::CopyOut, a, b, bytes, net);
-            }
-            Stage::CopyInFlow => {
-                let msg = &self.msgs[m as usize];
-                let d = &self.ranks[msg.dst as usize];
-                let (a, b, bytes) = (d.host, d.gpu, msg.bytes);
-                self.start_flow(m, Stage::CopyIn, a, b, bytes, net);
-            }
-            Stage::Data => {
-                if self.msgs[m as usize].path == Path::Nvlink {
-                    let node = self.ranks[self.msgs[m as usize].src as usize].node as usize;
-                    self.nv_active[node] -= 1;
-                    if let Some(next) = self.nv_waiting[node].pop_front() {
-                        self.data_flow(next, net);
+                Effect::Nccl { k, call } => {
+                    let Some(c) = self.nccl_comm else {
+                        sinks
+                            .errors
+                            .0
+                            .push("mpi: NCCL call without a communicator".into());
+                        continue;
+                    };
+                    let mut reach = Reach {
+                        now,
+                        cal: &mut sinks.cal,
+                        topo: &mut sinks.topo,
+                        launch: &mut sinks.launch,
+                    };
+                    if let Err(e) = sinks.colls.arrive(c, k, &[call], &mut reach) {
+                        sinks.errors.0.push(format!("workload.Mpi: {e}"));
                     }
                 }
-                let msg = &mut self.msgs[m as usize];
-                msg.data_arrived = true;
-                let (src, req, matched) = (msg.src, msg.send_req, msg.recv_req.is_some());
-                self.complete(src, req, net);
-                if matched {
-                    self.deliver(m, net);
-                }
             }
-            Stage::CopyIn => self.finish_recv(m, net),
         }
     }
-
-    /// A control message (RTS, CTS): the route's latency plus its size over the route's
-    /// bottleneck bandwidth. Control messages do not take part in bandwidth sharing: a few
-    /// bytes would not change anyone's share, but as flows each would re-share every link of
-    /// its route twice (on arrival and departure) for nothing.
-    fn control(&mut self, m: u32, stage: Stage, a: Endpoint, b: Endpoint, net: &mut Net) {
-        let route = match net.topo.route(a, b) {
-            Ok(r) => r,
-            Err(e) => {
-                net.errors.0.push(format!("mpi: message {m}: {e}"));
-                return;
-            }
-        };
-        let bottleneck = net.topo.bottleneck(&route);
-        let transfer = if bottleneck.is_finite() {
-            SimTime::from_secs_saturating(self.protocol.control_size.0 / bottleneck)
-        } else {
-            SimTime::ZERO
-        };
-        let at = net
-            .clock
-            .now
-            .saturating_add(route.latency)
-            .saturating_add(transfer);
-        net.cal.schedule(at, MsgTimer { msg: m, stage });
-    }
-
-    /// Starts a flow for a stage of message `m` between two endpoints.
-    fn start_flow(
-        &mut self,
-        m: u32,
-        stage: Stage,
-        a: Endpoint,
-        b: Endpoint,
-        bytes: f64,
-        net: &mut Net,
-    ) {
-        let route = match net.topo.route(a, b) {
-            Ok(r) => r,
-            Err(e) => {
-                net.errors.0.push(format!("mpi: message {m}: {e}"));
-                return;
-            }
-        };
-        let msg = &self.msgs[m as usize];
-        let now = net.clock.now;
-        let req = FlowRequest {
-            id: format!("m{m}.{}", stage_name(stage)),
-            // The ranks' timeline rows, so that traces link rank to rank.
-            src: format!(
-                "node[{}].rank[{}]",
-                self.ranks[msg.src as usize].node, msg.src
-            ),
-            dst: format!(
-                "node[{}].rank[{}]",
-                self.ranks[msg.dst as usize].node, msg.dst
-            ),
-            route,
-            bytes,
-            start: Start::At(now),
-            cap: None,
-        };
-        net.launch
-            .start_for(&mut net.cal, req, FlowEnd { msg: m, stage });
-    }
-
-    /// Per-rank totals and per-path counts.
-    fn totals(&self) -> MpiReport {
-        let mut report = self.report.clone();
-        report.ranks = self
-            .ranks
-            .iter()
-            .enumerate()
-            .map(|(i, r)| RankTotals {
-                rank: i as u32,
-                node: r.node,
-                gpu: match r.gpu {
-                    Endpoint::Gpu { gpu, .. } => gpu,
-                    _ => 0,
-                },
-                comm_s: r.comm_s,
-                compute_s: r.compute_s,
-                end_s: r.end.as_secs_f64(),
-            })
-            .collect();
-        report
-    }
-}
-
-fn stage_name(s: Stage) -> &'static str {
-    match s {
-        Stage::Rts => "rts",
-        Stage::Cts => "cts",
-        Stage::Data => "data",
-        Stage::CopyOut => "d2h",
-        Stage::CopyIn => "h2d",
-        Stage::Pinned => "pin",
-        Stage::CopyOutFlow => "d2h",
-        Stage::CopyInFlow => "h2d",
-    }
-}
-
-/// Whether a receive for (`want_src`, `want_tag`) takes a message from `src` with `tag`.
-/// Any-tag receives never take collective traffic (negative tags).
-fn envelope_matches(want_src: i64, want_tag: i64, src: u32, tag: i64) -> bool {
-    (want_src == ANY || want_src == src as i64)
-        && (want_tag == tag || (want_tag == ANY && tag >= 0))
 }
 
 /// Publishes the totals once the run is over (the output crate reads [`MpiReport`]).
@@ -1217,7 +453,12 @@ pub fn publish_report(world: &mut World) {
     if world.get_resource::<MpiConfig>().is_none() {
         return;
     }
-    let report = world.resource::<Mpi>().totals();
+    let job = &world.resource::<Mpi>().job;
+    let report = MpiReport {
+        ranks: job.totals(),
+        messages: job.msgs.messages,
+        bytes: job.msgs.bytes,
+    };
     world.insert_resource(report);
 }
 
@@ -1226,52 +467,11 @@ fn stuck_ranks(world: &mut World) -> Vec<String> {
     let Some(mpi) = world.get_resource::<Mpi>() else {
         return Vec::new();
     };
-    let mut out = Vec::new();
-    for (i, r) in mpi.ranks.iter().enumerate() {
-        if r.state == RankState::Done {
-            continue;
-        }
-        let waits: Vec<String> = r
-            .waiting
-            .iter()
-            .map(|&q| {
-                let req = &r.reqs[q as usize];
-                format!(
-                    "{}{}",
-                    req.what,
-                    if req.matched { "" } else { " [never matched]" }
-                )
-            })
-            .collect();
-        if let Some(k) = r.in_nccl {
-            let arrived = mpi
-                .nccl_comm
-                .and_then(|c| world.get_resource::<Collectives>()?.collective(c, k))
-                .map_or(0, |coll| coll.arrived);
-            out.push(format!(
-                "rank {i} waits in NCCL call {k} for the other ranks ({arrived} of {} arrived)",
-                mpi.ranks.len()
-            ));
-            continue;
-        }
-        let at = if r.at_step == usize::MAX {
-            "the end of its program (outstanding requests)".to_string()
-        } else {
-            r.program.at(r.at_step)
-        };
-        out.push(format!(
-            "rank {i} waits at {at}{} for: {}",
-            if r.program.repeat > 1 {
-                format!(" in pass {} of {}", r.pass + 1, r.program.repeat)
-            } else {
-                String::new()
-            },
-            if waits.is_empty() {
-                "nothing (a model error)".to_string()
-            } else {
-                waits.join("; ")
-            }
-        ));
-    }
-    out
+    let colls = world.get_resource::<Collectives>();
+    let arrived = |k: u32| {
+        mpi.nccl_comm
+            .and_then(|c| colls?.collective(c, k))
+            .map_or(0, |coll| coll.arrived)
+    };
+    mpi.job.stuck(arrived)
 }

@@ -1,0 +1,536 @@
+//! MPI point-to-point protocols: a message's path (NVLink, GPUDirect, HostCopy, host), eager
+//! or rendezvous, and the stages its data goes through (handshake, pinning, copies, the data
+//! flow). Plain state in, [`Effect`]s and [`Notice`]s out: the coordinator turns effects into
+//! calendar events and flows, and the rank interpreter applies notices to requests.
+
+use std::collections::VecDeque;
+
+use hetsim_components::SimTime;
+use hetsim_components::mpi::{CopyAt, ProtocolSpec};
+
+use super::effects::Effect;
+use super::matching::{Envelope, Posted, Queues};
+use super::program::Loc;
+use crate::platform::Endpoint;
+
+/// A message's entity: who sends what to whom, and how.
+#[derive(bevy_ecs::component::Component, Debug, Clone)]
+pub struct Message {
+    pub src: u32,
+    pub dst: u32,
+    pub tag: i64,
+    pub bytes: f64,
+    pub path: Path,
+    pub rendezvous: bool,
+}
+
+/// How a message's data travels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Path {
+    Nvlink,
+    GpuDirect,
+    HostCopy,
+    Host,
+}
+
+impl Path {
+    pub const ALL: [Path; 4] = [Path::Nvlink, Path::GpuDirect, Path::HostCopy, Path::Host];
+    pub fn name(self) -> &'static str {
+        match self {
+            Path::Nvlink => "nvlink",
+            Path::GpuDirect => "gpudirect",
+            Path::HostCopy => "hostcopy",
+            Path::Host => "host",
+        }
+    }
+}
+
+/// Which step of a message a flow or timer carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Stage {
+    Rts = 0,
+    Cts = 1,
+    Data = 2,
+    /// Device-to-host copy at the sender (timer or flow).
+    CopyOut = 3,
+    /// Host-to-device copy at the receiver.
+    CopyIn = 4,
+    /// GPUDirect pinning done.
+    Pinned = 5,
+    /// The copy's fixed delay is paid; its flow starts (switch `pcie_copy_contention`).
+    CopyOutFlow = 6,
+    CopyInFlow = 7,
+}
+
+impl Stage {
+    pub fn from_u8(v: u8) -> Stage {
+        [
+            Stage::Rts,
+            Stage::Cts,
+            Stage::Data,
+            Stage::CopyOut,
+            Stage::CopyIn,
+            Stage::Pinned,
+            Stage::CopyOutFlow,
+            Stage::CopyInFlow,
+        ][v as usize]
+    }
+
+    /// The suffix of the stage's flow ids (`m12.data`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Rts => "rts",
+            Stage::Cts => "cts",
+            Stage::Data => "data",
+            Stage::CopyOut | Stage::CopyOutFlow => "d2h",
+            Stage::CopyIn | Stage::CopyInFlow => "h2d",
+            Stage::Pinned => "pin",
+        }
+    }
+}
+
+/// What the rank interpreter must do to a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Notice {
+    /// Matched with its peer (for stall reports).
+    Matched { rank: u32, req: u32 },
+    /// Complete: the data left (send) or arrived (receive).
+    Done { rank: u32, req: u32 },
+}
+
+/// Where a rank's buffers live.
+#[derive(Debug, Clone, Copy)]
+pub struct RankEnds {
+    pub node: u32,
+    pub gpu: Endpoint,
+    pub host: Endpoint,
+}
+
+/// What a protocol step produced, in order.
+#[derive(Debug, Default)]
+pub struct Out {
+    pub fx: Vec<Effect>,
+    pub notices: Vec<Notice>,
+}
+
+/// Model switches the protocol reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Switches {
+    pub gpudirect: bool,
+    pub eager: bool,
+    pub copy_contention: bool,
+}
+
+/// A message's run state.
+#[derive(Debug, Clone)]
+struct MsgRt {
+    src: u32,
+    dst: u32,
+    bytes: f64,
+    path: Path,
+    rendezvous: bool,
+    src_loc: Loc,
+    dst_loc: Loc,
+    send_req: u32,
+    recv_req: Option<u32>,
+    data_arrived: bool,
+    rts_arrived: bool,
+}
+
+/// Every message of the job, the ranks' matching queues and the nodes' copy queues.
+#[derive(Debug, Default)]
+pub struct Messages {
+    msgs: Vec<MsgRt>,
+    queues: Vec<Queues>,
+    ends: Vec<RankEnds>,
+    spec: ProtocolSpec,
+    switches: Option<Switches>,
+    /// Per node: NVLink transfers in flight, and messages waiting for a copy queue.
+    nv_active: Vec<u32>,
+    nv_waiting: Vec<VecDeque<u32>>,
+    /// Messages and bytes per path, in [`Path::ALL`] order.
+    pub messages: [u64; 4],
+    pub bytes: [f64; 4],
+}
+
+impl Messages {
+    pub fn new(spec: ProtocolSpec, ends: Vec<RankEnds>, nodes: usize, switches: Switches) -> Self {
+        Messages {
+            queues: vec![Queues::default(); ends.len()],
+            ends,
+            spec,
+            switches: Some(switches),
+            nv_active: vec![0; nodes],
+            nv_waiting: vec![VecDeque::new(); nodes],
+            ..Default::default()
+        }
+    }
+
+    fn switches(&self) -> Switches {
+        self.switches.expect("set up")
+    }
+
+    /// Rank `r` sends (its request `req`): the envelope reaches the receiver's queues now,
+    /// in send order; the data follow eagerly or after a rendezvous handshake.
+    #[allow(clippy::too_many_arguments)]
+    pub fn send(
+        &mut self,
+        r: u32,
+        dst: u32,
+        tag: i64,
+        bytes: f64,
+        loc: Loc,
+        req: u32,
+        now: SimTime,
+        out: &mut Out,
+    ) {
+        let sw = self.switches();
+        let same_node = self.ends[r as usize].node == self.ends[dst as usize].node;
+        let path = match (loc, same_node) {
+            (Loc::Device, true) => Path::Nvlink,
+            (Loc::Device, false) if sw.gpudirect => Path::GpuDirect,
+            (Loc::Device, false) => Path::HostCopy,
+            (Loc::Host, _) => Path::Host,
+        };
+        let rendezvous = path == Path::GpuDirect || bytes > self.spec.eager_limit.0 || !sw.eager;
+        let m = self.msgs.len() as u32;
+        self.msgs.push(MsgRt {
+            src: r,
+            dst,
+            bytes,
+            path,
+            rendezvous,
+            src_loc: loc,
+            dst_loc: loc,
+            send_req: req,
+            recv_req: None,
+            data_arrived: false,
+            rts_arrived: false,
+        });
+        let k = Path::ALL.iter().position(|&p| p == path).unwrap_or(0);
+        self.messages[k] += 1;
+        self.bytes[k] += bytes;
+        out.fx.push(Effect::Message(Message {
+            src: r,
+            dst,
+            tag,
+            bytes,
+            path,
+            rendezvous,
+        }));
+        let env = Envelope {
+            msg: m,
+            src: r,
+            tag,
+        };
+        if let Some(p) = self.queues[dst as usize].arrive(env) {
+            self.matched(m, dst, p.req, p.loc, now, out);
+        }
+        if rendezvous {
+            let (a, b) = (self.ends[r as usize].host, self.ends[dst as usize].host);
+            self.control(m, Stage::Rts, a, b, out);
+        } else {
+            self.begin_data(m, now, out);
+        }
+    }
+
+    /// Rank `r` posts a receive (its request `req`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn recv(
+        &mut self,
+        r: u32,
+        src: i64,
+        tag: i64,
+        loc: Loc,
+        req: u32,
+        now: SimTime,
+        out: &mut Out,
+    ) {
+        let posted = Posted { src, tag, req, loc };
+        if let Some(m) = self.queues[r as usize].post(posted) {
+            self.matched(m, r, req, loc, now, out);
+        }
+    }
+
+    fn matched(&mut self, m: u32, r: u32, req: u32, loc: Loc, now: SimTime, out: &mut Out) {
+        let msg = &mut self.msgs[m as usize];
+        out.notices.push(Notice::Matched { rank: r, req });
+        out.notices.push(Notice::Matched {
+            rank: msg.src,
+            req: msg.send_req,
+        });
+        msg.recv_req = Some(req);
+        msg.dst_loc = loc;
+        if msg.rendezvous {
+            if msg.rts_arrived {
+                self.send_cts(m, out);
+            }
+        } else if msg.data_arrived {
+            self.deliver(m, now, out);
+        }
+    }
+
+    fn send_cts(&mut self, m: u32, out: &mut Out) {
+        let msg = &self.msgs[m as usize];
+        let (a, b) = (
+            self.ends[msg.dst as usize].host,
+            self.ends[msg.src as usize].host,
+        );
+        self.control(m, Stage::Cts, a, b, out);
+    }
+
+    /// A control message (RTS, CTS) between two hosts.
+    fn control(&self, m: u32, stage: Stage, from: Endpoint, to: Endpoint, out: &mut Out) {
+        out.fx.push(Effect::Control {
+            msg: m,
+            stage,
+            from,
+            to,
+            bytes: self.spec.control_size.0,
+        });
+    }
+
+    /// The data phase: copies or pinning first, then the data flow.
+    fn begin_data(&mut self, m: u32, now: SimTime, out: &mut Out) {
+        let msg = &self.msgs[m as usize];
+        match msg.path {
+            Path::GpuDirect => out.fx.push(Effect::Timer {
+                at: now.saturating_add(self.spec.gpudirect_delay.0),
+                msg: m,
+                stage: Stage::Pinned,
+            }),
+            Path::HostCopy if msg.src_loc == Loc::Device => self.copy(m, Stage::CopyOut, now, out),
+            _ => self.data_flow(m, out),
+        }
+    }
+
+    /// A device<->host copy: fixed delay plus a per-byte cost, or the delay then a PCIe flow.
+    fn copy(&self, m: u32, stage: Stage, now: SimTime, out: &mut Out) {
+        let bytes = self.msgs[m as usize].bytes;
+        let delay = self.spec.gpu_copy_delay.0;
+        let (at, stage) = if self.switches().copy_contention {
+            let then = if stage == Stage::CopyOut {
+                Stage::CopyOutFlow
+            } else {
+                Stage::CopyInFlow
+            };
+            (now.saturating_add(delay), then)
+        } else {
+            let per_byte = SimTime::from_secs_saturating(bytes * self.spec.gpu_copy_per_byte.0);
+            (now.saturating_add(delay).saturating_add(per_byte), stage)
+        };
+        out.fx.push(Effect::Timer { at, msg: m, stage });
+    }
+
+    fn data_flow(&mut self, m: u32, out: &mut Out) {
+        let msg = &self.msgs[m as usize];
+        if msg.path == Path::Nvlink {
+            // A bounded number of copy queues per node.
+            let node = self.ends[msg.src as usize].node as usize;
+            if self.nv_active[node] >= self.spec.copy_queues {
+                self.nv_waiting[node].push_back(m);
+                return;
+            }
+            self.nv_active[node] += 1;
+        }
+        let (s, d) = (&self.ends[msg.src as usize], &self.ends[msg.dst as usize]);
+        let (a, b) = match msg.path {
+            Path::Nvlink | Path::GpuDirect => (s.gpu, d.gpu),
+            Path::HostCopy | Path::Host => (s.host, d.host),
+        };
+        self.flow(m, Stage::Data, a, b, out);
+    }
+
+    fn flow(&self, m: u32, stage: Stage, from: Endpoint, to: Endpoint, out: &mut Out) {
+        let msg = &self.msgs[m as usize];
+        // The ranks' timeline rows, so that traces link rank to rank.
+        let row = |r: u32| format!("node[{}].rank[{r}]", self.ends[r as usize].node);
+        out.fx.push(Effect::Flow {
+            msg: m,
+            stage,
+            from,
+            to,
+            bytes: msg.bytes,
+            src_row: row(msg.src),
+            dst_row: row(msg.dst),
+        });
+    }
+
+    /// The data is at the receiver: a copy to the device if HostCopy asks, then completion.
+    fn deliver(&mut self, m: u32, now: SimTime, out: &mut Out) {
+        let msg = &self.msgs[m as usize];
+        let copy_in = msg.path == Path::HostCopy
+            && msg.dst_loc == Loc::Device
+            && self.spec.copy_at == CopyAt::Both;
+        if copy_in {
+            self.copy(m, Stage::CopyIn, now, out);
+        } else {
+            self.finish_recv(m, out);
+        }
+    }
+
+    fn finish_recv(&self, m: u32, out: &mut Out) {
+        let msg = &self.msgs[m as usize];
+        out.notices.push(Notice::Done {
+            rank: msg.dst,
+            req: msg.recv_req.expect("a delivered message is matched"),
+        });
+    }
+
+    /// A timer or flow of message `m` is over.
+    pub fn on_stage_done(&mut self, m: u32, stage: Stage, now: SimTime, out: &mut Out) {
+        match stage {
+            Stage::Rts => {
+                self.msgs[m as usize].rts_arrived = true;
+                if self.msgs[m as usize].recv_req.is_some() {
+                    self.send_cts(m, out);
+                }
+            }
+            Stage::Cts => self.begin_data(m, now, out),
+            Stage::Pinned | Stage::CopyOut => self.data_flow(m, out),
+            Stage::CopyOutFlow => {
+                let s = &self.ends[self.msgs[m as usize].src as usize];
+                self.flow(m, Stage::CopyOut, s.gpu, s.host, out);
+            }
+            Stage::CopyInFlow => {
+                let d = &self.ends[self.msgs[m as usize].dst as usize];
+                self.flow(m, Stage::CopyIn, d.host, d.gpu, out);
+            }
+            Stage::Data => {
+                if self.msgs[m as usize].path == Path::Nvlink {
+                    let node = self.ends[self.msgs[m as usize].src as usize].node as usize;
+                    self.nv_active[node] -= 1;
+                    if let Some(next) = self.nv_waiting[node].pop_front() {
+                        self.data_flow(next, out);
+                    }
+                }
+                let msg = &mut self.msgs[m as usize];
+                msg.data_arrived = true;
+                let (src, req, matched) = (msg.src, msg.send_req, msg.recv_req.is_some());
+                out.notices.push(Notice::Done { rank: src, req });
+                if matched {
+                    self.deliver(m, now, out);
+                }
+            }
+            Stage::CopyIn => self.finish_recv(m, out),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two ranks on two nodes, one GPU each.
+    fn two_nodes(gpudirect: bool) -> Messages {
+        let end = |node| RankEnds {
+            node,
+            gpu: Endpoint::Gpu { node, gpu: 0 },
+            host: Endpoint::Host { node },
+        };
+        let switches = Switches {
+            gpudirect,
+            eager: true,
+            copy_contention: false,
+        };
+        Messages::new(ProtocolSpec::default(), vec![end(0), end(1)], 2, switches)
+    }
+
+    fn kinds(out: &mut Out) -> Vec<String> {
+        out.fx
+            .drain(..)
+            .map(|fx| match fx {
+                Effect::Timer { at, stage, .. } => format!("timer {} at {}", stage.name(), at.0),
+                Effect::Control { stage, .. } => format!("control {}", stage.name()),
+                Effect::Flow {
+                    stage, from, to, ..
+                } => {
+                    format!("flow {} {from:?}->{to:?}", stage.name())
+                }
+                Effect::Message(m) => format!("message {}", m.path.name()),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_gpudirect_message_shakes_hands_pins_then_moves_gpu_to_gpu() {
+        let mut p = two_nodes(true);
+        let mut out = Out::default();
+        let t = SimTime(1_000);
+        p.send(0, 1, 7, 1e6, Loc::Device, 0, t, &mut out);
+        assert_eq!(kinds(&mut out), ["message gpudirect", "control rts"]);
+        // The RTS arrives before the receive: nothing until it is posted, then the CTS.
+        p.on_stage_done(0, Stage::Rts, t, &mut out);
+        assert!(out.fx.is_empty());
+        p.recv(1, 0, 7, Loc::Device, 3, t, &mut out);
+        assert_eq!(kinds(&mut out), ["control cts"]);
+        assert_eq!(
+            out.notices.drain(..).collect::<Vec<_>>(),
+            [
+                Notice::Matched { rank: 1, req: 3 },
+                Notice::Matched { rank: 0, req: 0 }
+            ]
+        );
+        // CTS: pinning (4 us by default), then the data flow GPU to GPU.
+        p.on_stage_done(0, Stage::Cts, t, &mut out);
+        let pin = t.saturating_add(ProtocolSpec::default().gpudirect_delay.0);
+        assert_eq!(kinds(&mut out), [format!("timer pin at {}", pin.0)]);
+        p.on_stage_done(0, Stage::Pinned, pin, &mut out);
+        assert_eq!(
+            kinds(&mut out),
+            ["flow data Gpu { node: 0, gpu: 0 }->Gpu { node: 1, gpu: 0 }"]
+        );
+        // The data are there: both requests complete.
+        p.on_stage_done(0, Stage::Data, pin, &mut out);
+        assert_eq!(
+            out.notices,
+            [
+                Notice::Done { rank: 0, req: 0 },
+                Notice::Done { rank: 1, req: 3 }
+            ]
+        );
+        assert_eq!((p.messages, p.bytes[1]), ([0, 1, 0, 0], 1e6));
+    }
+
+    #[test]
+    fn an_eager_hostcopy_message_waits_for_its_receive_after_arriving() {
+        let mut p = two_nodes(false);
+        let mut out = Out::default();
+        p.send(0, 1, 0, 100.0, Loc::Device, 0, SimTime::ZERO, &mut out);
+        // Eager: the device-to-host copy starts at once (2 us + 0.07 ns/B by default).
+        let spec = ProtocolSpec::default();
+        let copy = spec
+            .gpu_copy_delay
+            .0
+            .saturating_add(SimTime::from_secs_saturating(
+                100.0 * spec.gpu_copy_per_byte.0,
+            ));
+        assert_eq!(
+            kinds(&mut out),
+            [
+                "message hostcopy".to_string(),
+                format!("timer d2h at {}", copy.0)
+            ]
+        );
+        p.on_stage_done(0, Stage::CopyOut, copy, &mut out);
+        assert_eq!(
+            kinds(&mut out),
+            ["flow data Host { node: 0 }->Host { node: 1 }"]
+        );
+        p.on_stage_done(0, Stage::Data, copy, &mut out);
+        // The send is done; the receive, posted later, finds the data and copies them in.
+        assert_eq!(
+            out.notices.drain(..).collect::<Vec<_>>(),
+            [Notice::Done { rank: 0, req: 0 }]
+        );
+        p.recv(1, 0, 0, Loc::Device, 5, copy, &mut out);
+        assert_eq!(
+            kinds(&mut out),
+            [format!("timer h2d at {}", copy.0 + copy.0)]
+        );
+        p.on_stage_done(0, Stage::CopyIn, copy, &mut out);
+        assert_eq!(out.notices.last(), Some(&Notice::Done { rank: 1, req: 5 }));
+    }
+}

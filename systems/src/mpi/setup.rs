@@ -1,0 +1,186 @@
+//! Building an MPI job from its scenario section: rank placement, programs (traces or
+//! generators), collective policy and protocol settings, each checked with its field path.
+
+use std::collections::HashMap;
+use std::collections::HashSet;
+
+use hetsim_components::mpi::{CollectiveSpec, MpiSpec, Placement, ProgramSpec};
+
+use super::collectives;
+use super::generators;
+use super::program;
+use super::protocol::{Messages, RankEnds, Switches};
+use super::rank::{Job, RankRt};
+use crate::platform::Endpoint;
+
+/// The job of `cfg` on a cluster of `nodes` nodes of `gpus` GPUs each; `speeds` gives each
+/// GPU's flop/s by (node, gpu).
+pub fn build(
+    cfg: &MpiSpec,
+    (nodes, gpus): (u32, u32),
+    speeds: &HashMap<(u32, u32), f64>,
+    switches: Switches,
+) -> Result<Job, String> {
+    if cfg.ranks == 0 {
+        return Err("workload.Mpi.ranks: expected at least one rank".into());
+    }
+    let placed = place(cfg, nodes, gpus)?;
+    let programs = match &cfg.program {
+        ProgramSpec::TraceText(texts) => program::parse_traces(texts, cfg.ranks)
+            .map_err(|e| format!("workload.Mpi.program: {e}"))?,
+        ProgramSpec::Generator(g) => generators::generate(g, cfg.ranks),
+        ProgramSpec::Trace(_) => {
+            return Err("workload.Mpi.program: trace files were not read by the loader".into());
+        }
+    };
+    let ranks: Vec<RankRt> = placed
+        .iter()
+        .zip(programs)
+        .map(|(&(node, gpu), program)| {
+            let speed = speeds.get(&(node, gpu)).copied().unwrap_or(1e12);
+            RankRt::new(program, node, gpu, speed)
+        })
+        .collect();
+    let policy = policy_of(&cfg.collectives)?;
+    if cfg.protocol.copy_queues == 0 {
+        return Err("workload.Mpi.protocol.copy_queues: expected at least 1".into());
+    }
+    let ends = ranks
+        .iter()
+        .map(|r| RankEnds {
+            node: r.node,
+            gpu: r.gpu,
+            host: Endpoint::Host { node: r.node },
+        })
+        .collect();
+    let msgs = Messages::new(cfg.protocol.clone(), ends, nodes as usize, switches);
+    Ok(Job::new(ranks, msgs, policy, cfg.protocol.call_overhead.0))
+}
+
+/// The collective policy of the scenario; unknown names are errors with their field.
+fn policy_of(spec: &CollectiveSpec) -> Result<collectives::Policy, String> {
+    let force = spec
+        .force
+        .iter()
+        .map(|(coll, algo)| {
+            collectives::Algo::parse(coll, algo)
+                .map(|a| (coll.clone(), a))
+                .map_err(|e| format!("workload.Mpi.collectives.force.{coll}: {e}"))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(collectives::Policy {
+        select: spec.select,
+        force,
+        reduce_cost: spec.reduce_cost.0,
+    })
+}
+
+/// (node, gpu) of each rank.
+fn place(cfg: &MpiSpec, nodes: u32, gpus: u32) -> Result<Vec<(u32, u32)>, String> {
+    let per_node = cfg.gpus_per_node.unwrap_or(gpus);
+    if per_node == 0 || per_node > gpus {
+        return Err(format!(
+            "workload.Mpi.gpus_per_node: expected 1 to {gpus} (the GPUs of a node), got {per_node}"
+        ));
+    }
+    let n = cfg.ranks;
+    let used_nodes = n.div_ceil(per_node);
+    if used_nodes > nodes && !matches!(cfg.placement, Placement::Explicit(_)) {
+        return Err(format!(
+            "workload.Mpi.ranks: {n} ranks at {per_node} per node need {used_nodes} nodes; the platform has {nodes}"
+        ));
+    }
+    match &cfg.placement {
+        Placement::Linear => Ok((0..n).map(|r| (r / per_node, r % per_node)).collect()),
+        Placement::RoundRobin => Ok((0..n).map(|r| (r % used_nodes, r / used_nodes)).collect()),
+        Placement::Explicit(names) => {
+            if names.len() != n as usize {
+                return Err(format!(
+                    "workload.Mpi.placement: {} GPUs listed for {n} ranks",
+                    names.len()
+                ));
+            }
+            let mut seen = HashSet::new();
+            names
+                .iter()
+                .enumerate()
+                .map(|(i, name)| {
+                    let bad = || {
+                        format!(
+                            "workload.Mpi.placement[{i}]: expected node[N].gpu[G] on the platform, got `{name}`"
+                        )
+                    };
+                    let (node, gpu) = parse_gpu(name).ok_or_else(bad)?;
+                    if node >= nodes || gpu >= gpus {
+                        return Err(bad());
+                    }
+                    if !seen.insert((node, gpu)) {
+                        return Err(format!(
+                            "workload.Mpi.placement[{i}]: `{name}` already holds a rank (a rank owns its GPU)"
+                        ));
+                    }
+                    Ok((node, gpu))
+                })
+                .collect()
+        }
+    }
+}
+
+fn parse_gpu(name: &str) -> Option<(u32, u32)> {
+    let rest = name.strip_prefix("node[")?;
+    let (node, rest) = rest.split_once("].gpu[")?;
+    let gpu = rest.strip_suffix(']')?;
+    Some((node.parse().ok()?, gpu.parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(ranks: u32, per_node: u32, placement: Placement) -> MpiSpec {
+        let text = format!(
+            "(ranks: {ranks}, gpus_per_node: {per_node}, program: Generator(Halo3d(iterations: 1, compute: \"1ms\")))"
+        );
+        let mut s: MpiSpec = hetsim_components::load::from_ron(&text, "test", "").unwrap();
+        s.placement = placement;
+        s
+    }
+
+    #[test]
+    fn ranks_are_placed_linearly_or_round_robin() {
+        let lin = place(&spec(6, 4, Placement::Linear), 2, 4).unwrap();
+        assert_eq!(lin, [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1)]);
+        let rr = place(&spec(6, 4, Placement::RoundRobin), 2, 4).unwrap();
+        assert_eq!(rr, [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)]);
+        let e = place(&spec(9, 4, Placement::Linear), 2, 4).unwrap_err();
+        assert!(
+            e.contains("9 ranks at 4 per node need 3 nodes; the platform has 2"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn an_explicit_placement_names_distinct_gpus_of_the_platform() {
+        let names = |v: &[&str]| Placement::Explicit(v.iter().map(|s| s.to_string()).collect());
+        let ok = place(
+            &spec(2, 4, names(&["node[1].gpu[3]", "node[0].gpu[0]"])),
+            2,
+            4,
+        );
+        assert_eq!(ok.unwrap(), [(1, 3), (0, 0)]);
+        let e = place(
+            &spec(2, 4, names(&["node[1].gpu[3]", "node[1].gpu[3]"])),
+            2,
+            4,
+        );
+        assert!(
+            e.unwrap_err()
+                .contains("placement[1]: `node[1].gpu[3]` already holds a rank")
+        );
+        let e = place(&spec(1, 4, names(&["node[2].gpu[0]"])), 2, 4);
+        assert!(
+            e.unwrap_err()
+                .contains("placement[0]: expected node[N].gpu[G] on the platform")
+        );
+    }
+}
