@@ -34,6 +34,7 @@
 
 pub mod graph;
 pub mod machine;
+mod memory;
 pub mod sched;
 
 use bevy_app::{App, Plugin};
@@ -54,6 +55,7 @@ use crate::network::{FlowRequest, Launch, Start};
 use crate::platform::{PlatformConfig, Topology};
 use graph::{Graph, Priorities};
 use machine::{Arch, Machine, Models};
+use memory::{Msi, Replicas};
 use sched::Sched;
 
 /// The task-graph workload and runtime settings (inserted by whoever assembles the app).
@@ -100,27 +102,6 @@ enum Level {
 const FETCH_CAP: u32 = 5;
 const PREFETCH_CAP: u32 = 2;
 const IDLE_CAP: u32 = 1;
-
-const INVALID: u8 = 0;
-const SHARED: u8 = 1;
-const OWNER: u8 = 2;
-
-/// One handle's copy on one memory node.
-#[derive(Debug, Clone, Copy, Default)]
-struct Replica {
-    state: u8,
-    allocated: bool,
-    /// Tasks using or fetching it.
-    refcnt: u32,
-    /// A transfer bringing it here.
-    incoming: Option<u32>,
-    /// Being written back before it is freed.
-    evicting: bool,
-    /// Queued tasks that prefetched it (StarPU's `nb_tasks_prefetch`): other prefetches
-    /// may not evict it.
-    prefetch_pins: u32,
-    last_use: u64,
-}
 
 #[derive(Debug, Clone, Default)]
 struct Xfer {
@@ -217,7 +198,7 @@ pub struct Runtime {
     worker_of: Vec<u32>,
     /// dm* predictions per task: (length, transfer not hidden), seconds.
     pred: Vec<(f64, f64)>,
-    replicas: Vec<Replica>,
+    replicas: Replicas,
     used: Vec<f64>,
     peak: Vec<f64>,
     /// Allocated GPU replicas per node by last use: the eviction order.
@@ -466,16 +447,7 @@ fn setup(world: &mut World, cfg: &RuntimeConfig) -> Result<(), String> {
     }
     let nt = graph.tasks.len();
     let nn = machine.nodes.len();
-    let mut replicas = vec![Replica::default(); graph.handles.len() * nn];
-    for (h, handle) in graph.handles.iter().enumerate() {
-        if handle.home {
-            replicas[h * nn] = Replica {
-                state: OWNER,
-                allocated: true,
-                ..Default::default()
-            };
-        }
-    }
+    let replicas = Replicas::new(&graph, nn);
     let nw = machine.workers.len();
     let rt = Runtime {
         state: vec![TaskState::Blocked; nt],
@@ -658,15 +630,6 @@ impl Runtime {
         self.pred[t as usize]
     }
 
-    fn replica(&self, h: u32, node: u32) -> &Replica {
-        &self.replicas[h as usize * self.machine.nodes.len() + node as usize]
-    }
-
-    fn replica_mut(&mut self, h: u32, node: u32) -> &mut Replica {
-        let nn = self.machine.nodes.len();
-        &mut self.replicas[h as usize * nn + node as usize]
-    }
-
     /// dmda's penalty: predicted time to bring the task's read data to `w`'s node (data
     /// valid there or already on its way cost nothing).
     pub(crate) fn transfer_penalty(&self, t: u32, w: usize) -> f64 {
@@ -676,8 +639,8 @@ impl Runtime {
             if !mode.reads() {
                 continue;
             }
-            let r = self.replica(h, node);
-            if r.state != INVALID || r.incoming.is_some() {
+            let r = self.replicas.get(h, node);
+            if r.state != Msi::Invalid || r.incoming.is_some() {
                 continue;
             }
             if let Some(src) = self.source_for(h, node) {
@@ -694,9 +657,9 @@ impl Runtime {
         let node = self.machine.workers[w].node;
         let (mut ready, mut alloc) = (0.0, 0.0);
         for &(h, mode) in &self.graph.tasks[t as usize].accesses {
-            let r = self.replica(h, node);
+            let r = self.replicas.get(h, node);
             let size = self.graph.handles[h as usize].size;
-            if mode.reads() && r.state == INVALID {
+            if mode.reads() && r.state == Msi::Invalid {
                 ready += size;
             }
             if !r.allocated {
@@ -706,32 +669,9 @@ impl Runtime {
         (ready, alloc)
     }
 
-    /// Where to copy handle `h` from to bring it to `dst` (StarPU's source selection): the
-    /// valid copy with a direct link and the smallest prediction, first in node order on
-    /// ties; when no copy is direct or a prediction is unknown, RAM if valid, else a GPU.
     fn source_for(&self, h: u32, dst: u32) -> Option<u32> {
         let size = self.graph.handles[h as usize].size;
-        let mut best: Option<(f64, u32)> = None;
-        let mut unknown = false;
-        for n in 0..self.machine.nodes.len() as u32 {
-            if n == dst
-                || self.replica(h, n).state == INVALID
-                || !self.machine.direct[n as usize][dst as usize]
-            {
-                continue;
-            }
-            let p = self.machine.predict(n, dst, size);
-            unknown |= p <= 0.0;
-            if best.is_none_or(|(b, _)| p < b) {
-                best = Some((p, n));
-            }
-        }
-        match best {
-            Some((_, n)) if !unknown => Some(n),
-            _ => {
-                (0..self.machine.nodes.len() as u32).find(|&n| self.replica(h, n).state != INVALID)
-            }
-        }
+        self.replicas.source_for(h, dst, size, &self.machine)
     }
 
     /// Task `t`'s dependencies are done: hand it to the policy.
@@ -756,8 +696,8 @@ impl Runtime {
             if !mode.reads() {
                 continue;
             }
-            self.replica_mut(h, node).prefetch_pins += 1;
-            if self.replica(h, node).state == INVALID {
+            self.replicas.get_mut(h, node).prefetch_pins += 1;
+            if self.replicas.get(h, node).state == Msi::Invalid {
                 let prio = self.priority(t);
                 if self.allocate(h, node, Evict::ForPrefetch) {
                     self.request(h, node, Level::Prefetch, prio);
@@ -774,7 +714,7 @@ impl Runtime {
     /// one still finds none.
     fn retry_prefetches(&mut self, node: u32) {
         while let Some(&(prio, seq, h, t)) = self.postponed[node as usize].peek() {
-            if self.prefetched[t as usize] && self.replica(h, node).state == INVALID {
+            if self.prefetched[t as usize] && self.replicas.get(h, node).state == Msi::Invalid {
                 if !self.allocate(h, node, Evict::ForPrefetch) {
                     break;
                 }
@@ -792,7 +732,7 @@ impl Runtime {
             let acc = self.graph.tasks[t as usize].accesses.clone();
             for (h, mode) in acc {
                 if mode.reads() {
-                    self.replica_mut(h, node).prefetch_pins -= 1;
+                    self.replicas.get_mut(h, node).prefetch_pins -= 1;
                 }
             }
         }
@@ -803,7 +743,7 @@ impl Runtime {
     /// LRU replicas and reuse their buffers. False: not now. In RAM only handles without home
     /// data get here, in pinned memory.
     fn allocate(&mut self, h: u32, node: u32, evict: Evict) -> bool {
-        if self.replica(h, node).allocated {
+        if self.replicas.get(h, node).allocated {
             return true;
         }
         let size = self.graph.handles[h as usize].size;
@@ -848,7 +788,7 @@ impl Runtime {
             }
         }
         let tick = self.tick;
-        let r = self.replica_mut(h, node);
+        let r = self.replicas.get_mut(h, node);
         r.allocated = true;
         r.last_use = tick;
         if node != 0 {
@@ -887,15 +827,15 @@ impl Runtime {
     /// so that evicting it later costs nothing.
     fn evict_first(&mut self, h: u32) {
         for node in 1..self.machine.nodes.len() as u32 {
-            let r = self.replica_mut(h, node);
+            let r = self.replicas.get_mut(h, node);
             if r.allocated {
                 let old = r.last_use;
                 r.last_use = 0;
                 // Dirty: valid here while RAM (the home) is not.
-                let dirty = r.state != INVALID && !r.evicting;
+                let dirty = r.state != Msi::Invalid && !r.evicting;
                 self.lru[node as usize].remove(&(old, h));
                 self.lru[node as usize].insert((0, h));
-                if dirty && self.replica(h, 0).state == INVALID {
+                if dirty && self.replicas.get(h, 0).state == Msi::Invalid {
                     self.allocate(h, 0, Evict::No);
                     self.request(h, 0, Level::Idle, 0);
                 }
@@ -906,7 +846,7 @@ impl Runtime {
     /// Marks a use of `h` on `node` (moves it to the back of the eviction order).
     fn touch(&mut self, h: u32, node: u32) {
         let tick = self.tick;
-        let r = self.replica_mut(h, node);
+        let r = self.replicas.get_mut(h, node);
         let old = r.last_use;
         r.last_use = tick;
         if node != 0 && r.allocated {
@@ -927,7 +867,7 @@ impl Runtime {
             if counted >= need {
                 break;
             }
-            let r = &self.replicas[h as usize * nn + node as usize];
+            let r = self.replicas.get(h, node);
             if r.refcnt == 0
                 && r.incoming.is_none()
                 && !r.evicting
@@ -938,23 +878,23 @@ impl Runtime {
             }
         }
         for h in victims {
-            let r = *self.replica(h, node);
+            let r = *self.replicas.get(h, node);
             let others: Vec<u32> = (0..nn as u32)
-                .filter(|&n| n != node && self.replica(h, n).state != INVALID)
+                .filter(|&n| n != node && self.replicas.get(h, n).state != Msi::Invalid)
                 .collect();
-            if r.state != INVALID && others.is_empty() {
+            if r.state != Msi::Invalid && others.is_empty() {
                 // The only valid copy: write it back to RAM, free when done. Copies to GPUs
                 // without peer access may ride on it (`request`).
-                self.replica_mut(h, node).evicting = true;
+                self.replicas.get_mut(h, node).evicting = true;
                 self.report.writebacks += 1;
                 self.allocate(h, 0, Evict::No);
                 let x = self.new_xfer(h, node, 0, true, Level::Fetch, 0);
-                self.replica_mut(h, 0).incoming = Some(x);
+                self.replicas.get_mut(h, 0).incoming = Some(x);
             } else {
                 self.free(h, node);
                 // The last valid copy elsewhere owns the data now.
                 if let [last] = others[..] {
-                    self.replica_mut(h, last).state = OWNER;
+                    self.replicas.get_mut(h, last).state = Msi::Owner;
                 }
             }
             self.report.evictions += 1;
@@ -963,10 +903,10 @@ impl Runtime {
 
     fn free(&mut self, h: u32, node: u32) {
         let size = self.graph.handles[h as usize].size;
-        let r = self.replica_mut(h, node);
+        let r = self.replicas.get_mut(h, node);
         let last = r.last_use;
         r.allocated = false;
-        r.state = INVALID;
+        r.state = Msi::Invalid;
         r.evicting = false;
         self.lru[node as usize].remove(&(last, h));
         self.cache[node as usize].push(size);
@@ -981,7 +921,7 @@ impl Runtime {
     /// Brings a valid copy of `h` to `node` (already allocated) unless it is there or coming.
     /// A fetch for data a prefetch already asked for raises that request to its level.
     fn request(&mut self, h: u32, node: u32, level: Level, prio: i64) {
-        let r = *self.replica(h, node);
+        let r = *self.replicas.get(h, node);
         if let Some(x) = r.incoming {
             let xf = &mut self.xfers[x as usize];
             if !xf.launched && (level == Level::Fetch || prio > xf.prio) {
@@ -994,7 +934,7 @@ impl Runtime {
             }
             return;
         }
-        if r.state != INVALID {
+        if r.state != Msi::Invalid {
             return;
         }
         let Some(src) = self.source_for(h, node) else {
@@ -1006,11 +946,15 @@ impl Runtime {
             // No peer access: to RAM first (or with the copy already going there), then on.
             self.allocate(h, 0, Evict::No);
             self.request(h, 0, level, prio);
-            let x = self.replica(h, 0).incoming.expect("RAM copy requested");
+            let x = self
+                .replicas
+                .get(h, 0)
+                .incoming
+                .expect("RAM copy requested");
             self.xfers[x as usize].then.push(node);
             x
         };
-        self.replica_mut(h, node).incoming = Some(x);
+        self.replicas.get_mut(h, node).incoming = Some(x);
     }
 
     /// A transfer of `h` from `src` to `dst`: a request joins its node pair's list and starts
@@ -1028,7 +972,7 @@ impl Runtime {
         let x = self.xfers.len() as u32;
         self.handle_xfers[h as usize] += 1;
         if !writeback {
-            self.replica_mut(h, src).refcnt += 1;
+            self.replicas.get_mut(h, src).refcnt += 1;
             let pair = self.pair(src, dst);
             self.requests[pair].push(x);
         }
@@ -1171,30 +1115,30 @@ impl Runtime {
             }
         }
         if writeback {
-            self.replica_mut(h, 0).incoming = None;
-            if self.replica(h, src).refcnt > 0 {
+            self.replicas.get_mut(h, 0).incoming = None;
+            if self.replicas.get(h, src).refcnt > 0 {
                 // A task took the replica meanwhile: keep it, both copies now valid.
-                self.replica_mut(h, src).evicting = false;
-                self.replica_mut(h, src).state = SHARED;
-                self.replica_mut(h, 0).state = SHARED;
+                self.replicas.get_mut(h, src).evicting = false;
+                self.replicas.get_mut(h, src).state = Msi::Shared;
+                self.replicas.get_mut(h, 0).state = Msi::Shared;
             } else {
                 // RAM holds the data again; the GPU copy goes.
-                self.replica_mut(h, 0).state = OWNER;
+                self.replicas.get_mut(h, 0).state = Msi::Owner;
                 self.free(h, src);
             }
         } else {
             let pair = self.pair(src, dst);
             self.inflight[pair] -= 1;
             self.pump(src, dst);
-            self.replica_mut(h, src).refcnt -= 1;
+            self.replicas.get_mut(h, src).refcnt -= 1;
             self.touch(h, dst);
-            let r = self.replica_mut(h, dst);
+            let r = self.replicas.get_mut(h, dst);
             r.incoming = None;
             if r.allocated {
-                r.state = SHARED;
-                let s = self.replica_mut(h, src);
-                if s.state == OWNER {
-                    s.state = SHARED;
+                r.state = Msi::Shared;
+                let s = self.replicas.get_mut(h, src);
+                if s.state == Msi::Owner {
+                    s.state = Msi::Shared;
                 }
             }
         }
@@ -1207,7 +1151,7 @@ impl Runtime {
         // The second hop of copies between GPUs without peer access.
         for node in then {
             let x2 = self.new_xfer(h, 0, node, false, level, prio);
-            self.replica_mut(h, node).incoming = Some(x2);
+            self.replicas.get_mut(h, node).incoming = Some(x2);
         }
     }
 
@@ -1224,12 +1168,12 @@ impl Runtime {
             if mode.modifies() {
                 for n in 0..nn {
                     if n != node {
-                        self.replica_mut(h, n).state = INVALID;
+                        self.replicas.get_mut(h, n).state = Msi::Invalid;
                     }
                 }
-                self.replica_mut(h, node).state = OWNER;
+                self.replicas.get_mut(h, node).state = Msi::Owner;
             }
-            self.replica_mut(h, node).refcnt -= 1;
+            self.replicas.get_mut(h, node).refcnt -= 1;
             self.touch(h, node);
         }
         let wr = &mut self.workers[w];
@@ -1336,7 +1280,7 @@ impl Runtime {
             let node = self.machine.workers[w].node;
             let acc = self.graph.tasks[t as usize].accesses.clone();
             for (h, _) in acc {
-                self.replica_mut(h, node).refcnt += 1;
+                self.replicas.get_mut(h, node).refcnt += 1;
             }
             self.unpin_prefetch(t, node);
         }
@@ -1358,8 +1302,8 @@ impl Runtime {
             if mode.reads() {
                 let prio = self.priority(t);
                 self.request(h, node, Level::Fetch, prio);
-                let r = self.replica(h, node);
-                if r.state == INVALID || r.incoming.is_some() {
+                let r = self.replicas.get(h, node);
+                if r.state == Msi::Invalid || r.incoming.is_some() {
                     ready = false;
                 }
             }
@@ -1410,7 +1354,7 @@ impl Runtime {
                 .accesses
                 .iter()
                 .all(|&(h, m)| !m.reads()
-                    || self.replica(h, self.machine.workers[w].node).state != INVALID),
+                    || self.replicas.get(h, self.machine.workers[w].node).state != Msi::Invalid),
             "a reader would read a stale copy"
         );
         self.report.task_times[t as usize] = (self.now.as_secs_f64(), f64::NAN, w as u32);
