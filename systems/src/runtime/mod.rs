@@ -56,7 +56,7 @@ use crate::platform::{PlatformConfig, Topology};
 use graph::{Graph, Priorities};
 use machine::{Arch, Machine, Models};
 use memory::{Msi, Replicas};
-use sched::Sched;
+use sched::{Policy, View};
 
 /// The task-graph workload and runtime settings (inserted by whoever assembles the app).
 #[derive(Resource, Debug, Clone)]
@@ -154,7 +154,6 @@ struct WorkerRt {
     /// Popped tasks in order: the front runs first.
     in_hand: VecDeque<u32>,
     fetching: Option<u32>,
-    running: Option<u32>,
     busy_s: f64,
     tasks: u64,
     row: Option<ResId>,
@@ -192,7 +191,8 @@ pub struct Runtime {
     graph: Graph,
     pub(crate) machine: Machine,
     models: Models,
-    sched: Sched,
+    /// The scheduling policy (set up with the runtime).
+    sched: Option<Box<dyn Policy>>,
     state: Vec<TaskState>,
     left: Vec<u32>,
     worker_of: Vec<u32>,
@@ -237,6 +237,8 @@ pub struct Runtime {
     /// Nodes where memory was freed this step.
     freed: Vec<bool>,
     workers: Vec<WorkerRt>,
+    /// The task each worker runs.
+    running: Vec<Option<u32>>,
     /// Worker indices that may make progress.
     dirty: Vec<u32>,
     dirty_mark: Vec<bool>,
@@ -472,7 +474,8 @@ fn setup(world: &mut World, cfg: &RuntimeConfig) -> Result<(), String> {
         workers,
         dirty_mark: vec![false; nw],
         hints_left: graph.hints.iter().map(|h| h.1).collect(),
-        sched: Sched::new(cfg.runtime.scheduler, nw),
+        sched: Some(sched::policy(cfg.runtime.scheduler, nw)),
+        running: vec![None; nw],
         alpha: cfg.runtime.alpha,
         beta: cfg.runtime.beta,
         pipeline: cfg.runtime.cuda_pipeline.max(1),
@@ -558,115 +561,44 @@ fn record_runtime_intervals(mut rt: ResMut<Runtime>, mut rec: ResMut<Recorder>) 
 }
 
 impl Runtime {
-    pub(crate) fn now_s(&self) -> f64 {
-        self.now.as_secs_f64()
-    }
-
-    pub(crate) fn priority(&self, t: u32) -> i64 {
+    fn priority(&self, t: u32) -> i64 {
         self.graph.tasks[t as usize].priority
     }
 
-    pub(crate) fn can_run(&mut self, t: u32, w: usize) -> bool {
-        self.predicted(t, w).is_some()
-    }
-
-    /// The model's mean time of task `t` on worker `w` and whether the model is calibrated
-    /// there (else dm* see NaN); `None`: it cannot run there.
-    pub(crate) fn predicted(&mut self, t: u32, w: usize) -> Option<(f64, bool)> {
-        let task = &self.graph.tasks[t as usize];
-        if !self.machine.fits(w, task.size) {
-            return None;
-        }
-        let arch = self.machine.workers[w].arch;
-        self.models.timing(task, arch).map(|(m, _, cal)| (m, cal))
-    }
-
-    pub(crate) fn codelet(&self, t: u32) -> u16 {
-        self.graph.tasks[t as usize].codelet
-    }
-
-    pub(crate) fn is_gpu(&self, w: usize) -> bool {
-        matches!(self.machine.workers[w].arch, Arch::Cuda(_))
-    }
-
-    /// Workers of each kind: (GPUs, CPUs).
-    pub(crate) fn worker_counts(&self) -> (usize, usize) {
-        let gpus = (0..self.machine.workers.len())
-            .filter(|&w| self.is_gpu(w))
-            .count();
-        (gpus, self.machine.workers.len() - gpus)
-    }
-
-    /// How much faster a GPU runs task `t` than a CPU core (the models' means): infinite
-    /// when only GPUs can run it, 0 when only CPUs can.
-    pub(crate) fn acceleration(&mut self, t: u32) -> f64 {
-        let mean = |rt: &mut Runtime, gpu: bool| {
-            (0..rt.machine.workers.len())
-                .find(|&w| rt.is_gpu(w) == gpu && rt.can_run(t, w))
-                .and_then(|w| rt.predicted(t, w))
-                .map(|(m, _)| m)
-        };
-        match (mean(self, false), mean(self, true)) {
-            (Some(cpu), Some(gpu)) if gpu > 0.0 => cpu / gpu,
-            (_, Some(_)) => f64::INFINITY,
-            _ => 0.0,
-        }
-    }
-
-    pub(crate) fn is_busy(&self, w: usize) -> bool {
-        self.workers[w].running.is_some()
-    }
-
-    pub(crate) fn uniform(&mut self) -> f64 {
+    fn uniform(&mut self) -> f64 {
         let x = self.rng.as_mut().expect("seeded").next_u64();
         (x >> 11) as f64 / (1u64 << 53) as f64
     }
 
-    pub(crate) fn set_prediction(&mut self, t: u32, len: f64, transfer: f64) {
-        self.pred[t as usize] = (len, transfer);
-    }
-
-    pub(crate) fn prediction(&self, t: u32) -> (f64, f64) {
-        self.pred[t as usize]
-    }
-
-    /// dmda's penalty: predicted time to bring the task's read data to `w`'s node (data
-    /// valid there or already on its way cost nothing).
-    pub(crate) fn transfer_penalty(&self, t: u32, w: usize) -> f64 {
-        let node = self.machine.workers[w].node;
-        let mut total = 0.0;
-        for &(h, mode) in &self.graph.tasks[t as usize].accesses {
-            if !mode.reads() {
-                continue;
-            }
-            let r = self.replicas.get(h, node);
-            if r.state != Msi::Invalid || r.incoming.is_some() {
-                continue;
-            }
-            if let Some(src) = self.source_for(h, node) {
-                total += self
-                    .machine
-                    .predict(src, node, self.graph.handles[h as usize].size);
-            }
-        }
-        total
-    }
-
-    /// Bytes the task would still need on `w`'s node: (to transfer, to allocate).
-    pub(crate) fn missing_bytes(&self, t: u32, w: usize) -> (f64, f64) {
-        let node = self.machine.workers[w].node;
-        let (mut ready, mut alloc) = (0.0, 0.0);
-        for &(h, mode) in &self.graph.tasks[t as usize].accesses {
-            let r = self.replicas.get(h, node);
-            let size = self.graph.handles[h as usize].size;
-            if mode.reads() && r.state == Msi::Invalid {
-                ready += size;
-            }
-            if !r.allocated {
-                alloc += size;
-            }
-        }
-        (ready, alloc)
+    /// The policy, and what it may read of the rest of the runtime.
+    fn policy_and_view(&mut self) -> (&mut dyn Policy, View<'_>) {
+        let Runtime {
+            sched,
+            graph,
+            machine,
+            models,
+            replicas,
+            pred,
+            running,
+            rng,
+            now,
+            alpha,
+            beta,
+            ..
+        } = self;
+        let view = View {
+            graph,
+            machine,
+            models,
+            replicas,
+            pred,
+            running,
+            rng: rng.as_mut().expect("seeded"),
+            now: now.as_secs_f64(),
+            alpha: *alpha,
+            beta: *beta,
+        };
+        (sched.as_deref_mut().expect("a policy"), view)
     }
 
     fn source_for(&self, h: u32, dst: u32) -> Option<u32> {
@@ -677,15 +609,20 @@ impl Runtime {
     /// Task `t`'s dependencies are done: hand it to the policy.
     fn release(&mut self, t: u32, by: Option<u32>) {
         self.state[t as usize] = TaskState::Queued;
-        let mut s = std::mem::take(&mut self.sched);
-        s.push(t, by, self);
-        self.sched = s;
+        let (policy, mut view) = self.policy_and_view();
+        let pushed = policy.push(t, by, &mut view);
+        if let Some(p) = pushed.prediction {
+            self.pred[t as usize] = p;
+        }
+        if let Some(w) = pushed.prefetch {
+            self.prefetch(t, w);
+        }
         self.wake_all();
     }
 
     /// dm* prefetch at push: start bringing the task's inputs to `w`'s node. The replicas
     /// stay pinned against other prefetches' evictions until the task is popped.
-    pub(crate) fn prefetch(&mut self, t: u32, w: usize) {
+    fn prefetch(&mut self, t: u32, w: usize) {
         if !self.prefetch_on {
             return;
         }
@@ -1176,16 +1113,15 @@ impl Runtime {
             self.replicas.get_mut(h, node).refcnt -= 1;
             self.touch(h, node);
         }
+        self.running[w] = None;
         let wr = &mut self.workers[w];
-        wr.running = None;
         wr.in_hand.retain(|&x| x != t);
         wr.tasks += 1;
         self.state[t as usize] = TaskState::Done;
         self.report.task_times[t as usize].1 = self.now.as_secs_f64();
         self.done += 1;
-        let mut s = std::mem::take(&mut self.sched);
-        s.on_end(t, w, self);
-        self.sched = s;
+        let (policy, view) = self.policy_and_view();
+        policy.on_end(t, w, &view);
         for i in 0..self.graph.hint_of[t as usize].len() {
             let id = self.graph.hint_of[t as usize][i] as usize;
             self.hints_left[id] -= 1;
@@ -1269,9 +1205,8 @@ impl Runtime {
             if self.workers[w].in_hand.len() >= slots {
                 break;
             }
-            let mut s = std::mem::take(&mut self.sched);
-            let popped = s.pop(w, self);
-            self.sched = s;
+            let (policy, mut view) = self.policy_and_view();
+            let popped = policy.pop(w, &mut view);
             let Some(t) = popped else { break };
             self.worker_of[t as usize] = w as u32;
             self.state[t as usize] = TaskState::Fetching;
@@ -1324,7 +1259,7 @@ impl Runtime {
 
     /// Starts the front task of `w` when it is ready and nothing runs.
     fn try_run(&mut self, w: usize) {
-        if self.workers[w].running.is_some() {
+        if self.running[w].is_some() {
             return;
         }
         let Some(&t) = self.workers[w].in_hand.front() else {
@@ -1359,17 +1294,16 @@ impl Runtime {
         );
         self.report.task_times[t as usize] = (self.now.as_secs_f64(), f64::NAN, w as u32);
         self.state[t as usize] = TaskState::Running;
+        self.running[w] = Some(t);
         let wr = &mut self.workers[w];
-        wr.running = Some(t);
         wr.busy_s += secs;
         let end = self.now.saturating_add(SimTime::from_secs_saturating(secs));
         if let Some(row) = wr.row {
             self.intervals
                 .push((row, self.graph.tasks[t as usize].codelet, t, self.now, end));
         }
-        let mut s = std::mem::take(&mut self.sched);
-        s.on_start(t, w, self);
-        self.sched = s;
+        let (policy, view) = self.policy_and_view();
+        policy.on_start(t, w, &view);
         self.timers.push((end, RtEvent::TaskDone(t)));
     }
 
@@ -1445,7 +1379,7 @@ fn stuck_tasks(world: &mut World) -> Vec<String> {
         "{} of {} tasks did not run ({} queued in the scheduler)",
         rt.state.len() as u64 - rt.done,
         rt.state.len(),
-        rt.sched.queued()
+        rt.sched.as_ref().map_or(0, |p| p.queued())
     )];
     for (w, wr) in rt.workers.iter().enumerate() {
         if let Some(t) = wr.fetching {

@@ -1,0 +1,364 @@
+//! StarPU's scheduling policies (src/sched_policies/), as the reference notes describe them,
+//! one family per file: `eager.rs` (eager: one FIFO; prio: one priority list), `random.rs`
+//! (weighted by relative speed-up), `ws.rs` (ws and lws: per-worker priority deques with
+//! stealing; lws steals from workers of its own kind first), `dm.rs` (dm: earliest expected
+//! finish; dmda: plus transfer penalty, alpha/beta fitness, prefetch at push; dmdar:
+//! ready-first pop; dmdap: priority-sorted queues; dmdas: both; dmdasd: dmdas whose decision
+//! counts only the queued work ahead of the task) and `heteroprio.rs`. Ties go to the first
+//! worker in StarPU's order (GPUs first).
+//!
+//! A policy sees the runtime through a [`View`] (the graph, the machine and models, the
+//! replicas, predictions, which workers run, the clock and the run's random stream) and
+//! returns what it decided ([`Pushed`]: a prediction to keep, a worker to prefetch for); it
+//! never changes the runtime itself.
+//! Simplified: see each policy's file.
+
+mod dm;
+mod eager;
+mod heteroprio;
+mod random;
+mod ws;
+
+use std::collections::VecDeque;
+
+use rand_core::Rng;
+
+use hetsim_components::tasks::Scheduler;
+
+use super::graph::Graph;
+use super::machine::{Arch, Machine, Models, Worker};
+use super::memory::Replicas;
+
+/// A scheduling policy: where ready tasks wait, and which one a worker takes.
+pub trait Policy: Send + Sync {
+    /// Task `t` became ready (released by worker `by`, or at submission).
+    fn push(&mut self, t: u32, by: Option<u32>, rt: &mut View) -> Pushed;
+    /// Worker `w` asks for work.
+    fn pop(&mut self, w: usize, rt: &mut View) -> Option<u32>;
+    /// Task `t`'s inputs are there and it starts on `w`.
+    fn on_start(&mut self, _t: u32, _w: usize, _rt: &View) {}
+    /// Task `t` ended on `w`.
+    fn on_end(&mut self, _t: u32, _w: usize, _rt: &View) {}
+    /// Tasks waiting in the policy's queues.
+    fn queued(&self) -> usize;
+}
+
+/// What a push decided beyond the policy's own queues.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Pushed {
+    /// dm*: the task's predicted (length, transfer not hidden), seconds.
+    pub prediction: Option<(f64, f64)>,
+    /// Bring the task's inputs to this worker's memory node now (dm* prefetch at push).
+    pub prefetch: Option<usize>,
+}
+
+/// The policy of a scheduler, for `workers` workers.
+pub fn policy(kind: Scheduler, workers: usize) -> Box<dyn Policy> {
+    match kind {
+        Scheduler::Eager => Box::new(eager::Central::new(false)),
+        Scheduler::Prio => Box::new(eager::Central::new(true)),
+        Scheduler::Random => Box::new(random::Random::new(workers)),
+        Scheduler::Ws => Box::new(ws::WorkStealing::new(workers, false)),
+        Scheduler::Lws => Box::new(ws::WorkStealing::new(workers, true)),
+        Scheduler::Heteroprio => Box::new(heteroprio::Heteroprio::default()),
+        Scheduler::Dm
+        | Scheduler::Dmda
+        | Scheduler::Dmdar
+        | Scheduler::Dmdap
+        | Scheduler::Dmdas
+        | Scheduler::Dmdasd => Box::new(dm::DequeModel::new(kind, workers)),
+    }
+}
+
+/// What a policy may read of the runtime (and the run's random stream it may draw from).
+pub struct View<'a> {
+    pub graph: &'a Graph,
+    pub machine: &'a Machine,
+    pub models: &'a mut Models,
+    pub replicas: &'a Replicas,
+    /// dm* predictions per task: (length, transfer not hidden).
+    pub pred: &'a [(f64, f64)],
+    /// The task each worker runs.
+    pub running: &'a [Option<u32>],
+    pub rng: &'a mut rand_chacha::ChaCha8Rng,
+    /// The current time in seconds.
+    pub now: f64,
+    /// dmda's fitness weights (StarPU's alpha and beta).
+    pub alpha: f64,
+    pub beta: f64,
+}
+
+impl View<'_> {
+    pub fn priority(&self, t: u32) -> i64 {
+        self.graph.tasks[t as usize].priority
+    }
+
+    pub fn codelet(&self, t: u32) -> u16 {
+        self.graph.tasks[t as usize].codelet
+    }
+
+    pub fn workers(&self) -> &[Worker] {
+        &self.machine.workers
+    }
+
+    pub fn can_run(&mut self, t: u32, w: usize) -> bool {
+        self.predicted(t, w).is_some()
+    }
+
+    /// The model's mean time of task `t` on worker `w` and whether the model is calibrated
+    /// there (else dm* see NaN); `None`: it cannot run there.
+    pub fn predicted(&mut self, t: u32, w: usize) -> Option<(f64, bool)> {
+        let task = &self.graph.tasks[t as usize];
+        if !self.machine.fits(w, task.size) {
+            return None;
+        }
+        let arch = self.machine.workers[w].arch;
+        self.models.timing(task, arch).map(|(m, _, cal)| (m, cal))
+    }
+
+    pub fn is_gpu(&self, w: usize) -> bool {
+        matches!(self.machine.workers[w].arch, Arch::Cuda(_))
+    }
+
+    /// Workers of each kind: (GPUs, CPUs).
+    pub fn worker_counts(&self) -> (usize, usize) {
+        let gpus = (0..self.machine.workers.len())
+            .filter(|&w| self.is_gpu(w))
+            .count();
+        (gpus, self.machine.workers.len() - gpus)
+    }
+
+    /// How much faster a GPU runs task `t` than a CPU core (the models' means): infinite
+    /// when only GPUs can run it, 0 when only CPUs can.
+    pub fn acceleration(&mut self, t: u32) -> f64 {
+        let mean = |rt: &mut View, gpu: bool| {
+            (0..rt.machine.workers.len())
+                .find(|&w| rt.is_gpu(w) == gpu && rt.can_run(t, w))
+                .and_then(|w| rt.predicted(t, w))
+                .map(|(m, _)| m)
+        };
+        match (mean(self, false), mean(self, true)) {
+            (Some(cpu), Some(gpu)) if gpu > 0.0 => cpu / gpu,
+            (_, Some(_)) => f64::INFINITY,
+            _ => 0.0,
+        }
+    }
+
+    pub fn is_busy(&self, w: usize) -> bool {
+        self.running[w].is_some()
+    }
+
+    /// A uniform draw in [0, 1) from the run's seeded stream.
+    pub fn uniform(&mut self) -> f64 {
+        let x = self.rng.next_u64();
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    pub fn prediction(&self, t: u32) -> (f64, f64) {
+        self.pred[t as usize]
+    }
+
+    /// dmda's penalty: predicted time to bring the task's read data to `w`'s node (data
+    /// valid there or already on its way cost nothing).
+    pub fn transfer_penalty(&self, t: u32, w: usize) -> f64 {
+        let node = self.machine.workers[w].node;
+        let mut total = 0.0;
+        for &(h, mode) in &self.graph.tasks[t as usize].accesses {
+            if !mode.reads() {
+                continue;
+            }
+            let r = self.replicas.get(h, node);
+            if r.valid() || r.incoming.is_some() {
+                continue;
+            }
+            let size = self.graph.handles[h as usize].size;
+            if let Some(src) = self.replicas.source_for(h, node, size, self.machine) {
+                total += self.machine.predict(src, node, size);
+            }
+        }
+        total
+    }
+
+    /// Bytes the task would still need on `w`'s node: (to transfer, to allocate).
+    pub fn missing_bytes(&self, t: u32, w: usize) -> (f64, f64) {
+        let node = self.machine.workers[w].node;
+        let (mut ready, mut alloc) = (0.0, 0.0);
+        for &(h, mode) in &self.graph.tasks[t as usize].accesses {
+            let r = self.replicas.get(h, node);
+            let size = self.graph.handles[h as usize].size;
+            if mode.reads() && !r.valid() {
+                ready += size;
+            }
+            if !r.allocated {
+                alloc += size;
+            }
+        }
+        (ready, alloc)
+    }
+}
+
+/// Inserts after every task of priority >= `prio` (highest first, FIFO within a priority).
+fn insert_sorted(q: &mut VecDeque<u32>, t: u32, prio: i64, rt: &View) {
+    let at = q.partition_point(|&x| rt.priority(x) >= prio);
+    q.insert(at, t);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platform::Endpoint;
+    use crate::runtime::graph;
+    use crate::runtime::machine::MemNode;
+    use crate::runtime::memory::Msi;
+    use hetsim_components::load::from_ron;
+    use hetsim_components::scenario::PlatformSpec;
+    use hetsim_components::tasks::{CodeletModel, DagSpec};
+    use rand_core::SeedableRng;
+    use std::collections::BTreeMap;
+
+    /// One GPU (CUDA0, memory node 1, 10 GB/s to RAM both ways, no latency) and one CPU
+    /// core (RAM), a DAG and codelet models.
+    struct Fixture {
+        graph: Graph,
+        machine: Machine,
+        models: Models,
+        replicas: Replicas,
+        pred: Vec<(f64, f64)>,
+        running: Vec<Option<u32>>,
+        rng: rand_chacha::ChaCha8Rng,
+    }
+
+    impl Fixture {
+        fn new(dag: &str, models: &str) -> Fixture {
+            let dag: DagSpec = from_ron(dag, "test", "").unwrap();
+            let graph = graph::from_dag(&dag).unwrap();
+            let given: BTreeMap<String, CodeletModel> = from_ron(models, "test", "").unwrap();
+            let models =
+                Models::new(&graph.codelets, &given, &PlatformSpec::File(String::new())).unwrap();
+            let worker = |arch, node, name: &str, speedup| Worker {
+                arch,
+                node,
+                name: name.into(),
+                speedup,
+            };
+            let node = |name: &str, endpoint, capacity| MemNode {
+                name: name.into(),
+                endpoint,
+                capacity,
+            };
+            let machine = Machine {
+                workers: vec![
+                    worker(Arch::Cuda(0), 1, "CUDA0", 13.33),
+                    worker(Arch::Cpu, 0, "CPU0", 0.5),
+                ],
+                nodes: vec![
+                    node("RAM", Endpoint::Host { node: 0 }, f64::INFINITY),
+                    node("CUDA0", Endpoint::Gpu { node: 0, gpu: 0 }, 16e9),
+                ],
+                bw: vec![vec![0.0, 10e9], vec![10e9, 0.0]],
+                lat: vec![vec![0.0; 2]; 2],
+                direct: vec![vec![true; 2]; 2],
+            };
+            let replicas = Replicas::new(&graph, 2);
+            let n = graph.tasks.len();
+            Fixture {
+                graph,
+                machine,
+                models,
+                replicas,
+                pred: vec![(0.0, 0.0); n],
+                running: vec![None; 2],
+                rng: rand_chacha::ChaCha8Rng::seed_from_u64(1),
+            }
+        }
+
+        fn view(&mut self) -> View<'_> {
+            View {
+                graph: &self.graph,
+                machine: &self.machine,
+                models: &mut self.models,
+                replicas: &self.replicas,
+                pred: &self.pred,
+                running: &self.running,
+                rng: &mut self.rng,
+                now: 0.0,
+                alpha: 1.0,
+                beta: 1.0,
+            }
+        }
+    }
+
+    const READS_X: &str = r#"(handles: [(name: "x", size: 1e9)],
+        tasks: [(name: "t", codelet: "k", accesses: [("x", R)])])"#;
+    const GPU_FASTER: &str =
+        r#"{"k": (cpu: Some(Constant("100ms")), cuda: Some(Constant("10ms")))}"#;
+
+    #[test]
+    fn dmda_weighs_the_transfer_a_gpu_would_need() {
+        // On the GPU: 10 ms after copying 1 GB, which StarPU predicts at 2 x ngpus x size /
+        // bandwidth = 0.2 s: ends at 0.21 s, fitness (0.21 - 0.1) + 0.2 = 0.31. On the CPU
+        // the data are there: ends at 0.1 s, fitness 0. dmda takes the CPU and prefetches
+        // for it; dm, blind to data, takes the GPU.
+        let mut f = Fixture::new(READS_X, GPU_FASTER);
+        let mut dmda = policy(Scheduler::Dmda, 2);
+        let pushed = dmda.push(0, None, &mut f.view());
+        assert_eq!(
+            pushed,
+            Pushed {
+                prediction: Some((0.1, 0.0)),
+                prefetch: Some(1)
+            }
+        );
+        assert_eq!(dmda.pop(0, &mut f.view()), None);
+        assert_eq!(dmda.pop(1, &mut f.view()), Some(0));
+
+        let mut dm = policy(Scheduler::Dm, 2);
+        let pushed = dm.push(0, None, &mut f.view());
+        assert_eq!(pushed.prefetch, None);
+        assert_eq!(dm.pop(0, &mut f.view()), Some(0));
+
+        // With x already valid on the GPU, dmda takes the GPU too.
+        f.replicas.get_mut(0, 1).state = Msi::Shared;
+        let mut dmda = policy(Scheduler::Dmda, 2);
+        let pushed = dmda.push(0, None, &mut f.view());
+        assert_eq!(pushed.prefetch, Some(0));
+        assert_eq!(pushed.prediction, Some((0.01, 0.0)));
+    }
+
+    #[test]
+    fn lws_steals_the_newest_task_of_the_top_priority_from_a_busy_worker() {
+        let dag = r#"(handles: [], tasks: [
+            (name: "a", codelet: "k", priority: 0), (name: "b", codelet: "k", priority: 1),
+            (name: "c", codelet: "k", priority: 1), (name: "d", codelet: "k", priority: 0)])"#;
+        let mut f = Fixture::new(dag, GPU_FASTER);
+        let mut lws = policy(Scheduler::Lws, 2);
+        // Released by worker 0: its deque holds b, c (priority 1) then a, d.
+        for t in 0..4 {
+            lws.push(t, Some(0), &mut f.view());
+        }
+        assert_eq!(lws.queued(), 4);
+        // Worker 1 has nothing; worker 0 is idle, so nothing to steal yet.
+        assert_eq!(lws.pop(1, &mut f.view()), None);
+        f.running[0] = Some(9);
+        assert_eq!(lws.pop(1, &mut f.view()), Some(2));
+        assert_eq!(lws.pop(1, &mut f.view()), Some(1));
+        // Worker 0 pops its own head.
+        assert_eq!(lws.pop(0, &mut f.view()), Some(0));
+        assert_eq!(lws.pop(1, &mut f.view()), Some(3));
+    }
+
+    #[test]
+    fn eager_hands_out_in_arrival_order_and_prio_by_priority() {
+        let dag = r#"(handles: [], tasks: [
+            (name: "a", codelet: "k", priority: 0), (name: "b", codelet: "k", priority: 5)])"#;
+        let mut f = Fixture::new(dag, GPU_FASTER);
+        let mut eager = policy(Scheduler::Eager, 2);
+        let mut prio = policy(Scheduler::Prio, 2);
+        for t in 0..2 {
+            eager.push(t, None, &mut f.view());
+            prio.push(t, None, &mut f.view());
+        }
+        assert_eq!(eager.pop(1, &mut f.view()), Some(0));
+        assert_eq!(prio.pop(1, &mut f.view()), Some(1));
+    }
+}
