@@ -39,6 +39,7 @@ mod matching;
 pub mod program;
 mod protocol;
 mod rank;
+mod selection;
 mod setup;
 
 use bevy_app::{App, Plugin};

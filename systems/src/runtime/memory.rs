@@ -1,8 +1,12 @@
-//! Data on memory nodes: each handle's replica per node in MSI states, and StarPU's choice of
-//! the copy a transfer reads from.
+//! Data on memory nodes: each handle's replica per node in MSI states, StarPU's choice of the
+//! copy a transfer reads from, allocation (a cache of freed buffers reused by size, cudaMalloc
+//! and cudaFree costs a node's driver owes), the LRU eviction order with write-back, and
+//! push-time prefetch with its pins and postponements.
 
+use super::core::{CUDA_FREE, CUDA_MALLOC, MIB, PINNED_PER_MIB, Runtime};
 use super::graph::Graph;
 use super::machine::Machine;
+use super::transfers::Level;
 
 /// A replica's coherency state (MSI).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -89,6 +93,256 @@ impl Replicas {
         match best {
             Some((_, n)) if !unknown => Some(n),
             _ => (0..self.nodes as u32).find(|&n| self.get(h, n).valid()),
+        }
+    }
+}
+
+/// Whether an allocation may evict replicas, and which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Evict {
+    No,
+    /// A task's fetch: any idle replica.
+    ForFetch,
+    /// A push-time prefetch: idle replicas no other queued task prefetched.
+    ForPrefetch,
+}
+
+/// A prefetch waiting for memory: (task priority, first postponed first, handle, task).
+pub type Postponed = (i64, std::cmp::Reverse<u64>, u32, u32);
+
+impl Runtime {
+    /// dm* prefetch at push: start bringing the task's inputs to `w`'s node. The replicas
+    /// stay pinned against other prefetches' evictions until the task is popped.
+    pub(crate) fn prefetch(&mut self, t: u32, w: usize) {
+        if !self.prefetch_on {
+            return;
+        }
+        let node = self.machine.workers[w].node;
+        self.prefetched[t as usize] = true;
+        let acc = self.graph.tasks[t as usize].accesses.clone();
+        for (h, mode) in acc {
+            if !mode.reads() {
+                continue;
+            }
+            self.replicas.get_mut(h, node).prefetch_pins += 1;
+            if self.replicas.get(h, node).state == Msi::Invalid {
+                let prio = self.priority(t);
+                if self.allocate(h, node, Evict::ForPrefetch) {
+                    self.request(h, node, Level::Prefetch, prio);
+                } else {
+                    self.postponed_seq += 1;
+                    let seq = std::cmp::Reverse(self.postponed_seq);
+                    self.postponed[node as usize].push((prio, seq, h, t));
+                }
+            }
+        }
+    }
+
+    /// Memory came free on `node`: postponed prefetches go again, most urgent first, until
+    /// one still finds none.
+    pub(crate) fn retry_prefetches(&mut self, node: u32) {
+        while let Some(&(prio, seq, h, t)) = self.postponed[node as usize].peek() {
+            if self.prefetched[t as usize] && self.replicas.get(h, node).state == Msi::Invalid {
+                if !self.allocate(h, node, Evict::ForPrefetch) {
+                    break;
+                }
+                self.request(h, node, Level::Prefetch, prio);
+            }
+            // Brought, popped (its fetch takes over), or already there.
+            let top = self.postponed[node as usize].pop();
+            debug_assert_eq!(top.map(|e| e.1), Some(seq));
+        }
+    }
+
+    /// The task leaves its worker's queue: its prefetch pins go.
+    pub(crate) fn unpin_prefetch(&mut self, t: u32, node: u32) {
+        if std::mem::take(&mut self.prefetched[t as usize]) {
+            let acc = self.graph.tasks[t as usize].accesses.clone();
+            for (h, mode) in acc {
+                if mode.reads() {
+                    self.replicas.get_mut(h, node).prefetch_pins -= 1;
+                }
+            }
+        }
+    }
+
+    /// Allocates `h` on `node` as StarPU does: a cached buffer of the same size, else
+    /// cudaMalloc; short of memory, free cached buffers (cudaFree) and, with `evict`, evict
+    /// LRU replicas and reuse their buffers. False: not now. In RAM only handles without home
+    /// data get here, in pinned memory.
+    pub(crate) fn allocate(&mut self, h: u32, node: u32, evict: Evict) -> bool {
+        if self.replicas.get(h, node).allocated {
+            return true;
+        }
+        let size = self.graph.handles[h as usize].size;
+        let n = node as usize;
+        if node == 0 {
+            if self.overheads && self.machine.nodes.len() > 1 {
+                self.debt[0] += PINNED_PER_MIB * size / MIB;
+            }
+        } else if !self.take_cached(n, size) {
+            let cap = self.machine.nodes[n].capacity;
+            let mut reused = false;
+            if self.mem_limit && self.used[n] + size > cap {
+                self.flush_cache(n, size);
+                if self.used[n] + size > cap {
+                    let prefetch = evict == Evict::ForPrefetch;
+                    if evict == Evict::No || (prefetch && self.prefetch_oom[n]) {
+                        return false;
+                    }
+                    self.evict(node, self.used[n] + size - cap, prefetch);
+                    reused = self.take_cached(n, size);
+                    if !reused {
+                        self.flush_cache(n, size);
+                        if self.used[n] + size > cap {
+                            if prefetch {
+                                self.prefetch_oom[n] = true;
+                            }
+                            return false;
+                        }
+                    }
+                }
+            }
+            if !reused {
+                self.used[n] += size;
+                self.peak[n] = self.peak[n].max(self.used[n]);
+                debug_assert!(
+                    !self.mem_limit || self.used[n] <= cap * (1.0 + 1e-12),
+                    "memory over capacity"
+                );
+                if self.overheads {
+                    self.debt[n] += CUDA_MALLOC;
+                }
+            }
+        }
+        let tick = self.tick;
+        let r = self.replicas.get_mut(h, node);
+        r.allocated = true;
+        r.last_use = tick;
+        if node != 0 {
+            self.lru[n].insert((tick, h));
+        }
+        true
+    }
+
+    /// Takes a cached buffer of exactly `size` bytes on node `n`.
+    pub(crate) fn take_cached(&mut self, n: usize, size: f64) -> bool {
+        match self.cache[n].iter().position(|&s| s == size) {
+            Some(i) => {
+                self.cache[n].swap_remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Out of memory for `size` bytes on node `n`: cudaFree cached buffers, newest first,
+    /// until twice that is freed (StarPU's reclaim target) or none is left.
+    pub(crate) fn flush_cache(&mut self, n: usize, size: f64) {
+        let mut freed = 0.0;
+        while freed < 2.0 * size {
+            let Some(s) = self.cache[n].pop() else { break };
+            self.used[n] -= s;
+            freed += s;
+            if self.overheads {
+                self.debt[n] += CUDA_FREE;
+            }
+        }
+    }
+
+    /// A `wont_use` hint came due: `h`'s GPU copies go to the front of the eviction order,
+    /// and a dirty one is written back to RAM when its link is idle (an IDLEFETCH request),
+    /// so that evicting it later costs nothing.
+    pub(crate) fn evict_first(&mut self, h: u32) {
+        for node in 1..self.machine.nodes.len() as u32 {
+            let r = self.replicas.get_mut(h, node);
+            if r.allocated {
+                let old = r.last_use;
+                r.last_use = 0;
+                // Dirty: valid here while RAM (the home) is not.
+                let dirty = r.state != Msi::Invalid && !r.evicting;
+                self.lru[node as usize].remove(&(old, h));
+                self.lru[node as usize].insert((0, h));
+                if dirty && self.replicas.get(h, 0).state == Msi::Invalid {
+                    self.allocate(h, 0, Evict::No);
+                    self.request(h, 0, Level::Idle, 0);
+                }
+            }
+        }
+    }
+
+    /// Marks a use of `h` on `node` (moves it to the back of the eviction order).
+    pub(crate) fn touch(&mut self, h: u32, node: u32) {
+        let tick = self.tick;
+        let r = self.replicas.get_mut(h, node);
+        let old = r.last_use;
+        r.last_use = tick;
+        if node != 0 && r.allocated {
+            self.lru[node as usize].remove(&(old, h));
+            self.lru[node as usize].insert((tick, h));
+        }
+    }
+
+    /// Frees at least `need` bytes on `node` by evicting idle replicas, least recently used
+    /// first (shared ones dropped, owners written back to RAM). For a prefetch, replicas
+    /// other queued tasks prefetched are kept.
+    pub(crate) fn evict(&mut self, node: u32, need: f64, for_prefetch: bool) {
+        let nn = self.machine.nodes.len();
+        // Victims in LRU order until `need` bytes would be freed (write-backs free later).
+        let mut victims = Vec::new();
+        let mut counted = 0.0;
+        for &(_, h) in &self.lru[node as usize] {
+            if counted >= need {
+                break;
+            }
+            let r = self.replicas.get(h, node);
+            if r.refcnt == 0
+                && r.incoming.is_none()
+                && !r.evicting
+                && !(for_prefetch && r.prefetch_pins > 0)
+            {
+                victims.push(h);
+                counted += self.graph.handles[h as usize].size;
+            }
+        }
+        for h in victims {
+            let r = *self.replicas.get(h, node);
+            let others: Vec<u32> = (0..nn as u32)
+                .filter(|&n| n != node && self.replicas.get(h, n).state != Msi::Invalid)
+                .collect();
+            if r.state != Msi::Invalid && others.is_empty() {
+                // The only valid copy: write it back to RAM, free when done. Copies to GPUs
+                // without peer access may ride on it (`request`).
+                self.replicas.get_mut(h, node).evicting = true;
+                self.report.writebacks += 1;
+                self.allocate(h, 0, Evict::No);
+                let x = self.new_xfer(h, node, 0, true, Level::Fetch, 0);
+                self.replicas.get_mut(h, 0).incoming = Some(x);
+            } else {
+                self.free(h, node);
+                // The last valid copy elsewhere owns the data now.
+                if let [last] = others[..] {
+                    self.replicas.get_mut(h, last).state = Msi::Owner;
+                }
+            }
+            self.report.evictions += 1;
+        }
+    }
+
+    pub(crate) fn free(&mut self, h: u32, node: u32) {
+        let size = self.graph.handles[h as usize].size;
+        let r = self.replicas.get_mut(h, node);
+        let last = r.last_use;
+        r.allocated = false;
+        r.state = Msi::Invalid;
+        r.evicting = false;
+        self.lru[node as usize].remove(&(last, h));
+        self.cache[node as usize].push(size);
+        self.freed[node as usize] = true;
+        let waiting = std::mem::take(&mut self.mem_wait[node as usize]);
+        for t in waiting {
+            let w = self.worker_of[t as usize];
+            self.wake(w);
         }
     }
 }

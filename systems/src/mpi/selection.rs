@@ -1,0 +1,188 @@
+//! Which algorithm a collective uses: MPICH 3.4's default thresholds (`Mpich`), TraceR's
+//! choices (`Tracer`), or one forced per collective.
+
+use hetsim_components::mpi::Select;
+
+use super::program::Coll;
+
+/// A collective algorithm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Algo {
+    Dissemination,
+    TreeBarrier,
+    Binomial,
+    BinaryTree,
+    ScatterRdAllgather,
+    ScatterRingAllgather,
+    Rabenseifner,
+    RecursiveDoubling,
+    Ring,
+    Bruck,
+    Pairwise,
+    Scattered,
+    RecursiveHalving,
+}
+
+impl Algo {
+    pub fn name(self) -> &'static str {
+        match self {
+            Algo::Dissemination => "dissemination",
+            Algo::TreeBarrier => "binary_tree_allreduce",
+            Algo::Binomial => "binomial",
+            Algo::BinaryTree => "binary_tree",
+            Algo::ScatterRdAllgather => "scatter_rd_allgather",
+            Algo::ScatterRingAllgather => "scatter_ring_allgather",
+            Algo::Rabenseifner => "rabenseifner",
+            Algo::RecursiveDoubling => "recursive_doubling",
+            Algo::Ring => "ring",
+            Algo::Bruck => "bruck",
+            Algo::Pairwise => "pairwise",
+            Algo::Scattered => "scattered",
+            Algo::RecursiveHalving => "recursive_halving",
+        }
+    }
+
+    /// The algorithms a collective can use.
+    pub fn for_collective(name: &str) -> &'static [Algo] {
+        use Algo::*;
+        match name {
+            "barrier" => &[Dissemination, TreeBarrier],
+            "bcast" => &[
+                Binomial,
+                BinaryTree,
+                ScatterRdAllgather,
+                ScatterRingAllgather,
+            ],
+            "reduce" => &[Binomial, BinaryTree, Rabenseifner],
+            "allreduce" => &[RecursiveDoubling, Rabenseifner, Ring, BinaryTree],
+            "allgather" => &[Ring, RecursiveDoubling, Bruck],
+            "alltoall" => &[Pairwise, Bruck, Scattered],
+            "reduce_scatter" => &[RecursiveHalving, Pairwise],
+            _ => &[],
+        }
+    }
+
+    pub fn parse(collective: &str, name: &str) -> Result<Algo, String> {
+        let algos = Algo::for_collective(collective);
+        if algos.is_empty() {
+            return Err(format!(
+                "`{collective}` is not a collective (barrier, bcast, reduce, allreduce, allgather, alltoall, reduce_scatter)"
+            ));
+        }
+        algos
+            .iter()
+            .copied()
+            .find(|a| a.name() == name)
+            .ok_or_else(|| {
+                format!(
+                    "`{name}` is not an algorithm of {collective}; expected one of {}",
+                    algos
+                        .iter()
+                        .map(|a| a.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })
+    }
+}
+
+/// How collectives choose their algorithm.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    pub select: Select,
+    /// Forced algorithms by collective name.
+    pub force: Vec<(String, Algo)>,
+    /// Seconds per byte reduced.
+    pub reduce_cost: f64,
+}
+
+impl Policy {
+    /// The algorithm for `coll` on `p` ranks.
+    pub fn choose(&self, coll: &Coll, p: u32) -> Algo {
+        if let Some((_, a)) = self.force.iter().find(|(n, _)| *n == coll.name()) {
+            return *a;
+        }
+        let pow2 = p.is_power_of_two();
+        use Algo::*;
+        match (self.select, *coll) {
+            (Select::Tracer, Coll::Barrier) => TreeBarrier,
+            (Select::Tracer, Coll::Bcast { .. }) => BinaryTree,
+            (Select::Tracer, Coll::Reduce { .. }) => BinaryTree,
+            (Select::Tracer, Coll::Allreduce { .. }) => BinaryTree,
+            (Select::Tracer, Coll::Allgather { bytes }) => {
+                if bytes * p as f64 <= 163840.0 {
+                    Bruck
+                } else {
+                    Ring
+                }
+            }
+            (Select::Tracer, Coll::Alltoall { bytes }) => {
+                if bytes <= 512.0 {
+                    Bruck
+                } else {
+                    Pairwise
+                }
+            }
+            (Select::Tracer, Coll::ReduceScatter { .. }) => Pairwise,
+            (Select::Mpich, Coll::Barrier) => Dissemination,
+            (Select::Mpich, Coll::Bcast { bytes, .. }) => {
+                if p < 8 || bytes <= 12288.0 {
+                    Binomial
+                } else if pow2 && bytes <= 524288.0 {
+                    ScatterRdAllgather
+                } else {
+                    ScatterRingAllgather
+                }
+            }
+            (Select::Mpich, Coll::Reduce { bytes, .. }) => {
+                if bytes <= 2048.0 || bytes / 8.0 < prev_pow2(p) as f64 {
+                    Binomial
+                } else {
+                    Rabenseifner
+                }
+            }
+            (Select::Mpich, Coll::Allreduce { bytes, .. }) => {
+                if bytes <= 8.0 || bytes / 8.0 < prev_pow2(p) as f64 {
+                    RecursiveDoubling
+                } else {
+                    Rabenseifner
+                }
+            }
+            (Select::Mpich, Coll::Allgather { bytes }) => {
+                let total = bytes * p as f64;
+                if total < 524288.0 && pow2 {
+                    RecursiveDoubling
+                } else if total < 81920.0 {
+                    Bruck
+                } else {
+                    Ring
+                }
+            }
+            (Select::Mpich, Coll::Alltoall { bytes }) => {
+                if p >= 8 && bytes <= 256.0 {
+                    Bruck
+                } else if bytes <= 32768.0 {
+                    Scattered
+                } else {
+                    Pairwise
+                }
+            }
+            (Select::Mpich, Coll::ReduceScatter { bytes, .. }) => {
+                if bytes < 524288.0 && pow2 {
+                    RecursiveHalving
+                } else {
+                    Pairwise
+                }
+            }
+        }
+    }
+}
+
+/// The largest power of two not above `p` (0 for 0).
+pub fn prev_pow2(p: u32) -> u32 {
+    if p == 0 {
+        0
+    } else {
+        1 << (31 - p.leading_zeros())
+    }
+}

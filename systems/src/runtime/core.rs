@@ -1,0 +1,436 @@
+//! The runtime's state and its worker loop: tasks released to the policy, workers popping,
+//! fetching their tasks' data, running them one at a time, and what a task's end releases.
+//! Plain state in; timers and transfer flows out (`timers`, `flows`), handed to the calendar
+//! and the network by the coordinator.
+
+use rand_core::Rng;
+use std::collections::{BinaryHeap, VecDeque};
+
+use bevy_ecs::prelude::Resource;
+use hetsim_components::SimTime;
+use hetsim_components::tasks::Mode;
+use hetsim_engine::record::ResId;
+
+use super::graph::Graph;
+use super::machine::{Arch, Machine, Models};
+use super::memory::{Evict, Msi, Postponed, Replicas};
+use super::sched::{Policy, View};
+use super::transfers::{Level, Xfer};
+
+/// StarPU-SimGrid's runtime costs (notes 5.2), seconds: per transfer and per GPU kernel
+/// queued, cudaMalloc, cudaFree, and pinning host memory per MiB.
+pub const QUEUE_COST: f64 = 10e-6;
+pub const CUDA_MALLOC: f64 = 175e-6;
+pub const CUDA_FREE: f64 = 750e-6;
+pub const PINNED_PER_MIB: f64 = 650e-6;
+pub const MIB: f64 = 1048576.0;
+
+/// A timer the runtime asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Due {
+    /// A task's time is up.
+    TaskDone(u32),
+    /// A transfer off the shared bus is over.
+    XferDone(u32),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskState {
+    Blocked,
+    Queued,
+    Fetching,
+    Ready,
+    Running,
+    Done,
+}
+
+#[derive(Debug, Default)]
+pub struct WorkerRt {
+    /// Popped tasks in order: the front runs first.
+    pub(crate) in_hand: VecDeque<u32>,
+    pub(crate) fetching: Option<u32>,
+    pub(crate) busy_s: f64,
+    pub(crate) tasks: u64,
+    pub(crate) row: Option<ResId>,
+}
+
+/// What the runtime did, for the summary.
+#[derive(Resource, Debug, Clone, Default)]
+pub struct RuntimeReport {
+    pub scheduler: String,
+    pub tasks: u64,
+    pub makespan_s: f64,
+    /// The application's flop count (n^3/3 Cholesky, 2n^3/3 LU, 4n^3/3 QR; the tasks' sum for
+    /// a DAG) over the makespan.
+    pub gflops: f64,
+    pub workers: Vec<(String, f64, u64)>,
+    pub bytes_h2d: f64,
+    pub bytes_d2h: f64,
+    pub bytes_d2d: f64,
+    pub transfers: u64,
+    pub evictions: u64,
+    pub writebacks: u64,
+    /// Per task: start, end (s) and worker index.
+    pub task_times: Vec<(f64, f64, u32)>,
+    /// Per memory node: name, capacity and the most bytes ever allocated there.
+    pub memory: Vec<(String, f64, f64)>,
+    /// Each worker's memory node (index into `memory`).
+    pub worker_nodes: Vec<u32>,
+    /// The task graph that ran (for StarPU-style traces: tasks.rec, data.rec, dag.dot).
+    pub graph: std::sync::Arc<Graph>,
+}
+
+/// The runtime's whole state.
+#[derive(Resource, Default)]
+pub struct Runtime {
+    pub(crate) graph: Graph,
+    pub(crate) machine: Machine,
+    pub(crate) models: Models,
+    /// The scheduling policy (set up with the runtime).
+    pub(crate) sched: Option<Box<dyn Policy>>,
+    pub(crate) state: Vec<TaskState>,
+    pub(crate) left: Vec<u32>,
+    pub(crate) worker_of: Vec<u32>,
+    /// dm* predictions per task: (length, transfer not hidden), seconds.
+    pub(crate) pred: Vec<(f64, f64)>,
+    pub(crate) replicas: Replicas,
+    pub(crate) used: Vec<f64>,
+    pub(crate) peak: Vec<f64>,
+    /// Allocated GPU replicas per node by last use: the eviction order.
+    pub(crate) lru: Vec<std::collections::BTreeSet<(u64, u32)>>,
+    /// Freed GPU buffers by node (sizes), still counted as used: reusable without
+    /// cudaMalloc, or freed with cudaFree when memory runs short.
+    pub(crate) cache: Vec<Vec<f64>>,
+    /// Allocation costs (cudaMalloc, cudaFree, pinned RAM) each node's driver still owes:
+    /// paid by the next copy into the node or the next task started there.
+    pub(crate) debt: Vec<f64>,
+    pub(crate) xfers: Vec<Xfer>,
+    /// Requests not yet started, per node pair (`src * nodes + dst`).
+    pub(crate) requests: Vec<Vec<u32>>,
+    /// Requests started and not finished, per node pair.
+    pub(crate) inflight: Vec<u32>,
+    /// Transfers of each handle requested and not finished: a task that writes the handle
+    /// waits until there are none (a write-back in flight must not land after the write).
+    pub(crate) handle_xfers: Vec<u32>,
+    /// Workers whose fetched task waits so, with the handle.
+    pub(crate) write_wait: Vec<(u32, u32)>,
+    /// Transfers queued or running on the shared bus.
+    pub(crate) pending: Vec<u32>,
+    /// Tasks each `wont_use` hint still waits for.
+    pub(crate) hints_left: Vec<u32>,
+    /// Tasks waiting for memory on each node.
+    pub(crate) mem_wait: Vec<Vec<u32>>,
+    /// A prefetch found nothing to evict on the node: later prefetches there use free memory
+    /// only, until a task ends there (StarPU's `prefetch_out_of_memory`).
+    pub(crate) prefetch_oom: Vec<bool>,
+    /// Tasks whose inputs are pinned by their push-time prefetch, until they are popped.
+    pub(crate) prefetched: Vec<bool>,
+    /// Prefetches that found no memory, per node, most urgent on top (task priority, then
+    /// first postponed): retried when memory frees up there, while their task is queued.
+    pub(crate) postponed: Vec<BinaryHeap<Postponed>>,
+    pub(crate) postponed_seq: u64,
+    /// Nodes where memory was freed this step.
+    pub(crate) freed: Vec<bool>,
+    pub(crate) workers: Vec<WorkerRt>,
+    /// The task each worker runs.
+    pub(crate) running: Vec<Option<u32>>,
+    /// Worker indices that may make progress.
+    pub(crate) dirty: Vec<u32>,
+    pub(crate) dirty_mark: Vec<bool>,
+    pub(crate) tick: u64,
+    pub(crate) now: SimTime,
+    pub(crate) alpha: f64,
+    pub(crate) beta: f64,
+    pub(crate) pipeline: u32,
+    pub(crate) overheads: bool,
+    pub(crate) mem_limit: bool,
+    pub(crate) shared_bus: bool,
+    pub(crate) prefetch_on: bool,
+    pub(crate) noise: bool,
+    pub(crate) rng: Option<rand_chacha::ChaCha8Rng>,
+    pub(crate) flops: f64,
+    pub(crate) done: u64,
+    pub(crate) report: RuntimeReport,
+    /// Events to schedule after a step's work: (time, event).
+    pub(crate) timers: Vec<(SimTime, Due)>,
+    pub(crate) flows: Vec<(SimTime, u32)>,
+    pub(crate) intervals: Vec<(ResId, u16, u32, SimTime, SimTime)>,
+}
+
+impl Runtime {
+    pub(crate) fn priority(&self, t: u32) -> i64 {
+        self.graph.tasks[t as usize].priority
+    }
+
+    pub(crate) fn uniform(&mut self) -> f64 {
+        let x = self.rng.as_mut().expect("seeded").next_u64();
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// The policy, and what it may read of the rest of the runtime.
+    pub(crate) fn policy_and_view(&mut self) -> (&mut dyn Policy, View<'_>) {
+        let Runtime {
+            sched,
+            graph,
+            machine,
+            models,
+            replicas,
+            pred,
+            running,
+            rng,
+            now,
+            alpha,
+            beta,
+            ..
+        } = self;
+        let view = View {
+            graph,
+            machine,
+            models,
+            replicas,
+            pred,
+            running,
+            rng: rng.as_mut().expect("seeded"),
+            now: now.as_secs_f64(),
+            alpha: *alpha,
+            beta: *beta,
+        };
+        (sched.as_deref_mut().expect("a policy"), view)
+    }
+
+    pub(crate) fn source_for(&self, h: u32, dst: u32) -> Option<u32> {
+        let size = self.graph.handles[h as usize].size;
+        self.replicas.source_for(h, dst, size, &self.machine)
+    }
+
+    /// Task `t`'s dependencies are done: hand it to the policy.
+    pub(crate) fn release(&mut self, t: u32, by: Option<u32>) {
+        self.state[t as usize] = TaskState::Queued;
+        let (policy, mut view) = self.policy_and_view();
+        let pushed = policy.push(t, by, &mut view);
+        if let Some(p) = pushed.prediction {
+            self.pred[t as usize] = p;
+        }
+        if let Some(w) = pushed.prefetch {
+            self.prefetch(t, w);
+        }
+        self.wake_all();
+    }
+
+    /// Task `t` ended: its writes make its worker's replicas the owners, hints come due,
+    /// successors are released, and its worker and memory waiters may go on.
+    pub(crate) fn task_done(&mut self, t: u32) {
+        let w = self.worker_of[t as usize] as usize;
+        let node = self.machine.workers[w].node;
+        self.tick += 1;
+        let nn = self.machine.nodes.len() as u32;
+        let acc = self.graph.tasks[t as usize].accesses.clone();
+        for (h, mode) in acc {
+            if mode == Mode::Scratch {
+                continue;
+            }
+            if mode.modifies() {
+                for n in 0..nn {
+                    if n != node {
+                        self.replicas.get_mut(h, n).state = Msi::Invalid;
+                    }
+                }
+                self.replicas.get_mut(h, node).state = Msi::Owner;
+            }
+            self.replicas.get_mut(h, node).refcnt -= 1;
+            self.touch(h, node);
+        }
+        self.running[w] = None;
+        let wr = &mut self.workers[w];
+        wr.in_hand.retain(|&x| x != t);
+        wr.tasks += 1;
+        self.state[t as usize] = TaskState::Done;
+        self.report.task_times[t as usize].1 = self.now.as_secs_f64();
+        self.done += 1;
+        let (policy, view) = self.policy_and_view();
+        policy.on_end(t, w, &view);
+        for i in 0..self.graph.hint_of[t as usize].len() {
+            let id = self.graph.hint_of[t as usize][i] as usize;
+            self.hints_left[id] -= 1;
+            if self.hints_left[id] == 0 {
+                let h = self.graph.hints[id].0;
+                self.evict_first(h);
+            }
+        }
+        let succ: Vec<u32> = self.graph.successors(t).to_vec();
+        for s in succ {
+            self.left[s as usize] -= 1;
+            if self.left[s as usize] == 0 {
+                self.release(s, Some(w as u32));
+            }
+        }
+        self.wake(w as u32);
+        self.prefetch_oom[node as usize] = false;
+        self.freed[node as usize] = true;
+        for n in 0..nn {
+            if !self.mem_wait[n as usize].is_empty() {
+                let waiting = std::mem::take(&mut self.mem_wait[n as usize]);
+                for t in waiting {
+                    self.wake(self.worker_of[t as usize]);
+                }
+            }
+        }
+        if self.done == self.graph.tasks.len() as u64 {
+            self.report.makespan_s = self.now.as_secs_f64();
+        }
+    }
+
+    pub(crate) fn wake(&mut self, w: u32) {
+        if !self.dirty_mark[w as usize] {
+            self.dirty_mark[w as usize] = true;
+            self.dirty.push(w);
+        }
+    }
+
+    pub(crate) fn wake_all(&mut self) {
+        for w in 0..self.workers.len() as u32 {
+            self.wake(w);
+        }
+    }
+
+    /// Lets every worker that may move do so.
+    pub(crate) fn progress(&mut self) {
+        loop {
+            while let Some(w) = self.dirty.pop() {
+                self.dirty_mark[w as usize] = false;
+                self.advance_worker(w as usize);
+            }
+            // Fetches first, then prefetches (StarPU serves its request lists in that order).
+            let nodes: Vec<u32> = (0..self.freed.len() as u32)
+                .filter(|&n| std::mem::take(&mut self.freed[n as usize]))
+                .collect();
+            if nodes.is_empty() {
+                break;
+            }
+            for n in nodes {
+                if !self.postponed[n as usize].is_empty() {
+                    self.retry_prefetches(n);
+                }
+            }
+        }
+    }
+
+    pub(crate) fn advance_worker(&mut self, w: usize) {
+        loop {
+            // Fetching task: are its inputs there now?
+            if let Some(t) = self.workers[w].fetching {
+                if !self.fetch(t, w) {
+                    break;
+                }
+                self.state[t as usize] = TaskState::Ready;
+                self.workers[w].fetching = None;
+            }
+            let slots = match self.machine.workers[w].arch {
+                Arch::Cuda(_) => self.pipeline as usize,
+                Arch::Cpu => 1,
+            };
+            if self.workers[w].in_hand.len() >= slots {
+                break;
+            }
+            let (policy, mut view) = self.policy_and_view();
+            let popped = policy.pop(w, &mut view);
+            let Some(t) = popped else { break };
+            self.worker_of[t as usize] = w as u32;
+            self.state[t as usize] = TaskState::Fetching;
+            self.workers[w].in_hand.push_back(t);
+            self.workers[w].fetching = Some(t);
+            let node = self.machine.workers[w].node;
+            let acc = self.graph.tasks[t as usize].accesses.clone();
+            for (h, _) in acc {
+                self.replicas.get_mut(h, node).refcnt += 1;
+            }
+            self.unpin_prefetch(t, node);
+        }
+        self.try_run(w);
+    }
+
+    /// Allocates and requests the task's data on the worker's node; true once all is there.
+    pub(crate) fn fetch(&mut self, t: u32, w: usize) -> bool {
+        let node = self.machine.workers[w].node;
+        let acc = self.graph.tasks[t as usize].accesses.clone();
+        let mut ready = true;
+        for (h, mode) in acc {
+            if !self.allocate(h, node, Evict::ForFetch) {
+                if !self.mem_wait[node as usize].contains(&t) {
+                    self.mem_wait[node as usize].push(t);
+                }
+                return false;
+            }
+            if mode.reads() {
+                let prio = self.priority(t);
+                self.request(h, node, Level::Fetch, prio);
+                let r = self.replicas.get(h, node);
+                if r.state == Msi::Invalid || r.incoming.is_some() {
+                    ready = false;
+                }
+            }
+        }
+        if ready {
+            // StarPU: a write waits for the requests pending on its handle.
+            let acc = &self.graph.tasks[t as usize].accesses;
+            if let Some(&(h, _)) = acc
+                .iter()
+                .find(|&&(h, m)| m.modifies() && self.handle_xfers[h as usize] > 0)
+            {
+                self.write_wait.push((h, w as u32));
+                return false;
+            }
+        }
+        ready
+    }
+
+    /// Starts the front task of `w` when it is ready and nothing runs.
+    pub(crate) fn try_run(&mut self, w: usize) {
+        if self.running[w].is_some() {
+            return;
+        }
+        let Some(&t) = self.workers[w].in_hand.front() else {
+            return;
+        };
+        if self.state[t as usize] != TaskState::Ready {
+            return;
+        }
+        let arch = self.machine.workers[w].arch;
+        let task = &self.graph.tasks[t as usize];
+        let (mean, sd) = self.models.time(task, arch).expect("checked at push");
+        let mut secs = mean;
+        if self.noise && sd > 0.0 {
+            // Box-Muller from two uniforms of the run's seeded stream.
+            let (u1, u2) = (self.uniform().max(1e-300), self.uniform());
+            secs =
+                (mean + sd * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()).max(0.0);
+        }
+        if self.overheads && matches!(arch, Arch::Cuda(_)) {
+            secs += QUEUE_COST;
+        }
+        // Allocations made for it without a copy (written-only buffers) before it starts.
+        secs += std::mem::take(&mut self.debt[self.machine.workers[w].node as usize]);
+        // Coherence: every buffer the task reads is valid where it runs.
+        debug_assert!(
+            self.graph.tasks[t as usize]
+                .accesses
+                .iter()
+                .all(|&(h, m)| !m.reads()
+                    || self.replicas.get(h, self.machine.workers[w].node).state != Msi::Invalid),
+            "a reader would read a stale copy"
+        );
+        self.report.task_times[t as usize] = (self.now.as_secs_f64(), f64::NAN, w as u32);
+        self.state[t as usize] = TaskState::Running;
+        self.running[w] = Some(t);
+        let wr = &mut self.workers[w];
+        wr.busy_s += secs;
+        let end = self.now.saturating_add(SimTime::from_secs_saturating(secs));
+        if let Some(row) = wr.row {
+            self.intervals
+                .push((row, self.graph.tasks[t as usize].codelet, t, self.now, end));
+        }
+        let (policy, view) = self.policy_and_view();
+        policy.on_start(t, w, &view);
+        self.timers.push((end, Due::TaskDone(t)));
+    }
+}

@@ -1,0 +1,162 @@
+//! Building the runtime of a task-graph workload: the graph (Cholesky, LU, QR generators or
+//! a DAG), the machine and codelet models, and the checks that every task can run.
+
+use std::collections::BinaryHeap;
+
+use hetsim_components::scenario::{PlatformSpec, Workload};
+use hetsim_components::tasks::RuntimeSpec;
+
+use super::core::{Runtime, RuntimeReport, TaskState, WorkerRt};
+use super::graph::{self, Priorities};
+use super::machine::{Machine, Models};
+use super::memory::Replicas;
+use super::sched;
+use crate::platform::Topology;
+
+/// The model switches the runtime reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Flags {
+    pub overheads: bool,
+    pub mem_limit: bool,
+    pub shared_bus: bool,
+    pub prefetch: bool,
+    pub noise: bool,
+}
+
+/// The runtime of a task-graph workload on `platform` (`None`: not a task graph), checked:
+/// every codelet has a model, every task can run somewhere and fits there.
+pub fn build(
+    cfg: (&Workload, &RuntimeSpec),
+    platform: &PlatformSpec,
+    topo: &mut Topology,
+    flags: Flags,
+    rng: rand_chacha::ChaCha8Rng,
+) -> Result<Option<Runtime>, String> {
+    let (workload, spec) = cfg;
+    let prio = if spec.scheduler.uses_priorities() {
+        Priorities::Used
+    } else {
+        Priorities::Ignored
+    };
+    let (graph, flops) = match workload {
+        Workload::Cholesky(t) => {
+            let n = t.n as f64;
+            (
+                graph::cholesky(t.n, t.tile, t.precision.bytes(), prio)
+                    .map_err(|e| format!("workload.Cholesky: {e}"))?,
+                n * n * n / 3.0,
+            )
+        }
+        Workload::Lu(t) => {
+            let n = t.n as f64;
+            (
+                graph::lu(t.n, t.tile, t.precision).map_err(|e| format!("workload.Lu: {e}"))?,
+                2.0 * n * n * n / 3.0,
+            )
+        }
+        Workload::Qr(t) => {
+            let n = t.n as f64;
+            (
+                graph::qr(t.n, t.tile, t.precision.bytes())
+                    .map_err(|e| format!("workload.Qr: {e}"))?,
+                4.0 * n * n * n / 3.0,
+            )
+        }
+        Workload::Dag(d) => {
+            let g = graph::from_dag(d).map_err(|e| format!("workload.Dag: {e}"))?;
+            let f = g.flops();
+            (g, f)
+        }
+        _ => return Ok(None),
+    };
+    let machine = Machine::from_platform(platform, topo)?;
+    if machine.workers.is_empty() {
+        return Err("platform: the runtime has no worker (ncpu = 0 and ncuda = 0)".into());
+    }
+    let mut models = Models::new(&graph.codelets, &spec.models, platform)?;
+    for (c, name) in graph.codelets.iter().enumerate() {
+        let used = graph.tasks.iter().any(|t| t.codelet == c as u16);
+        if used && !models.has_model(c as u16) {
+            return Err(format!(
+                "codelet `{name}` has no performance model: give runtime.models.{name}, or use a StarPU machine with {name}.<hostname>"
+            ));
+        }
+    }
+    // Every task must run somewhere, and fit the memory of where it may run.
+    for t in &graph.tasks {
+        let runnable = (0..machine.workers.len())
+            .any(|w| models.time(t, machine.workers[w].arch).is_some() && machine.fits(w, t.size));
+        if !runnable {
+            let why = if machine
+                .workers
+                .iter()
+                .any(|w| models.time(t, w.arch).is_some())
+            {
+                format!(
+                    "its data ({} bytes) do not fit the memory of any worker that can run it",
+                    t.size
+                )
+            } else {
+                "no worker has a model for it at this size".to_string()
+            };
+            return Err(format!(
+                "task {} ({}) cannot run: {why}",
+                t.label, graph.codelets[t.codelet as usize]
+            ));
+        }
+    }
+    let workers: Vec<WorkerRt> = (0..machine.workers.len())
+        .map(|_| WorkerRt::default())
+        .collect();
+    let nt = graph.tasks.len();
+    let nn = machine.nodes.len();
+    let replicas = Replicas::new(&graph, nn);
+    let nw = machine.workers.len();
+    let rt = Runtime {
+        state: vec![TaskState::Blocked; nt],
+        left: graph.npred.clone(),
+        worker_of: vec![u32::MAX; nt],
+        pred: vec![(0.0, 0.0); nt],
+        replicas,
+        used: vec![0.0; nn],
+        peak: vec![0.0; nn],
+        lru: vec![Default::default(); nn],
+        cache: vec![Vec::new(); nn],
+        debt: vec![0.0; nn],
+        mem_wait: vec![Vec::new(); nn],
+        prefetch_oom: vec![false; nn],
+        requests: vec![Vec::new(); nn * nn],
+        inflight: vec![0; nn * nn],
+        handle_xfers: vec![0; graph.handles.len()],
+        write_wait: Vec::new(),
+        prefetched: vec![false; nt],
+        postponed: vec![BinaryHeap::new(); nn],
+        freed: vec![false; nn],
+        workers,
+        dirty_mark: vec![false; nw],
+        hints_left: graph.hints.iter().map(|h| h.1).collect(),
+        sched: Some(sched::policy(spec.scheduler, nw)),
+        running: vec![None; nw],
+        alpha: spec.alpha,
+        beta: spec.beta,
+        pipeline: spec.cuda_pipeline.max(1),
+        overheads: flags.overheads,
+        mem_limit: flags.mem_limit,
+        shared_bus: flags.shared_bus,
+        prefetch_on: flags.prefetch,
+        noise: flags.noise,
+        rng: Some(rng),
+        flops,
+        report: RuntimeReport {
+            scheduler: format!("{:?}", spec.scheduler).to_lowercase(),
+            tasks: nt as u64,
+            task_times: vec![(f64::NAN, f64::NAN, u32::MAX); nt],
+            ..Default::default()
+        },
+        graph,
+        machine,
+        models,
+        ..Default::default()
+    };
+    Ok(Some(rt))
+}

@@ -1,0 +1,319 @@
+//! Data transfers as StarPU requests them: request lists per node pair served by level
+//! (fetch, prefetch, idle) and priority under StarPU 1.4's in-flight caps, sources chosen
+//! StarPU's way, relays through RAM between GPUs without peer access, StarPU-SimGrid's
+//! serialisation of copies, write-backs, and what a finished copy makes valid.
+
+use hetsim_components::SimTime;
+
+use super::core::{Due, QUEUE_COST, Runtime};
+use super::memory::{Evict, Msi};
+
+/// StarPU's request levels: a task that needs its data now, a push-time prefetch, or an
+/// idle write-back. Served in that order; a node pair starts fetches while fewer than
+/// [`FETCH_CAP`] requests are in flight on it, prefetches while fewer than [`PREFETCH_CAP`]
+/// are, idle requests only when none is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum Level {
+    #[default]
+    Fetch,
+    Prefetch,
+    Idle,
+}
+
+/// StarPU 1.4's per-(node, peer, direction) caps on requests in flight (notes 2.4).
+const FETCH_CAP: u32 = 5;
+const PREFETCH_CAP: u32 = 2;
+const IDLE_CAP: u32 = 1;
+
+#[derive(Debug, Clone, Default)]
+pub struct Xfer {
+    pub(crate) handle: u32,
+    pub(crate) src: u32,
+    pub(crate) dst: u32,
+    /// A write-back of an evicted replica (frees the source when done; started at once, outside
+    /// the request lists, as StarPU's synchronous write-back).
+    pub(crate) writeback: bool,
+    pub(crate) level: Level,
+    /// The priority of the task it is for (request lists are served most urgent first).
+    pub(crate) prio: i64,
+    /// Taken off its request list and started.
+    pub(crate) launched: bool,
+    /// GPUs to forward the data to once they land in RAM (no peer access to the source).
+    pub(crate) then: Vec<u32>,
+    /// When its queueing costs are paid and it may start.
+    pub(crate) ready_at: SimTime,
+    /// Earlier transfers it waits for, and later ones waiting for it (StarPU-SimGrid's
+    /// serialisation: one copy at a time per node pair and per GPU-GPU pair).
+    pub(crate) waits: u32,
+    pub(crate) wakes: Vec<u32>,
+}
+
+impl Xfer {
+    /// StarPU-SimGrid's rule for two copies that must not overlap (`new` waits for `old`):
+    /// the same node pair (one CUDA stream per pair), crossed GPU-GPU copies, or a GPU-GPU
+    /// copy and a copy into one of its ends.
+    pub(crate) fn after(new: (u32, u32), old: (u32, u32)) -> bool {
+        let gpu_gpu = |(s, d): (u32, u32)| s != 0 && d != 0;
+        new == old
+            || (gpu_gpu(new) && gpu_gpu(old) && new == (old.1, old.0))
+            || (gpu_gpu(new) && (old.1 == new.0 || old.1 == new.1))
+            || (gpu_gpu(old) && (new.1 == old.0 || new.1 == old.1))
+    }
+}
+
+impl Runtime {
+    /// Brings a valid copy of `h` to `node` (already allocated) unless it is there or coming.
+    /// A fetch for data a prefetch already asked for raises that request to its level.
+    pub(crate) fn request(&mut self, h: u32, node: u32, level: Level, prio: i64) {
+        let r = *self.replicas.get(h, node);
+        if let Some(x) = r.incoming {
+            let xf = &mut self.xfers[x as usize];
+            if !xf.launched && (level == Level::Fetch || prio > xf.prio) {
+                xf.prio = xf.prio.max(prio);
+                if level == Level::Fetch {
+                    xf.level = Level::Fetch;
+                }
+                let (src, dst) = (xf.src, xf.dst);
+                self.pump(src, dst);
+            }
+            return;
+        }
+        if r.state != Msi::Invalid {
+            return;
+        }
+        let Some(src) = self.source_for(h, node) else {
+            return; // never written: nothing to move
+        };
+        let x = if self.machine.direct[src as usize][node as usize] {
+            self.new_xfer(h, src, node, false, level, prio)
+        } else {
+            // No peer access: to RAM first (or with the copy already going there), then on.
+            self.allocate(h, 0, Evict::No);
+            self.request(h, 0, level, prio);
+            let x = self
+                .replicas
+                .get(h, 0)
+                .incoming
+                .expect("RAM copy requested");
+            self.xfers[x as usize].then.push(node);
+            x
+        };
+        self.replicas.get_mut(h, node).incoming = Some(x);
+    }
+
+    /// A transfer of `h` from `src` to `dst`: a request joins its node pair's list and starts
+    /// when the caps allow (its source stays while it is read); a write-back starts at once
+    /// (its source is `evicting` instead).
+    pub(crate) fn new_xfer(
+        &mut self,
+        h: u32,
+        src: u32,
+        dst: u32,
+        writeback: bool,
+        level: Level,
+        prio: i64,
+    ) -> u32 {
+        let x = self.xfers.len() as u32;
+        self.handle_xfers[h as usize] += 1;
+        if !writeback {
+            self.replicas.get_mut(h, src).refcnt += 1;
+            let pair = self.pair(src, dst);
+            self.requests[pair].push(x);
+        }
+        self.xfers.push(Xfer {
+            handle: h,
+            src,
+            dst,
+            writeback,
+            level,
+            prio,
+            ..Default::default()
+        });
+        if writeback {
+            self.launch(x);
+        } else {
+            self.pump(src, dst);
+        }
+        x
+    }
+
+    pub(crate) fn pair(&self, src: u32, dst: u32) -> usize {
+        src as usize * self.machine.nodes.len() + dst as usize
+    }
+
+    /// Starts the requests of a node pair its caps allow: fetches before prefetches, most
+    /// urgent first, then in request order.
+    pub(crate) fn pump(&mut self, src: u32, dst: u32) {
+        let pair = self.pair(src, dst);
+        loop {
+            let best = self.requests[pair]
+                .iter()
+                .enumerate()
+                .min_by_key(|&(_, &x)| {
+                    let xf = &self.xfers[x as usize];
+                    (xf.level, std::cmp::Reverse(xf.prio), x)
+                })
+                .map(|(i, &x)| (i, x));
+            let Some((i, x)) = best else { break };
+            let cap = match self.xfers[x as usize].level {
+                Level::Fetch => FETCH_CAP,
+                Level::Prefetch => PREFETCH_CAP,
+                Level::Idle => IDLE_CAP,
+            };
+            if self.inflight[pair] >= cap {
+                break;
+            }
+            self.requests[pair].remove(i);
+            self.inflight[pair] += 1;
+            self.launch(x);
+        }
+    }
+
+    /// Starts transfer `x`: after its queueing cost, and on the shared bus after the copies it
+    /// must follow.
+    pub(crate) fn launch(&mut self, x: u32) {
+        let Xfer {
+            handle: h,
+            src,
+            dst,
+            ..
+        } = self.xfers[x as usize];
+        self.xfers[x as usize].launched = true;
+        let size = self.graph.handles[h as usize].size;
+        self.report.transfers += 1;
+        match (src, dst) {
+            (0, _) => self.report.bytes_h2d += size,
+            (_, 0) => self.report.bytes_d2h += size,
+            _ => self.report.bytes_d2d += size,
+        }
+        // Queueing cost, after the allocations the destination's driver owes.
+        let mut delay = std::mem::take(&mut self.debt[dst as usize]);
+        if self.overheads {
+            delay += QUEUE_COST;
+        }
+        let at = self
+            .now
+            .saturating_add(SimTime::from_secs_saturating(delay));
+        let mut xfer = std::mem::take(&mut self.xfers[x as usize]);
+        xfer.ready_at = at;
+        if self.shared_bus {
+            // Waits for the pending copies it must follow; the flow starts after them and
+            // the queueing delay.
+            for &p in &self.pending {
+                let old = &mut self.xfers[p as usize];
+                if Xfer::after((src, dst), (old.src, old.dst)) {
+                    old.wakes.push(x);
+                    xfer.waits += 1;
+                }
+            }
+            self.pending.push(x);
+            if xfer.waits == 0 {
+                self.flows.push((at, x));
+            }
+        } else {
+            let t = self.machine.alone(src, dst, size);
+            self.timers.push((
+                at.saturating_add(SimTime::from_secs_saturating(t)),
+                Due::XferDone(x),
+            ));
+        }
+        self.xfers[x as usize] = xfer;
+    }
+
+    /// Transfer `x` is over: the copies serialised behind it may go.
+    pub(crate) fn unblock_after(&mut self, x: u32) {
+        if let Some(i) = self.pending.iter().position(|&p| p == x) {
+            self.pending.remove(i);
+        }
+        let now = self.now;
+        for w in std::mem::take(&mut self.xfers[x as usize].wakes) {
+            let next = &mut self.xfers[w as usize];
+            next.waits -= 1;
+            if next.waits == 0 {
+                self.flows.push((next.ready_at.max(now), w));
+            }
+        }
+    }
+
+    pub(crate) fn xfer_done(&mut self, x: u32) {
+        self.unblock_after(x);
+        let Xfer {
+            handle: h,
+            src,
+            dst,
+            writeback,
+            ..
+        } = self.xfers[x as usize];
+        let then = std::mem::take(&mut self.xfers[x as usize].then);
+        let (level, prio) = (self.xfers[x as usize].level, self.xfers[x as usize].prio);
+        self.tick += 1;
+        self.handle_xfers[h as usize] -= 1;
+        if self.handle_xfers[h as usize] == 0 && !self.write_wait.is_empty() {
+            let waiting = std::mem::take(&mut self.write_wait);
+            for (wh, w) in waiting {
+                if wh == h {
+                    self.wake(w);
+                } else {
+                    self.write_wait.push((wh, w));
+                }
+            }
+        }
+        if writeback {
+            self.replicas.get_mut(h, 0).incoming = None;
+            if self.replicas.get(h, src).refcnt > 0 {
+                // A task took the replica meanwhile: keep it, both copies now valid.
+                self.replicas.get_mut(h, src).evicting = false;
+                self.replicas.get_mut(h, src).state = Msi::Shared;
+                self.replicas.get_mut(h, 0).state = Msi::Shared;
+            } else {
+                // RAM holds the data again; the GPU copy goes.
+                self.replicas.get_mut(h, 0).state = Msi::Owner;
+                self.free(h, src);
+            }
+        } else {
+            let pair = self.pair(src, dst);
+            self.inflight[pair] -= 1;
+            self.pump(src, dst);
+            self.replicas.get_mut(h, src).refcnt -= 1;
+            self.touch(h, dst);
+            let r = self.replicas.get_mut(h, dst);
+            r.incoming = None;
+            if r.allocated {
+                r.state = Msi::Shared;
+                let s = self.replicas.get_mut(h, src);
+                if s.state == Msi::Owner {
+                    s.state = Msi::Shared;
+                }
+            }
+        }
+        // Only the workers of the destination can be waiting for these data.
+        for w in 0..self.machine.workers.len() {
+            if self.machine.workers[w].node == dst {
+                self.wake(w as u32);
+            }
+        }
+        // The second hop of copies between GPUs without peer access.
+        for node in then {
+            let x2 = self.new_xfer(h, 0, node, false, level, prio);
+            self.replicas.get_mut(h, node).incoming = Some(x2);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Xfer;
+
+    #[test]
+    fn copies_serialise_as_starpu_simgrid_does() {
+        // Same pair: one CUDA stream per (src, dst).
+        assert!(Xfer::after((0, 1), (0, 1)));
+        // Different pairs from RAM overlap (they share the bus through max-min).
+        assert!(!Xfer::after((0, 1), (0, 2)) && !Xfer::after((1, 0), (0, 1)));
+        // Crossed GPU-GPU copies, and GPU-GPU against a copy into either end.
+        assert!(Xfer::after((1, 2), (2, 1)));
+        assert!(Xfer::after((1, 2), (0, 1)) && Xfer::after((1, 2), (0, 2)));
+        assert!(Xfer::after((0, 2), (1, 2)) && Xfer::after((0, 1), (1, 2)));
+        assert!(!Xfer::after((1, 0), (1, 2)) && !Xfer::after((0, 3), (1, 2)));
+    }
+}
