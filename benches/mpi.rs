@@ -10,7 +10,7 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::path::Path;
 
-use hetsim::components::load::load_scenario;
+use hetsim::schema::load::load_scenario;
 use hetsim::{RunOptions, simulate_report};
 
 fn bench(c: &mut Criterion) {

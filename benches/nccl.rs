@@ -6,8 +6,8 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::path::Path;
 
-use hetsim::components::cuda::{Algo, Coll, Proto};
 use hetsim::nccltests::{self, Options};
+use hetsim::schema::cuda::{Algo, Coll, Proto};
 
 fn options(gpus: u32, sizes: Vec<f64>) -> Options {
     let platforms = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/platforms");

@@ -5,8 +5,8 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::path::Path;
 
-use hetsim::components::load::load_scenario;
-use hetsim::components::scenario::OutputSpec;
+use hetsim::schema::load::load_scenario;
+use hetsim::schema::scenario::OutputSpec;
 use hetsim::{RunOptions, simulate_report};
 
 fn bench(c: &mut Criterion) {

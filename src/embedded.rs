@@ -1,7 +1,7 @@
 //! Scenarios and platforms built into the binary, so `hetsim run` works anywhere.
 
-use hetsim_components::load::{LoadError, parse_scenario_with};
-use hetsim_components::scenario::Scenario;
+use hetsim_schema::load::{LoadError, parse_scenario_with};
+use hetsim_schema::scenario::Scenario;
 
 /// The default scenario of `hetsim run` without a file.
 pub const DEMO: &str = include_str!("../scenarios/demo.ron");

@@ -4,11 +4,11 @@
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashSet};
 
-use hetsim_components::SimTime;
-use hetsim_components::scenario::{
+use hetsim_schema::SimTime;
+use hetsim_schema::scenario::{
     Explicit, FlowSpec, NamedLink, OutputSpec, PlatformSpec, Scenario, Sharing, Workload,
 };
-use hetsim_components::units::{Bandwidth, Bytes, Duration};
+use hetsim_schema::units::{Bandwidth, Bytes, Duration};
 
 use crate::{Error, RunOptions};
 

@@ -15,12 +15,14 @@ use bevy_app::App;
 pub use hetsim_components as components;
 pub use hetsim_engine as engine;
 pub use hetsim_output as output;
+pub use hetsim_schema as schema;
 pub use hetsim_systems as systems;
 
-use hetsim_components::scenario::{Scenario, Workload};
 use hetsim_engine::{
-    EnginePlugin, ModelInfo, Models, Recorder, RunError, RunLimits, RunStats, SwitchInfo, Switches,
+    EnginePlugin, ModelDocs, ModelInfo, Recorder, RunError, RunLimits, RunStats, SwitchInfo,
+    Switches,
 };
+use hetsim_schema::scenario::{Scenario, Workload};
 use hetsim_systems::cuda::{CudaConfig, CudaPlugin};
 use hetsim_systems::mpi::{MpiConfig, MpiPlugin};
 use hetsim_systems::nccl::NcclPlugin;
@@ -92,7 +94,7 @@ pub fn switches() -> Vec<SwitchInfo> {
 pub fn models() -> Vec<ModelInfo> {
     plugins(0, RunLimits::default(), false)
         .world()
-        .resource::<Models>()
+        .resource::<ModelDocs>()
         .0
         .clone()
 }

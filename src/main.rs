@@ -4,8 +4,8 @@ use clap::{Parser, Subcommand};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use hetsim::components::load::load_scenario;
-use hetsim::components::scenario::Scenario;
+use hetsim::schema::load::load_scenario;
+use hetsim::schema::scenario::Scenario;
 use hetsim::{Error, RunOptions};
 
 /// `println!` that does not panic when stdout is closed early (`hetsim ... | head -1`).

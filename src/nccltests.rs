@@ -11,10 +11,10 @@
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 
-use hetsim_components::cuda::{Algo, Coll, CudaOp, CudaSpec, NcclCall, NcclSpec, Proto};
-use hetsim_components::load::parse_scenario;
-use hetsim_components::scenario::{OutputSpec, Scenario, Workload};
-use hetsim_components::units::Bytes;
+use hetsim_schema::cuda::{Algo, Coll, CudaOp, CudaSpec, NcclCall, NcclSpec, Proto};
+use hetsim_schema::load::parse_scenario;
+use hetsim_schema::scenario::{OutputSpec, Scenario, Workload};
+use hetsim_schema::units::Bytes;
 use hetsim_systems::cuda::CudaReport;
 
 use crate::{Error, RunOptions, simulate};

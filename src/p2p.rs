@@ -9,10 +9,10 @@
 use rayon::prelude::*;
 use std::path::Path;
 
-use hetsim_components::load::parse_scenario;
-use hetsim_components::mpi::ProgramSpec;
-use hetsim_components::scenario::{OutputSpec, Scenario, Workload};
-use hetsim_components::units::parse_any_quantity;
+use hetsim_schema::load::parse_scenario;
+use hetsim_schema::mpi::ProgramSpec;
+use hetsim_schema::scenario::{OutputSpec, Scenario, Workload};
+use hetsim_schema::units::parse_any_quantity;
 
 use crate::{Error, RunOptions, simulate_report};
 

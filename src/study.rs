@@ -12,9 +12,9 @@ use serde_json::Value as Json;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use hetsim_components::load::{from_ron, load_scenario};
-use hetsim_components::study::Study;
 use hetsim_output::study::{StudyRow, StudyTable};
+use hetsim_schema::load::{from_ron, load_scenario};
+use hetsim_schema::study::Study;
 
 use crate::{Error, RunOptions, simulate_report};
 
@@ -89,8 +89,8 @@ struct Choice {
     base: Option<String>,
 }
 
-fn choices(i: usize, p: &hetsim_components::study::Param) -> Result<Vec<Choice>, Error> {
-    use hetsim_components::study::BASE_PATH;
+fn choices(i: usize, p: &hetsim_schema::study::Param) -> Result<Vec<Choice>, Error> {
+    use hetsim_schema::study::BASE_PATH;
     let values = p
         .values
         .expand()
@@ -210,7 +210,7 @@ fn metrics_of(study: &Study, dir: &Path, spec: &RunSpec) -> Result<(u64, Vec<f64
     }
     let seed = scenario.seed;
     // A study reads summaries only: no recording.
-    scenario.output = hetsim_components::scenario::OutputSpec::tables_only();
+    scenario.output = hetsim_schema::scenario::OutputSpec::tables_only();
     let opts = RunOptions {
         disable: variant.disable.clone(),
         progress: false,

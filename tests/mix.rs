@@ -4,9 +4,9 @@
 
 mod common;
 
-use hetsim::components::load::{load_scenario, parse_scenario};
-use hetsim::components::scenario::{OutputSpec, Scenario};
 use hetsim::output::FlowRow;
+use hetsim::schema::load::{load_scenario, parse_scenario};
+use hetsim::schema::scenario::{OutputSpec, Scenario};
 use hetsim::{Error, RunOptions, simulate_report};
 
 fn scenario(set: &[&str]) -> Scenario {

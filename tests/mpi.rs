@@ -7,8 +7,8 @@
 
 use std::path::Path;
 
-use hetsim::components::load::parse_scenario;
-use hetsim::components::scenario::{OutputSpec, Scenario};
+use hetsim::schema::load::parse_scenario;
+use hetsim::schema::scenario::{OutputSpec, Scenario};
 use hetsim::{Error, RunOptions, simulate_report};
 
 const L_HOST: f64 = 1.5e-6;
@@ -289,7 +289,7 @@ fn the_generator_scenarios_run_and_gpudirect_pays_for_large_messages() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     for name in ["halo3d", "sweep", "stencil", "solver"] {
         let file = repo.join(format!("scenarios/studies/{name}.ron"));
-        let mut scenario = hetsim::components::load::load_scenario(&file, &[]).unwrap();
+        let mut scenario = hetsim::schema::load::load_scenario(&file, &[]).unwrap();
         scenario.output = OutputSpec::tables_only();
         let t = |disable: &[&str]| sim_time(&summary(&scenario, disable).unwrap());
         let (gd, hc) = (t(&[]), t(&["gpudirect"]));

@@ -3,9 +3,9 @@
 
 mod common;
 
-use hetsim::components::cuda::{Algo, Coll, Proto};
-use hetsim::components::load::parse_scenario;
 use hetsim::nccltests::{self, Options};
+use hetsim::schema::cuda::{Algo, Coll, Proto};
+use hetsim::schema::load::parse_scenario;
 use hetsim::systems::cuda::CudaReport;
 use hetsim::{Error, RunOptions, simulate};
 
@@ -24,7 +24,7 @@ fn run(platform: &str, cuda: &str) -> Result<(CudaReport, f64), Error> {
     let text = format!(r#"Scenario(name: "t", platform: {platform}, workload: Cuda({cuda}))"#);
     let mut s = parse_scenario(&text, "test", &common::repo(), &[])
         .map_err(|e| Error::Input(e.to_string()))?;
-    s.output = hetsim::components::scenario::OutputSpec::tables_only();
+    s.output = hetsim::schema::scenario::OutputSpec::tables_only();
     let (app, stats) = simulate(&s, &RunOptions::default())?;
     let report = app.world().resource::<CudaReport>().clone();
     Ok((report, stats.sim_time.as_secs_f64()))
@@ -427,7 +427,7 @@ fn mpi_programs_call_nccl_collectives() {
             workload: Mpi(ranks: 8, program: TraceText([("t.ti", {trace:?})])))"#
     );
     let mut s = parse_scenario(&text, "test", &common::repo(), &[]).unwrap();
-    s.output = hetsim::components::scenario::OutputSpec::tables_only();
+    s.output = hetsim::schema::scenario::OutputSpec::tables_only();
     let report = hetsim::simulate_report(&s, &RunOptions::default()).unwrap();
     close(
         report.summary["sim_time_s"].as_f64().unwrap(),

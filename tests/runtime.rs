@@ -3,8 +3,8 @@
 
 mod common;
 
-use hetsim::components::load::{load_scenario, parse_scenario};
-use hetsim::components::scenario::OutputSpec;
+use hetsim::schema::load::{load_scenario, parse_scenario};
+use hetsim::schema::scenario::OutputSpec;
 use hetsim::systems::runtime::RuntimeReport;
 use hetsim::systems::runtime::graph::{self, Priorities};
 use hetsim::{Error, RunOptions, simulate};

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use hetsim::components::starpu::{bus, perfmodel, platform, resolve_link};
+use hetsim::schema::starpu::{bus, perfmodel, platform, resolve_link};
 
 fn files(dir: &str) -> Vec<std::path::PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/starpu");
@@ -124,7 +124,7 @@ fn a_history_model_returns_the_files_mean_for_a_matching_footprint() {
     // chol_model_gemm.attila, GEMM on three 960 x 960 single-precision tiles: footprint
     // 24c84a50 (StarPU's CRC of the three matrix handles), 11,059,200 bytes. The file says
     // cpu0: mean 84,075.59 us over 1,665 samples; cuda0: 2,795.670 us over 6,503 samples.
-    use hetsim::components::starpu::footprint;
+    use hetsim::schema::starpu::footprint;
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/starpu/machines/codelets/45");
     let text = std::fs::read_to_string(resolve_link(&root.join("chol_model_gemm.attila")).unwrap())
         .unwrap();

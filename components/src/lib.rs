@@ -1,15 +1,90 @@
-//! hetsim's vocabulary: simulated time, units, the scenario schema and the components of the
-//! simulated machine. Everything else in hetsim speaks in these terms.
+//! Components of the simulated machine and its traffic: plain data, no behaviour.
+//!
+//! Entities are the public face (users and recorders query them); hot solvers keep their own
+//! dense arrays and point back here by index. Entities carry bevy's `Name` with the name by
+//! which scenarios address them (`node[3].gpu[1]`, `ft.l1[4].up[2]`, `l0`).
 
-pub mod cuda;
-pub mod entities;
-pub mod load;
-pub mod mpi;
-pub mod scenario;
-pub mod starpu;
-pub mod study;
-pub mod tasks;
-pub mod time;
-pub mod units;
+use bevy_ecs::prelude::*;
 
-pub use time::SimTime;
+use hetsim_schema::SimTime;
+use hetsim_schema::scenario::Sharing;
+
+/// A compute node of a cluster.
+#[derive(Component, Debug, Clone)]
+pub struct Node {
+    pub index: u32,
+}
+
+/// A CPU core of a node.
+#[derive(Component, Debug, Clone)]
+pub struct CpuCore {
+    pub node: u32,
+    pub index: u32,
+}
+
+/// A GPU of a node.
+#[derive(Component, Debug, Clone)]
+pub struct Gpu {
+    pub node: u32,
+    pub index: u32,
+    pub model: String,
+    /// Peak compute rate in Flop/s.
+    pub speed: f64,
+}
+
+/// A memory node: host RAM or one GPU's memory.
+#[derive(Component, Debug, Clone)]
+pub struct MemoryNode {
+    pub capacity: f64,
+    pub used: f64,
+}
+
+/// A network interface card.
+#[derive(Component, Debug, Clone)]
+pub struct Nic {
+    pub node: u32,
+    pub index: u32,
+}
+
+/// A network switch (fat-tree level 1 is the leaf level; NVSwitches are level 0).
+#[derive(Component, Debug, Clone)]
+pub struct Switch {
+    pub level: u32,
+    pub index: u32,
+}
+
+/// A link: a capacity shared by the flows that cross it.
+#[derive(Component, Debug, Clone)]
+pub struct Link {
+    /// Bytes per second (per direction when split-duplex).
+    pub bandwidth: f64,
+    pub latency: SimTime,
+    pub sharing: Sharing,
+    /// Dense index of the link in the platform's link table.
+    pub index: u32,
+}
+
+/// Traffic carried by a link over the run, per direction (`[up, down]`; shared links use `up`).
+#[derive(Component, Debug, Clone, Default)]
+pub struct LinkUsage {
+    pub bytes: [f64; 2],
+    /// Seconds during which at least one flow was using the link.
+    pub busy: [f64; 2],
+}
+
+/// A transfer of bytes over a route.
+#[derive(Component, Debug, Clone)]
+pub struct Flow {
+    pub id: String,
+    pub src: String,
+    pub dst: String,
+    pub size: f64,
+    pub start: SimTime,
+}
+
+/// When a flow ended (exact seconds from the fluid model; the calendar event is rounded to
+/// the femtosecond, this is not).
+#[derive(Component, Debug, Clone, Copy)]
+pub struct FlowDone {
+    pub end_s: f64,
+}

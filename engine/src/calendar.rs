@@ -16,7 +16,7 @@ use std::any::TypeId;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
-use hetsim_components::SimTime;
+use hetsim_schema::SimTime;
 
 /// A typed event that packs into an entity and a 64-bit argument.
 pub trait SimEvent: Send + Sync + 'static + Sized {

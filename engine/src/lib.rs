@@ -19,14 +19,14 @@ use bevy_ecs::prelude::*;
 use std::sync::Arc;
 
 pub use calendar::{Calendar, EventKind, RawEvent, SimEvent};
-pub use hetsim_components::SimTime;
+pub use hetsim_schema::SimTime;
 pub use inbox::Inbox;
 pub use progress::Progress;
 pub use record::{Recorder, ResourceKind};
 pub use rng::SimRng;
 pub use run::{RunError, RunLimits, RunStats, run};
 pub use schedule::{SimFinish, SimSet, SimStartup, SimStep, StartupSet};
-pub use switches::{ModelInfo, Models, SwitchInfo, Switches, switch_off, switch_on};
+pub use switches::{ModelDocs, ModelInfo, SwitchInfo, Switches, switch_off, switch_on};
 
 /// The current simulated time.
 #[derive(Resource, Debug, Default, Clone, Copy)]
@@ -77,7 +77,7 @@ impl Plugin for EnginePlugin {
         app.init_resource::<Calendar>()
             .init_resource::<Clock>()
             .init_resource::<Switches>()
-            .init_resource::<Models>()
+            .init_resource::<ModelDocs>()
             .init_resource::<SimErrors>()
             .init_resource::<StallChecks>()
             .init_resource::<inbox::Routes>()
@@ -156,7 +156,7 @@ impl SimAppExt for App {
 
     fn describe_model(&mut self, name: &'static str, doc: &'static str) -> &mut Self {
         self.world_mut()
-            .resource_mut::<Models>()
+            .resource_mut::<ModelDocs>()
             .0
             .push(ModelInfo { name, doc });
         self

@@ -4,7 +4,7 @@
 use bevy_ecs::prelude::*;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use hetsim_components::SimTime;
+use hetsim_schema::SimTime;
 
 #[derive(Resource)]
 pub struct Progress {

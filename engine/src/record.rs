@@ -17,7 +17,7 @@
 use bevy_ecs::prelude::*;
 use std::collections::HashMap;
 
-use hetsim_components::SimTime;
+use hetsim_schema::SimTime;
 
 /// What kind of thing a timeline row is; writers group and label rows by it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

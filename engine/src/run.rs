@@ -6,7 +6,7 @@ use bevy_ecs::prelude::*;
 use bevy_ecs::schedule::{Schedule, Schedules};
 use std::time::Instant;
 
-use hetsim_components::SimTime;
+use hetsim_schema::SimTime;
 
 use crate::calendar::Calendar;
 use crate::inbox::Routes;

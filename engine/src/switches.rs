@@ -75,4 +75,4 @@ pub struct ModelInfo {
 
 /// Every model plugin registered in the app, in registration order.
 #[derive(Resource, Debug, Default, Clone)]
-pub struct Models(pub Vec<ModelInfo>);
+pub struct ModelDocs(pub Vec<ModelInfo>);

@@ -7,9 +7,9 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use hetsim_components::SimTime;
 use hetsim_engine::record::{Interval, Recorder, ResourceKind};
 use hetsim_output::plot::{self, Gantt};
+use hetsim_schema::SimTime;
 
 fn synthetic(n: usize, rows: usize) -> Recorder {
     let mut rec = Recorder::default();

@@ -8,8 +8,8 @@
 
 use std::io::Write;
 
-use hetsim_components::SimTime;
 use hetsim_engine::record::Recorder;
+use hetsim_schema::SimTime;
 
 fn us(t: SimTime) -> f64 {
     t.0 as f64 / 1e9

@@ -20,10 +20,10 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
-use hetsim_components::entities::{Flow, FlowDone, Link, LinkUsage};
-use hetsim_components::scenario::OutputSpec;
+use hetsim_components::{Flow, FlowDone, Link, LinkUsage};
 use hetsim_engine::record::{Recorder, ResourceKind};
 use hetsim_engine::{RunStats, Switches};
+use hetsim_schema::scenario::OutputSpec;
 use hetsim_systems::cuda::CudaReport;
 use hetsim_systems::mpi::MpiReport;
 use hetsim_systems::platform::LinkEntities;

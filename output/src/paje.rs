@@ -11,8 +11,8 @@
 use std::collections::BTreeSet;
 use std::io::Write;
 
-use hetsim_components::SimTime;
 use hetsim_engine::record::{Recorder, ResourceKind};
+use hetsim_schema::SimTime;
 
 const HEADER: &str = "\
 %EventDef PajeDefineContainerType 0

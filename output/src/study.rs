@@ -8,8 +8,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use hetsim_components::study::Study;
-use hetsim_components::units::parse_any_quantity;
+use hetsim_schema::study::Study;
+use hetsim_schema::units::parse_any_quantity;
 
 use crate::plot::{Bar, BarChart, LineChart, LineStyle, Series};
 

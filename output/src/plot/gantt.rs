@@ -301,8 +301,8 @@ impl Figure for Gantt {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hetsim_components::SimTime;
     use hetsim_engine::record::{Interval, ResourceKind};
+    use hetsim_schema::SimTime;
 
     fn rec_with(intervals: &[(u32, &str, u64, u64)]) -> Recorder {
         let mut rec = Recorder::default();

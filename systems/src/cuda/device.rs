@@ -4,9 +4,9 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
-use hetsim_components::SimTime;
-use hetsim_components::cuda::{CudaOp, CudaSpec, NcclCall};
 use hetsim_engine::record::ResId;
+use hetsim_schema::SimTime;
+use hetsim_schema::cuda::{CudaOp, CudaSpec, NcclCall};
 
 use crate::platform::Endpoint;
 

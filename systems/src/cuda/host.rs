@@ -1,8 +1,8 @@
 //! A device's host thread: runs its program, paying a launch overhead per call that enqueues
 //! work; synchronisations block it until the streams empty; graphs replay captured work.
 
-use hetsim_components::SimTime;
-use hetsim_components::cuda::{CopyKind, CudaOp, NcclCall};
+use hetsim_schema::SimTime;
+use hetsim_schema::cuda::{CopyKind, CudaOp, NcclCall};
 
 use super::device::{Effect, Gpus, HostState, Item, Work, event_id, secs};
 use crate::platform::Endpoint;

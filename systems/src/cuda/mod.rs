@@ -27,13 +27,13 @@ mod stream;
 use bevy_app::{App, Plugin};
 use bevy_ecs::prelude::*;
 
-use hetsim_components::SimTime;
-use hetsim_components::cuda::CudaSpec;
-use hetsim_components::scenario::PlatformSpec;
 use hetsim_engine::record::{Interval, Recorder, ResourceKind};
 use hetsim_engine::{
     Calendar, Clock, Inbox, SimAppExt, SimErrors, SimEvent, SimSet, SimStartup, SimStep, StartupSet,
 };
+use hetsim_schema::SimTime;
+use hetsim_schema::cuda::CudaSpec;
+use hetsim_schema::scenario::PlatformSpec;
 
 use crate::nccl::{self, Collectives, Reach};
 use crate::network::{FlowRequest, Launch, Start};

@@ -3,9 +3,9 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use hetsim_components::SimTime;
-use hetsim_components::cuda::{Coll, CudaOp, CudaSpec, NcclCall};
-use hetsim_components::scenario::Cluster;
+use hetsim_schema::SimTime;
+use hetsim_schema::cuda::{Coll, CudaOp, CudaSpec, NcclCall};
+use hetsim_schema::scenario::Cluster;
 
 use super::device::{Device, DeviceTotals, Gpus, HostState, Stream};
 use crate::nccl;

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use hetsim_components::SimTime;
+use hetsim_schema::SimTime;
 
 use super::device::{CollectiveRecord, Effect, Gpus, HostState, Item, Work};
 
@@ -147,9 +147,9 @@ impl Gpus {
 mod tests {
     use super::*;
     use crate::cuda::setup;
-    use hetsim_components::cuda::CudaSpec;
-    use hetsim_components::load::from_ron;
-    use hetsim_components::scenario::Cluster;
+    use hetsim_schema::cuda::CudaSpec;
+    use hetsim_schema::load::from_ron;
+    use hetsim_schema::scenario::Cluster;
 
     const US: u64 = 1_000_000_000; // femtoseconds per microsecond
 

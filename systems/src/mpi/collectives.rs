@@ -440,7 +440,7 @@ fn binary_reduce(s: &mut Steps, root: u32, bytes: f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hetsim_components::mpi::Select;
+    use hetsim_schema::mpi::Select;
 
     /// Bytes each rank sends and receives, summed over ranks, must balance.
     fn balanced(coll: Coll, p: u32, policy: &Policy) {

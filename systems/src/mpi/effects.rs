@@ -2,9 +2,9 @@
 //! (`mod.rs`) turns each into a calendar event, a flow, an entity or a timeline record, in
 //! that order, so runs stay deterministic.
 
-use hetsim_components::SimTime;
-use hetsim_components::cuda::NcclCall;
 use hetsim_engine::record::ResId;
+use hetsim_schema::SimTime;
+use hetsim_schema::cuda::NcclCall;
 
 use super::protocol::{Message, Stage};
 use crate::platform::Endpoint;

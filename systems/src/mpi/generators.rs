@@ -1,12 +1,12 @@
 //! Synthetic rank programs with the message profiles of the four applications of the
 //! TraceR-CODES GPUDirect study (LULESH, Minisweep, SW4lite, AmgX). One iteration is built per
-//! rank and repeated; see [`hetsim_components::mpi::Generator`] for the patterns.
+//! rank and repeated; see [`hetsim_schema::mpi::Generator`] for the patterns.
 //! Simplified: the patterns keep the sizes and neighbour structure of those codes, not their
 //! exact call sequences or load imbalance.
 
 use std::sync::Arc;
 
-use hetsim_components::mpi::Generator;
+use hetsim_schema::mpi::Generator;
 
 use super::program::{Coll, Loc, Op, Program, Step};
 
@@ -257,10 +257,10 @@ mod tests {
     fn an_interior_halo_rank_has_26_neighbours_and_sends_match_receives() {
         let g = Generator::Halo3d {
             iterations: 1,
-            face: hetsim_components::units::Bytes(1e6),
-            edge: hetsim_components::units::Bytes(3e4),
-            corner: hetsim_components::units::Bytes(1e3),
-            compute: hetsim_components::units::Duration::default(),
+            face: hetsim_schema::units::Bytes(1e6),
+            edge: hetsim_schema::units::Bytes(3e4),
+            corner: hetsim_schema::units::Bytes(1e3),
+            compute: hetsim_schema::units::Duration::default(),
         };
         let progs = generate(&g, 27);
         let sends = |r: usize| {

@@ -46,14 +46,14 @@ use bevy_app::{App, Plugin};
 use bevy_ecs::prelude::*;
 use std::collections::HashMap;
 
-use hetsim_components::SimTime;
-use hetsim_components::entities::Gpu;
-use hetsim_components::mpi::MpiSpec;
+use hetsim_components::Gpu;
 use hetsim_engine::record::{Interval, Recorder, ResourceKind};
 use hetsim_engine::{
     Calendar, Clock, Inbox, SimAppExt, SimErrors, SimEvent, SimSet, SimStartup, SimStep,
     StartupSet, Switches,
 };
+use hetsim_schema::SimTime;
+use hetsim_schema::mpi::MpiSpec;
 
 use crate::nccl::{self, Collectives, Reach};
 use crate::network::{FlowRequest, Launch, Start};

@@ -118,7 +118,7 @@ pub enum Op {
     Coll(Coll),
     /// An NCCL collective over every rank's GPU (the k-th NCCL call of each rank is one call).
     Nccl {
-        op: hetsim_components::cuda::Coll,
+        op: hetsim_schema::cuda::Coll,
         bytes: f64,
         root: u32,
     },
@@ -397,7 +397,7 @@ fn parse_line(line: &str, ranks: u32) -> Result<(u32, Option<Op>), String> {
             }))
         }
         nccl if nccl.starts_with("nccl_") => {
-            use hetsim_components::cuda::Coll as N;
+            use hetsim_schema::cuda::Coll as N;
             let op = match &nccl[5..] {
                 "allreduce" => N::AllReduce,
                 "bcast" | "broadcast" => N::Broadcast,

@@ -5,8 +5,8 @@
 
 use std::collections::VecDeque;
 
-use hetsim_components::SimTime;
-use hetsim_components::mpi::{CopyAt, ProtocolSpec};
+use hetsim_schema::SimTime;
+use hetsim_schema::mpi::{CopyAt, ProtocolSpec};
 
 use super::effects::Effect;
 use super::matching::{Envelope, Posted, Queues};

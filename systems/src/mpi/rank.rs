@@ -6,10 +6,10 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use hetsim_components::SimTime;
-use hetsim_components::cuda::{Coll, NcclCall};
-use hetsim_components::units::Bytes;
 use hetsim_engine::record::ResId;
+use hetsim_schema::SimTime;
+use hetsim_schema::cuda::{Coll, NcclCall};
+use hetsim_schema::units::Bytes;
 
 use super::collectives;
 use super::effects::Effect;

@@ -1,7 +1,7 @@
 //! Which algorithm a collective uses: MPICH 3.4's default thresholds (`Mpich`), TraceR's
 //! choices (`Tracer`), or one forced per collective.
 
-use hetsim_components::mpi::Select;
+use hetsim_schema::mpi::Select;
 
 use super::program::Coll;
 

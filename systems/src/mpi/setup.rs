@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::collections::HashSet;
 
-use hetsim_components::mpi::{CollectiveSpec, MpiSpec, Placement, ProgramSpec};
+use hetsim_schema::mpi::{CollectiveSpec, MpiSpec, Placement, ProgramSpec};
 
 use super::collectives;
 use super::generators;
@@ -141,7 +141,7 @@ mod tests {
         let text = format!(
             "(ranks: {ranks}, gpus_per_node: {per_node}, program: Generator(Halo3d(iterations: 1, compute: \"1ms\")))"
         );
-        let mut s: MpiSpec = hetsim_components::load::from_ron(&text, "test", "").unwrap();
+        let mut s: MpiSpec = hetsim_schema::load::from_ron(&text, "test", "").unwrap();
         s.placement = placement;
         s
     }

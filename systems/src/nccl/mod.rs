@@ -33,9 +33,9 @@ use bevy_app::{App, Plugin};
 use bevy_ecs::prelude::*;
 use std::sync::Arc;
 
-use hetsim_components::SimTime;
-use hetsim_components::cuda::NcclCall;
 use hetsim_engine::{Calendar, Clock, Inbox, RawEvent, SimAppExt, SimEvent, SimSet, SimStep};
+use hetsim_schema::SimTime;
+use hetsim_schema::cuda::NcclCall;
 
 use crate::network::{FlowRequest, Launch, Start};
 use crate::platform::{Route, Topology};

@@ -4,7 +4,7 @@
 use super::tuning::{self, Gen, Hw};
 use crate::platform::topology::{Layout, NvLayout};
 use crate::platform::{Endpoint, Topology};
-use hetsim_components::cuda::{Algo, Coll, NcclCall, NcclSpec, Proto};
+use hetsim_schema::cuda::{Algo, Coll, NcclCall, NcclSpec, Proto};
 
 /// NCCL's LL buffer per channel and peer (8 lines x 512 threads x 8 steps x 16 B) and LL128's
 /// (120 x 640 x 8 x 8 B), in wire bytes (src/init.cc).

@@ -9,7 +9,7 @@
 //! Simplified: one pipelined op (numPipeOps = 1), balanced tree pattern, latencyInter 0;
 //! CollNet, NVLS and PAT are not modelled.
 
-pub use hetsim_components::cuda::{Algo, Coll, Proto};
+pub use hetsim_schema::cuda::{Algo, Coll, Proto};
 
 /// GPU generation: which row of NCCL's bandwidth tables applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

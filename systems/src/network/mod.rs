@@ -21,14 +21,14 @@ use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 use std::sync::Arc;
 
-use hetsim_components::SimTime;
-use hetsim_components::entities::{Flow, FlowDone, LinkUsage};
-use hetsim_components::scenario::Sharing;
+use hetsim_components::{Flow, FlowDone, LinkUsage};
 use hetsim_engine::record::{Interval, Recorder, ResourceKind, Sample, Transfer};
 use hetsim_engine::{
     Calendar, Clock, Inbox, RawEvent, SimAppExt, SimEvent, SimFinish, SimSet, SimStartup, SimStep,
     StartupSet, Switches, Timeline,
 };
+use hetsim_schema::SimTime;
+use hetsim_schema::scenario::Sharing;
 
 use crate::platform::{Hop, LinkEntities, Route, Topology};
 use maxmin::{ConsId, MaxMin};

@@ -3,11 +3,11 @@
 
 use foldhash::HashMap;
 
-use hetsim_components::SimTime;
-use hetsim_components::scenario::{
+use hetsim_schema::SimTime;
+use hetsim_schema::scenario::{
     Cluster, Explicit, FatTreeSpec, LinkSpec, Network, NvLinkSpec, PlatformSpec, Sharing,
 };
-use hetsim_components::units::Bandwidth;
+use hetsim_schema::units::Bandwidth;
 
 use super::fattree::FatTree;
 use super::topology::*;
@@ -24,10 +24,10 @@ pub fn topology(spec: &PlatformSpec) -> Result<Topology, String> {
 
 /// A StarPU machine's SimGrid platform file as links and routes listed by hand: endpoints are
 /// its hosts (`RAM`, `CUDA0`, ...), every link shared by both directions (SimGrid's default).
-pub fn starpu_explicit(m: &hetsim_components::scenario::StarpuMachine) -> Result<Explicit, String> {
-    use hetsim_components::scenario::{NamedLink, RouteSpec};
-    use hetsim_components::starpu::platform;
-    use hetsim_components::units::Duration;
+pub fn starpu_explicit(m: &hetsim_schema::scenario::StarpuMachine) -> Result<Explicit, String> {
+    use hetsim_schema::scenario::{NamedLink, RouteSpec};
+    use hetsim_schema::starpu::platform;
+    use hetsim_schema::units::Duration;
     let name = format!("bus/{}.platform.xml", m.hostname);
     let (file, text) = m
         .files
@@ -325,7 +325,7 @@ fn explicit(e: &Explicit) -> Result<Topology, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hetsim_components::load::from_ron;
+    use hetsim_schema::load::from_ron;
 
     fn platform(text: &str) -> Result<Topology, String> {
         topology(&from_ron::<PlatformSpec>(text, "test", "platform").map_err(|e| e.to_string())?)

@@ -23,7 +23,7 @@ pub struct FatTree {
 
 /// One hop of a fat-tree route: the up link `link` crossed upward or downward.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Hop {
+pub struct TreeHop {
     pub level: usize,
     pub link: u64,
     pub up: bool,
@@ -88,7 +88,7 @@ impl FatTree {
     }
 
     /// The links from node `s` to node `d` under d-mod-k routing.
-    pub fn route(&self, s: u64, d: u64) -> Vec<Hop> {
+    pub fn route(&self, s: u64, d: u64) -> Vec<TreeHop> {
         let top = (0..=self.levels())
             .find(|&l| s / self.span(l) == d / self.span(l))
             .unwrap_or(self.levels());
@@ -96,7 +96,7 @@ impl FatTree {
         let mut e = s;
         for i in 0..top {
             let b = (d / self.big_w(i)) % self.w[i + 1];
-            hops.push(Hop {
+            hops.push(TreeHop {
                 level: i,
                 link: self.up_link(i, e, b),
                 up: true,
@@ -112,7 +112,7 @@ impl FatTree {
             let child_rep = rep % self.big_w(i - 1);
             let b = rep / self.big_w(i - 1);
             let child = child_sub * self.big_w(i - 1) + child_rep;
-            down.push(Hop {
+            down.push(TreeHop {
                 level: i - 1,
                 link: self.up_link(i - 1, child, b),
                 up: false,

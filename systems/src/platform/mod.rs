@@ -15,9 +15,9 @@ pub mod topology;
 use bevy_app::{App, Plugin};
 use bevy_ecs::prelude::*;
 
-use hetsim_components::entities::*;
-use hetsim_components::scenario::PlatformSpec;
+use hetsim_components::*;
 use hetsim_engine::{SimAppExt, SimErrors, SimStartup, StartupSet};
+use hetsim_schema::scenario::PlatformSpec;
 
 pub use topology::{Dir, Endpoint, Hop, LinkInfo, Route, Topology};
 
@@ -72,7 +72,7 @@ fn build_platform(world: &mut World) {
     world.insert_resource(topo);
 }
 
-fn spawn_cluster_parts(world: &mut World, c: &hetsim_components::scenario::Cluster) {
+fn spawn_cluster_parts(world: &mut World, c: &hetsim_schema::scenario::Cluster) {
     let n = &c.node;
     for node in 0..c.nodes {
         world.spawn((Node { index: node }, Name::new(format!("node[{node}]"))));
@@ -111,12 +111,12 @@ fn spawn_cluster_parts(world: &mut World, c: &hetsim_components::scenario::Clust
             )
         }));
     }
-    if let hetsim_components::scenario::Network::Star(_) = c.network {
+    if let hetsim_schema::scenario::Network::Star(_) = c.network {
         world.spawn((Switch { level: 1, index: 0 }, Name::new("star")));
     }
     if matches!(
         c.node.nvlink,
-        Some(hetsim_components::scenario::NvLinkSpec::Switch(_))
+        Some(hetsim_schema::scenario::NvLinkSpec::Switch(_))
     ) {
         for node in 0..c.nodes {
             world.spawn((

@@ -8,8 +8,8 @@ use foldhash::HashMap;
 use smallvec::SmallVec;
 use std::sync::Arc;
 
-use hetsim_components::SimTime;
-use hetsim_components::scenario::{NicAttach, Sharing};
+use hetsim_schema::SimTime;
+use hetsim_schema::scenario::{NicAttach, Sharing};
 
 use super::fattree::FatTree;
 

@@ -7,9 +7,9 @@ use rand_core::Rng;
 use std::collections::{BinaryHeap, VecDeque};
 
 use bevy_ecs::prelude::Resource;
-use hetsim_components::SimTime;
-use hetsim_components::tasks::Mode;
 use hetsim_engine::record::ResId;
+use hetsim_schema::SimTime;
+use hetsim_schema::tasks::Mode;
 
 use super::graph::Graph;
 use super::machine::{Arch, Machine, Models};

@@ -10,8 +10,8 @@
 
 use smallvec::SmallVec;
 
-use hetsim_components::starpu::footprint;
-use hetsim_components::tasks::{DagSpec, Mode};
+use hetsim_schema::starpu::footprint;
+use hetsim_schema::tasks::{DagSpec, Mode};
 
 pub use super::tiled::{Priorities, cholesky, lu, qr};
 
@@ -298,7 +298,7 @@ pub fn from_dag(dag: &DagSpec) -> Result<Graph, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hetsim_components::tasks::Precision;
+    use hetsim_schema::tasks::Precision;
 
     #[test]
     fn cholesky_has_starpus_task_counts_and_flops() {

@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use hetsim_components::scenario::{PlatformSpec, StarpuMachine};
-use hetsim_components::starpu::{bus, perfmodel};
-use hetsim_components::tasks::{CodeletModel, TimeModel};
+use hetsim_schema::scenario::{PlatformSpec, StarpuMachine};
+use hetsim_schema::starpu::{bus, perfmodel};
+use hetsim_schema::tasks::{CodeletModel, TimeModel};
 
 use super::graph::Task;
 use crate::platform::{Endpoint, Topology};
@@ -193,7 +193,7 @@ fn route_matrices(nodes: &[MemNode], topo: &mut Topology) -> Result<(Matrix, Mat
 }
 
 fn starpu(m: &StarpuMachine, topo: &mut Topology) -> Result<Machine, String> {
-    use hetsim_components::starpu::platform;
+    use hetsim_schema::starpu::platform;
     let host = &m.hostname;
     let file = |name: &str| {
         m.files

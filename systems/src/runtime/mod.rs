@@ -51,14 +51,14 @@ use bevy_app::{App, Plugin};
 use bevy_ecs::prelude::*;
 use rand_core::{Rng, SeedableRng};
 
-use hetsim_components::SimTime;
-use hetsim_components::scenario::Workload;
-use hetsim_components::tasks::RuntimeSpec;
 use hetsim_engine::record::{Interval, Recorder, ResourceKind};
 use hetsim_engine::{
     Calendar, Clock, Inbox, SimAppExt, SimErrors, SimEvent, SimRng, SimSet, SimStartup, SimStep,
     StartupSet, Switches,
 };
+use hetsim_schema::SimTime;
+use hetsim_schema::scenario::Workload;
+use hetsim_schema::tasks::RuntimeSpec;
 
 use crate::network::{FlowRequest, Launch, Start};
 use crate::platform::{PlatformConfig, Topology};

@@ -3,8 +3,8 @@
 
 use std::collections::BinaryHeap;
 
-use hetsim_components::scenario::{PlatformSpec, Workload};
-use hetsim_components::tasks::RuntimeSpec;
+use hetsim_schema::scenario::{PlatformSpec, Workload};
+use hetsim_schema::tasks::RuntimeSpec;
 
 use super::core::{Runtime, RuntimeReport, TaskState, WorkerRt};
 use super::graph::{self, Priorities};

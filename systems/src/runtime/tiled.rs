@@ -2,8 +2,8 @@
 //! (cholesky_implicit), LU (lu_implicit, no pivoting) and QR, with the examples' priorities,
 //! flops and hints.
 
-use hetsim_components::starpu::footprint;
-use hetsim_components::tasks::{Mode, Precision, lu_codelets};
+use hetsim_schema::starpu::footprint;
+use hetsim_schema::tasks::{Mode, Precision, lu_codelets};
 
 use super::graph::Graph;
 

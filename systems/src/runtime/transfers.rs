@@ -3,7 +3,7 @@
 //! StarPU's way, relays through RAM between GPUs without peer access, StarPU-SimGrid's
 //! serialisation of copies, write-backs, and what a finished copy makes valid.
 
-use hetsim_components::SimTime;
+use hetsim_schema::SimTime;
 
 use super::core::{Due, QUEUE_COST, Runtime};
 use super::memory::{Evict, Msi};

@@ -6,8 +6,8 @@ use bevy_ecs::prelude::*;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use hetsim_components::scenario::FlowSpec;
 use hetsim_engine::{Calendar, SimAppExt, SimErrors, SimStartup, StartupSet};
+use hetsim_schema::scenario::FlowSpec;
 
 use crate::network::{FlowRequest, Launch, Start};
 use crate::platform::{Route, Topology};

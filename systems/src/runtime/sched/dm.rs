@@ -10,7 +10,7 @@
 
 use std::collections::VecDeque;
 
-use hetsim_components::tasks::Scheduler;
+use hetsim_schema::tasks::Scheduler;
 
 use super::{Policy, Pushed, View, insert_sorted};
 

@@ -23,7 +23,7 @@ use std::collections::VecDeque;
 
 use rand_core::Rng;
 
-use hetsim_components::tasks::Scheduler;
+use hetsim_schema::tasks::Scheduler;
 
 use super::graph::Graph;
 use super::machine::{Arch, Machine, Models, Worker};
@@ -210,9 +210,9 @@ mod tests {
     use crate::runtime::graph;
     use crate::runtime::machine::MemNode;
     use crate::runtime::memory::Msi;
-    use hetsim_components::load::from_ron;
-    use hetsim_components::scenario::PlatformSpec;
-    use hetsim_components::tasks::{CodeletModel, DagSpec};
+    use hetsim_schema::load::from_ron;
+    use hetsim_schema::scenario::PlatformSpec;
+    use hetsim_schema::tasks::{CodeletModel, DagSpec};
     use rand_core::SeedableRng;
     use std::collections::BTreeMap;
 
