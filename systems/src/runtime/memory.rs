@@ -346,3 +346,83 @@ impl Runtime {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::setup::{Flags, test_runtime};
+
+    const FLAGS: Flags = Flags {
+        overheads: false,
+        mem_limit: true,
+        shared_bus: true,
+        prefetch: true,
+        noise: false,
+    };
+
+    /// Four 1 GB handles at home in RAM, on a GPU that holds two and a half.
+    fn four_handles() -> Runtime {
+        let dag = r#"(handles: [(name: "a", size: 1e9), (name: "b", size: 1e9),
+            (name: "c", size: 1e9), (name: "d", size: 1e9)], tasks: [])"#;
+        test_runtime(dag, "{}", 2.5e9, FLAGS)
+    }
+
+    #[test]
+    fn the_least_recently_used_idle_replica_goes_first() {
+        let mut rt = four_handles();
+        assert!(rt.allocate(0, 1, Evict::ForFetch));
+        rt.tick += 1;
+        assert!(rt.allocate(1, 1, Evict::ForFetch));
+        // a was used after b: b is now the least recently used.
+        rt.tick += 1;
+        rt.touch(0, 1);
+        // No room for c without eviction, and none allowed.
+        assert!(!rt.allocate(2, 1, Evict::No));
+        assert!(rt.allocate(2, 1, Evict::ForFetch));
+        assert!(rt.replicas.get(0, 1).allocated && !rt.replicas.get(1, 1).allocated);
+        // b had its valid copy in RAM: dropped, no write-back; its buffer was reused by c
+        // (same size, no cudaMalloc: memory use unchanged).
+        assert_eq!((rt.report.evictions, rt.report.writebacks), (1, 0));
+        assert_eq!(rt.used[1], 2e9);
+    }
+
+    #[test]
+    fn a_replica_in_use_is_never_evicted_and_a_dirty_one_is_written_back() {
+        let mut rt = four_handles();
+        assert!(rt.allocate(0, 1, Evict::ForFetch));
+        rt.tick += 1;
+        assert!(rt.allocate(1, 1, Evict::ForFetch));
+        // a is in use by a task; b was written on the GPU (the only valid copy).
+        rt.replicas.get_mut(0, 1).refcnt = 1;
+        *rt.replicas.get_mut(1, 1) = Replica {
+            state: Msi::Owner,
+            ..*rt.replicas.get(1, 1)
+        };
+        rt.replicas.get_mut(1, 0).state = Msi::Invalid;
+        // c needs room: b is the only idle replica; it is written back to RAM first (a copy
+        // GPU -> RAM starts) and freed when it lands, so c waits.
+        assert!(!rt.allocate(2, 1, Evict::ForFetch));
+        assert_eq!((rt.report.evictions, rt.report.writebacks), (1, 1));
+        assert!(rt.replicas.get(1, 1).evicting);
+        let x = rt.replicas.get(1, 0).incoming.expect("a write-back");
+        let xf = &rt.xfers[x as usize];
+        assert!(xf.writeback && (xf.src, xf.dst) == (1, 0));
+        assert_eq!(rt.flows.len(), 1);
+        // The write-back lands: RAM owns b again, the GPU copy goes, c fits.
+        rt.xfer_done(x);
+        assert_eq!(rt.replicas.get(1, 0).state, Msi::Owner);
+        assert!(!rt.replicas.get(1, 1).allocated);
+        assert!(rt.allocate(2, 1, Evict::ForFetch));
+    }
+
+    #[test]
+    fn source_selection_prefers_a_direct_copy_then_ram() {
+        let rt = four_handles();
+        // a is valid in RAM only: the copy to the GPU reads RAM.
+        assert_eq!(rt.replicas.source_for(0, 1, 1e9, &rt.machine), Some(0));
+        // Nothing valid anywhere (a handle never written): no source.
+        let mut rt = rt;
+        rt.replicas.get_mut(3, 0).state = Msi::Invalid;
+        assert_eq!(rt.replicas.source_for(3, 1, 1e9, &rt.machine), None);
+    }
+}

@@ -7,7 +7,7 @@ use hetsim_schema::scenario::{PlatformSpec, Workload};
 use hetsim_schema::tasks::RuntimeSpec;
 
 use super::core::{Runtime, RuntimeReport, TaskState, WorkerRt};
-use super::graph::{self, Priorities};
+use super::graph::{self, Graph, Priorities};
 use super::machine::{Machine, Models};
 use super::memory::Replicas;
 use super::sched;
@@ -105,6 +105,37 @@ pub fn build(
             ));
         }
     }
+    let parts = Parts {
+        graph,
+        machine,
+        models,
+        flops,
+    };
+    Ok(Some(assemble(parts, spec, flags, rng)))
+}
+
+/// What a runtime is made of, checked.
+pub struct Parts {
+    pub graph: Graph,
+    pub machine: Machine,
+    pub models: Models,
+    /// The application's flop count (for GFlop/s).
+    pub flops: f64,
+}
+
+/// A runtime at time 0 over checked parts: every task blocked, data at home, workers idle.
+pub fn assemble(
+    parts: Parts,
+    spec: &RuntimeSpec,
+    flags: Flags,
+    rng: rand_chacha::ChaCha8Rng,
+) -> Runtime {
+    let Parts {
+        graph,
+        machine,
+        models,
+        flops,
+    } = parts;
     let workers: Vec<WorkerRt> = (0..machine.workers.len())
         .map(|_| WorkerRt::default())
         .collect();
@@ -112,7 +143,7 @@ pub fn build(
     let nn = machine.nodes.len();
     let replicas = Replicas::new(&graph, nn);
     let nw = machine.workers.len();
-    let rt = Runtime {
+    Runtime {
         state: vec![TaskState::Blocked; nt],
         left: graph.npred.clone(),
         worker_of: vec![u32::MAX; nt],
@@ -157,6 +188,58 @@ pub fn build(
         machine,
         models,
         ..Default::default()
+    }
+}
+
+/// A runtime on one GPU (CUDA0, memory node 1 of `gpu_bytes`, 10 GB/s to RAM both ways, no
+/// latency) and one CPU core, for the leaves' unit tests.
+#[cfg(test)]
+pub fn test_runtime(dag: &str, models: &str, gpu_bytes: f64, flags: Flags) -> Runtime {
+    use super::machine::{Arch, MemNode, Worker};
+    use crate::platform::Endpoint;
+    use hetsim_schema::load::from_ron;
+    use rand_core::SeedableRng;
+
+    let dag: hetsim_schema::tasks::DagSpec = from_ron(dag, "test", "").unwrap();
+    let graph = graph::from_dag(&dag).unwrap();
+    let given = from_ron(models, "test", "").unwrap();
+    let platform = PlatformSpec::File(String::new());
+    let models = Models::new(&graph.codelets, &given, &platform).unwrap();
+    let worker = |arch, node, name: &str, speedup| Worker {
+        arch,
+        node,
+        name: name.into(),
+        speedup,
     };
-    Ok(Some(rt))
+    let node = |name: &str, endpoint, capacity| MemNode {
+        name: name.into(),
+        endpoint,
+        capacity,
+    };
+    let machine = Machine {
+        workers: vec![
+            worker(Arch::Cuda(0), 1, "CUDA0", 13.33),
+            worker(Arch::Cpu, 0, "CPU0", 0.5),
+        ],
+        nodes: vec![
+            node("RAM", Endpoint::Host { node: 0 }, f64::INFINITY),
+            node("CUDA0", Endpoint::Gpu { node: 0, gpu: 0 }, gpu_bytes),
+        ],
+        bw: vec![vec![0.0, 10e9], vec![10e9, 0.0]],
+        lat: vec![vec![0.0; 2]; 2],
+        direct: vec![vec![true; 2]; 2],
+    };
+    let parts = Parts {
+        graph,
+        machine,
+        models,
+        flops: 0.0,
+    };
+    let spec = RuntimeSpec::default();
+    assemble(
+        parts,
+        &spec,
+        flags,
+        rand_chacha::ChaCha8Rng::seed_from_u64(1),
+    )
 }

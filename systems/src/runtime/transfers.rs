@@ -302,7 +302,8 @@ impl Runtime {
 
 #[cfg(test)]
 mod tests {
-    use super::Xfer;
+    use super::*;
+    use crate::runtime::setup::{Flags, test_runtime};
 
     #[test]
     fn copies_serialise_as_starpu_simgrid_does() {
@@ -315,5 +316,46 @@ mod tests {
         assert!(Xfer::after((1, 2), (0, 1)) && Xfer::after((1, 2), (0, 2)));
         assert!(Xfer::after((0, 2), (1, 2)) && Xfer::after((0, 1), (1, 2)));
         assert!(!Xfer::after((1, 0), (1, 2)) && !Xfer::after((0, 3), (1, 2)));
+    }
+
+    #[test]
+    fn a_node_pair_runs_two_prefetches_at_once_and_fetches_up_to_five() {
+        let handles = (0..8)
+            .map(|i| format!(r#"(name: "h{i}", size: 1e6)"#))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let dag = format!("(handles: [{handles}], tasks: [])");
+        let flags = Flags {
+            overheads: false,
+            mem_limit: true,
+            shared_bus: true,
+            prefetch: true,
+            noise: false,
+        };
+        let mut rt = test_runtime(&dag, "{}", 16e9, flags);
+        let pair = rt.pair(0, 1);
+        for h in 0..4 {
+            assert!(rt.allocate(h, 1, Evict::ForPrefetch));
+            rt.request(h, 1, Level::Prefetch, 0);
+        }
+        // StarPU 1.4's caps: prefetches start while fewer than 2 are in flight.
+        assert_eq!((rt.inflight[pair], rt.requests[pair].len()), (2, 2));
+        for h in 4..8 {
+            assert!(rt.allocate(h, 1, Evict::ForFetch));
+            rt.request(h, 1, Level::Fetch, 0);
+        }
+        // Fetches start while fewer than 5 are: three more; the rest wait, fetches first.
+        assert_eq!((rt.inflight[pair], rt.requests[pair].len()), (5, 3));
+        let first = |rt: &Runtime| rt.requests[pair][0];
+        assert_eq!(rt.xfers[first(&rt) as usize].level, Level::Prefetch);
+        // A fetch for data a prefetch asked for raises that request to fetch level.
+        rt.request(2, 1, Level::Fetch, 0);
+        let raised = rt.replicas.get(2, 1).incoming.unwrap();
+        assert_eq!(rt.xfers[raised as usize].level, Level::Fetch);
+        // One copy ends: the queued fetch goes first.
+        let done = rt.replicas.get(0, 1).incoming.unwrap();
+        rt.xfer_done(done);
+        assert_eq!(rt.inflight[pair], 5);
+        assert!(rt.xfers[raised as usize].launched);
     }
 }
