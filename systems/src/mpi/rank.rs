@@ -165,9 +165,10 @@ impl Job {
         }
     }
 
-    /// What the job asked of the world, in order.
-    pub fn take_effects(&mut self) -> Vec<Effect> {
-        std::mem::take(&mut self.out.fx)
+    /// What the job asked of the world, in order (drained: the buffer keeps its capacity
+    /// for the next step).
+    pub fn take_effects(&mut self) -> std::vec::Drain<'_, Effect> {
+        self.out.fx.drain(..)
     }
 
     /// A flow or timer of message `m` is over.
@@ -225,14 +226,16 @@ impl Job {
     }
 
     fn apply_notices(&mut self, now: SimTime) {
-        for n in std::mem::take(&mut self.out.notices) {
-            match n {
+        // Applying a notice never makes another, so the list is walked in place.
+        for i in 0..self.out.notices.len() {
+            match self.out.notices[i] {
                 Notice::Matched { rank, req } => {
                     self.ranks[rank as usize].reqs[req as usize].matched = true;
                 }
                 Notice::Done { rank, req } => self.complete(rank, req, now),
             }
         }
+        self.out.notices.clear();
     }
 
     /// Runs rank `r` until it blocks, computes or ends.
