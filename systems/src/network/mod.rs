@@ -118,22 +118,24 @@ impl<'w, 's> Launch<'w, 's> {
         let start = match req.start {
             Start::At(t) | Start::Ahead(t) => t,
         };
-        let mut entity = self.commands.spawn((
-            Flow {
-                id: req.id,
-                src: req.src,
-                dst: req.dst,
-                size: req.bytes,
-                start,
-            },
-            FlowRoute(req.route),
-        ));
-        if let Some(notice) = done {
-            entity.insert(DoneNotice(notice));
-        }
-        if let Some(cap) = req.cap {
-            entity.insert(FlowCap(cap));
-        }
+        let flow = Flow {
+            id: req.id,
+            src: req.src,
+            dst: req.dst,
+            size: req.bytes,
+            start,
+        };
+        let route = FlowRoute(req.route);
+        // One bundle per kind of flow: inserting the optional parts afterwards would move
+        // every flow between archetypes.
+        let entity = match (done, req.cap) {
+            (Some(n), Some(c)) => self
+                .commands
+                .spawn((flow, route, DoneNotice(n), FlowCap(c))),
+            (Some(n), None) => self.commands.spawn((flow, route, DoneNotice(n))),
+            (None, Some(c)) => self.commands.spawn((flow, route, FlowCap(c))),
+            (None, None) => self.commands.spawn((flow, route)),
+        };
         let e = entity.id();
         match req.start {
             Start::At(t) => cal.schedule(t, FlowStart(e)),
