@@ -4,7 +4,7 @@
 //! and the network by the coordinator.
 
 use rand_core::Rng;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 use bevy_ecs::prelude::Resource;
 use hetsim_engine::record::ResId;
@@ -13,9 +13,10 @@ use hetsim_schema::tasks::Mode;
 
 use super::graph::Graph;
 use super::machine::{Arch, Machine, Models};
-use super::memory::{Evict, Msi, Postponed, Replicas};
+use super::memory::{Evict, Memory, Msi, Replicas};
 use super::sched::{Policy, View};
-use super::transfers::{Level, Xfer};
+use super::setup::Flags;
+use super::transfers::{Level, Transfers};
 
 /// StarPU-SimGrid's runtime costs (notes 5.2), seconds: per transfer and per GPU kernel
 /// queued, cudaMalloc, cudaFree, and pinning host memory per MiB.
@@ -94,43 +95,12 @@ pub struct Runtime {
     /// dm* predictions per task: (length, transfer not hidden), seconds.
     pub(crate) pred: Vec<(f64, f64)>,
     pub(crate) replicas: Replicas,
-    pub(crate) used: Vec<f64>,
-    pub(crate) peak: Vec<f64>,
-    /// Allocated GPU replicas per node by last use: the eviction order.
-    pub(crate) lru: Vec<std::collections::BTreeSet<(u64, u32)>>,
-    /// Freed GPU buffers by node (sizes), still counted as used: reusable without
-    /// cudaMalloc, or freed with cudaFree when memory runs short.
-    pub(crate) cache: Vec<Vec<f64>>,
-    /// Allocation costs (cudaMalloc, cudaFree, pinned RAM) each node's driver still owes:
-    /// paid by the next copy into the node or the next task started there.
-    pub(crate) debt: Vec<f64>,
-    pub(crate) xfers: Vec<Xfer>,
-    /// Requests not yet started, per node pair (`src * nodes + dst`).
-    pub(crate) requests: Vec<Vec<u32>>,
-    /// Requests started and not finished, per node pair.
-    pub(crate) inflight: Vec<u32>,
-    /// Transfers of each handle requested and not finished: a task that writes the handle
-    /// waits until there are none (a write-back in flight must not land after the write).
-    pub(crate) handle_xfers: Vec<u32>,
-    /// Workers whose fetched task waits so, with the handle.
-    pub(crate) write_wait: Vec<(u32, u32)>,
-    /// Transfers queued or running on the shared bus.
-    pub(crate) pending: Vec<u32>,
+    /// Allocation, the eviction order, prefetch pins and postponements per memory node.
+    pub(crate) mem: Memory,
+    /// Transfers and their request lists.
+    pub(crate) copies: Transfers,
     /// Tasks each `wont_use` hint still waits for.
     pub(crate) hints_left: Vec<u32>,
-    /// Tasks waiting for memory on each node.
-    pub(crate) mem_wait: Vec<Vec<u32>>,
-    /// A prefetch found nothing to evict on the node: later prefetches there use free memory
-    /// only, until a task ends there (StarPU's `prefetch_out_of_memory`).
-    pub(crate) prefetch_oom: Vec<bool>,
-    /// Tasks whose inputs are pinned by their push-time prefetch, until they are popped.
-    pub(crate) prefetched: Vec<bool>,
-    /// Prefetches that found no memory, per node, most urgent on top (task priority, then
-    /// first postponed): retried when memory frees up there, while their task is queued.
-    pub(crate) postponed: Vec<BinaryHeap<Postponed>>,
-    pub(crate) postponed_seq: u64,
-    /// Nodes where memory was freed this step.
-    pub(crate) freed: Vec<bool>,
     pub(crate) workers: Vec<WorkerRt>,
     /// The task each worker runs.
     pub(crate) running: Vec<Option<u32>>,
@@ -142,11 +112,8 @@ pub struct Runtime {
     pub(crate) alpha: f64,
     pub(crate) beta: f64,
     pub(crate) pipeline: u32,
-    pub(crate) overheads: bool,
-    pub(crate) mem_limit: bool,
-    pub(crate) shared_bus: bool,
-    pub(crate) prefetch_on: bool,
-    pub(crate) noise: bool,
+    /// The model switches (overheads, memory limit, shared bus, prefetch, noise).
+    pub(crate) flags: Flags,
     pub(crate) rng: Option<rand_chacha::ChaCha8Rng>,
     pub(crate) flops: f64,
     pub(crate) done: u64,
@@ -265,11 +232,11 @@ impl Runtime {
             }
         }
         self.wake(w as u32);
-        self.prefetch_oom[node as usize] = false;
-        self.freed[node as usize] = true;
+        self.mem.prefetch_oom[node as usize] = false;
+        self.mem.freed[node as usize] = true;
         for n in 0..nn {
-            if !self.mem_wait[n as usize].is_empty() {
-                let waiting = std::mem::take(&mut self.mem_wait[n as usize]);
+            if !self.mem.mem_wait[n as usize].is_empty() {
+                let waiting = std::mem::take(&mut self.mem.mem_wait[n as usize]);
                 for t in waiting {
                     self.wake(self.worker_of[t as usize]);
                 }
@@ -301,14 +268,14 @@ impl Runtime {
                 self.advance_worker(w as usize);
             }
             // Fetches first, then prefetches (StarPU serves its request lists in that order).
-            let nodes: Vec<u32> = (0..self.freed.len() as u32)
-                .filter(|&n| std::mem::take(&mut self.freed[n as usize]))
+            let nodes: Vec<u32> = (0..self.mem.freed.len() as u32)
+                .filter(|&n| std::mem::take(&mut self.mem.freed[n as usize]))
                 .collect();
             if nodes.is_empty() {
                 break;
             }
             for n in nodes {
-                if !self.postponed[n as usize].is_empty() {
+                if !self.mem.postponed[n as usize].is_empty() {
                     self.retry_prefetches(n);
                 }
             }
@@ -356,8 +323,8 @@ impl Runtime {
         let mut ready = true;
         for (h, mode) in acc {
             if !self.allocate(h, node, Evict::ForFetch) {
-                if !self.mem_wait[node as usize].contains(&t) {
-                    self.mem_wait[node as usize].push(t);
+                if !self.mem.mem_wait[node as usize].contains(&t) {
+                    self.mem.mem_wait[node as usize].push(t);
                 }
                 return false;
             }
@@ -375,9 +342,9 @@ impl Runtime {
             let acc = &self.graph.tasks[t as usize].accesses;
             if let Some(&(h, _)) = acc
                 .iter()
-                .find(|&&(h, m)| m.modifies() && self.handle_xfers[h as usize] > 0)
+                .find(|&&(h, m)| m.modifies() && self.copies.handle_xfers[h as usize] > 0)
             {
-                self.write_wait.push((h, w as u32));
+                self.copies.write_wait.push((h, w as u32));
                 return false;
             }
         }
@@ -399,17 +366,17 @@ impl Runtime {
         let task = &self.graph.tasks[t as usize];
         let (mean, sd) = self.models.time(task, arch).expect("checked at push");
         let mut secs = mean;
-        if self.noise && sd > 0.0 {
+        if self.flags.noise && sd > 0.0 {
             // Box-Muller from two uniforms of the run's seeded stream.
             let (u1, u2) = (self.uniform().max(1e-300), self.uniform());
             secs =
                 (mean + sd * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()).max(0.0);
         }
-        if self.overheads && matches!(arch, Arch::Cuda(_)) {
+        if self.flags.overheads && matches!(arch, Arch::Cuda(_)) {
             secs += QUEUE_COST;
         }
         // Allocations made for it without a copy (written-only buffers) before it starts.
-        secs += std::mem::take(&mut self.debt[self.machine.workers[w].node as usize]);
+        secs += std::mem::take(&mut self.mem.debt[self.machine.workers[w].node as usize]);
         // Coherence: every buffer the task reads is valid where it runs.
         debug_assert!(
             self.graph.tasks[t as usize]

@@ -3,6 +3,8 @@
 //! and cudaFree costs a node's driver owes), the LRU eviction order with write-back, and
 //! push-time prefetch with its pins and postponements.
 
+use std::collections::{BTreeSet, BinaryHeap};
+
 use super::core::{CUDA_FREE, CUDA_MALLOC, MIB, PINNED_PER_MIB, Runtime};
 use super::graph::Graph;
 use super::machine::Machine;
@@ -40,6 +42,54 @@ pub struct Replica {
 impl Replica {
     pub fn valid(&self) -> bool {
         self.state != Msi::Invalid
+    }
+}
+
+/// Memory nodes' allocation state, the eviction order, and push-time prefetch bookkeeping.
+#[derive(Debug, Clone, Default)]
+pub struct Memory {
+    /// Bytes allocated per node (cached buffers included), and the most ever.
+    pub used: Vec<f64>,
+    pub peak: Vec<f64>,
+    /// Allocated GPU replicas per node by last use: the eviction order.
+    pub lru: Vec<BTreeSet<(u64, u32)>>,
+    /// Freed GPU buffers by node (sizes), still counted as used: reusable without
+    /// cudaMalloc, or freed with cudaFree when memory runs short.
+    pub cache: Vec<Vec<f64>>,
+    /// Allocation costs (cudaMalloc, cudaFree, pinned RAM) each node's driver still owes:
+    /// paid by the next copy into the node or the next task started there.
+    pub debt: Vec<f64>,
+    /// Tasks waiting for memory on each node.
+    pub mem_wait: Vec<Vec<u32>>,
+    /// A prefetch found nothing to evict on the node: later prefetches there use free memory
+    /// only, until a task ends there (StarPU's `prefetch_out_of_memory`).
+    pub prefetch_oom: Vec<bool>,
+    /// Tasks whose inputs are pinned by their push-time prefetch, until they are popped.
+    pub prefetched: Vec<bool>,
+    /// Prefetches that found no memory, per node, most urgent on top (task priority, then
+    /// first postponed): retried when memory frees up there, while their task is queued.
+    pub postponed: Vec<BinaryHeap<Postponed>>,
+    pub postponed_seq: u64,
+    /// Nodes where memory was freed this step.
+    pub freed: Vec<bool>,
+}
+
+impl Memory {
+    /// Nothing allocated on `nodes` memory nodes, for `tasks` tasks.
+    pub fn new(nodes: usize, tasks: usize) -> Memory {
+        Memory {
+            used: vec![0.0; nodes],
+            peak: vec![0.0; nodes],
+            lru: vec![BTreeSet::new(); nodes],
+            cache: vec![Vec::new(); nodes],
+            debt: vec![0.0; nodes],
+            mem_wait: vec![Vec::new(); nodes],
+            prefetch_oom: vec![false; nodes],
+            prefetched: vec![false; tasks],
+            postponed: vec![BinaryHeap::new(); nodes],
+            postponed_seq: 0,
+            freed: vec![false; nodes],
+        }
     }
 }
 
@@ -114,11 +164,11 @@ impl Runtime {
     /// dm* prefetch at push: start bringing the task's inputs to `w`'s node. The replicas
     /// stay pinned against other prefetches' evictions until the task is popped.
     pub(crate) fn prefetch(&mut self, t: u32, w: usize) {
-        if !self.prefetch_on {
+        if !self.flags.prefetch {
             return;
         }
         let node = self.machine.workers[w].node;
-        self.prefetched[t as usize] = true;
+        self.mem.prefetched[t as usize] = true;
         let acc = self.graph.tasks[t as usize].accesses.clone();
         for (h, mode) in acc {
             if !mode.reads() {
@@ -130,9 +180,9 @@ impl Runtime {
                 if self.allocate(h, node, Evict::ForPrefetch) {
                     self.request(h, node, Level::Prefetch, prio);
                 } else {
-                    self.postponed_seq += 1;
-                    let seq = std::cmp::Reverse(self.postponed_seq);
-                    self.postponed[node as usize].push((prio, seq, h, t));
+                    self.mem.postponed_seq += 1;
+                    let seq = std::cmp::Reverse(self.mem.postponed_seq);
+                    self.mem.postponed[node as usize].push((prio, seq, h, t));
                 }
             }
         }
@@ -141,22 +191,22 @@ impl Runtime {
     /// Memory came free on `node`: postponed prefetches go again, most urgent first, until
     /// one still finds none.
     pub(crate) fn retry_prefetches(&mut self, node: u32) {
-        while let Some(&(prio, seq, h, t)) = self.postponed[node as usize].peek() {
-            if self.prefetched[t as usize] && self.replicas.get(h, node).state == Msi::Invalid {
+        while let Some(&(prio, seq, h, t)) = self.mem.postponed[node as usize].peek() {
+            if self.mem.prefetched[t as usize] && self.replicas.get(h, node).state == Msi::Invalid {
                 if !self.allocate(h, node, Evict::ForPrefetch) {
                     break;
                 }
                 self.request(h, node, Level::Prefetch, prio);
             }
             // Brought, popped (its fetch takes over), or already there.
-            let top = self.postponed[node as usize].pop();
+            let top = self.mem.postponed[node as usize].pop();
             debug_assert_eq!(top.map(|e| e.1), Some(seq));
         }
     }
 
     /// The task leaves its worker's queue: its prefetch pins go.
     pub(crate) fn unpin_prefetch(&mut self, t: u32, node: u32) {
-        if std::mem::take(&mut self.prefetched[t as usize]) {
+        if std::mem::take(&mut self.mem.prefetched[t as usize]) {
             let acc = self.graph.tasks[t as usize].accesses.clone();
             for (h, mode) in acc {
                 if mode.reads() {
@@ -177,26 +227,26 @@ impl Runtime {
         let size = self.graph.handles[h as usize].size;
         let n = node as usize;
         if node == 0 {
-            if self.overheads && self.machine.nodes.len() > 1 {
-                self.debt[0] += PINNED_PER_MIB * size / MIB;
+            if self.flags.overheads && self.machine.nodes.len() > 1 {
+                self.mem.debt[0] += PINNED_PER_MIB * size / MIB;
             }
         } else if !self.take_cached(n, size) {
             let cap = self.machine.nodes[n].capacity;
             let mut reused = false;
-            if self.mem_limit && self.used[n] + size > cap {
+            if self.flags.mem_limit && self.mem.used[n] + size > cap {
                 self.flush_cache(n, size);
-                if self.used[n] + size > cap {
+                if self.mem.used[n] + size > cap {
                     let prefetch = evict == Evict::ForPrefetch;
-                    if evict == Evict::No || (prefetch && self.prefetch_oom[n]) {
+                    if evict == Evict::No || (prefetch && self.mem.prefetch_oom[n]) {
                         return false;
                     }
-                    self.evict(node, self.used[n] + size - cap, prefetch);
+                    self.evict(node, self.mem.used[n] + size - cap, prefetch);
                     reused = self.take_cached(n, size);
                     if !reused {
                         self.flush_cache(n, size);
-                        if self.used[n] + size > cap {
+                        if self.mem.used[n] + size > cap {
                             if prefetch {
-                                self.prefetch_oom[n] = true;
+                                self.mem.prefetch_oom[n] = true;
                             }
                             return false;
                         }
@@ -204,14 +254,14 @@ impl Runtime {
                 }
             }
             if !reused {
-                self.used[n] += size;
-                self.peak[n] = self.peak[n].max(self.used[n]);
+                self.mem.used[n] += size;
+                self.mem.peak[n] = self.mem.peak[n].max(self.mem.used[n]);
                 debug_assert!(
-                    !self.mem_limit || self.used[n] <= cap * (1.0 + 1e-12),
+                    !self.flags.mem_limit || self.mem.used[n] <= cap * (1.0 + 1e-12),
                     "memory over capacity"
                 );
-                if self.overheads {
-                    self.debt[n] += CUDA_MALLOC;
+                if self.flags.overheads {
+                    self.mem.debt[n] += CUDA_MALLOC;
                 }
             }
         }
@@ -220,16 +270,16 @@ impl Runtime {
         r.allocated = true;
         r.last_use = tick;
         if node != 0 {
-            self.lru[n].insert((tick, h));
+            self.mem.lru[n].insert((tick, h));
         }
         true
     }
 
     /// Takes a cached buffer of exactly `size` bytes on node `n`.
     pub(crate) fn take_cached(&mut self, n: usize, size: f64) -> bool {
-        match self.cache[n].iter().position(|&s| s == size) {
+        match self.mem.cache[n].iter().position(|&s| s == size) {
             Some(i) => {
-                self.cache[n].swap_remove(i);
+                self.mem.cache[n].swap_remove(i);
                 true
             }
             None => false,
@@ -241,11 +291,13 @@ impl Runtime {
     pub(crate) fn flush_cache(&mut self, n: usize, size: f64) {
         let mut freed = 0.0;
         while freed < 2.0 * size {
-            let Some(s) = self.cache[n].pop() else { break };
-            self.used[n] -= s;
+            let Some(s) = self.mem.cache[n].pop() else {
+                break;
+            };
+            self.mem.used[n] -= s;
             freed += s;
-            if self.overheads {
-                self.debt[n] += CUDA_FREE;
+            if self.flags.overheads {
+                self.mem.debt[n] += CUDA_FREE;
             }
         }
     }
@@ -261,8 +313,8 @@ impl Runtime {
                 r.last_use = 0;
                 // Dirty: valid here while RAM (the home) is not.
                 let dirty = r.state != Msi::Invalid && !r.evicting;
-                self.lru[node as usize].remove(&(old, h));
-                self.lru[node as usize].insert((0, h));
+                self.mem.lru[node as usize].remove(&(old, h));
+                self.mem.lru[node as usize].insert((0, h));
                 if dirty && self.replicas.get(h, 0).state == Msi::Invalid {
                     self.allocate(h, 0, Evict::No);
                     self.request(h, 0, Level::Idle, 0);
@@ -278,8 +330,8 @@ impl Runtime {
         let old = r.last_use;
         r.last_use = tick;
         if node != 0 && r.allocated {
-            self.lru[node as usize].remove(&(old, h));
-            self.lru[node as usize].insert((tick, h));
+            self.mem.lru[node as usize].remove(&(old, h));
+            self.mem.lru[node as usize].insert((tick, h));
         }
     }
 
@@ -291,7 +343,7 @@ impl Runtime {
         // Victims in LRU order until `need` bytes would be freed (write-backs free later).
         let mut victims = Vec::new();
         let mut counted = 0.0;
-        for &(_, h) in &self.lru[node as usize] {
+        for &(_, h) in &self.mem.lru[node as usize] {
             if counted >= need {
                 break;
             }
@@ -336,10 +388,10 @@ impl Runtime {
         r.allocated = false;
         r.state = Msi::Invalid;
         r.evicting = false;
-        self.lru[node as usize].remove(&(last, h));
-        self.cache[node as usize].push(size);
-        self.freed[node as usize] = true;
-        let waiting = std::mem::take(&mut self.mem_wait[node as usize]);
+        self.mem.lru[node as usize].remove(&(last, h));
+        self.mem.cache[node as usize].push(size);
+        self.mem.freed[node as usize] = true;
+        let waiting = std::mem::take(&mut self.mem.mem_wait[node as usize]);
         for t in waiting {
             let w = self.worker_of[t as usize];
             self.wake(w);
@@ -383,7 +435,7 @@ mod tests {
         // b had its valid copy in RAM: dropped, no write-back; its buffer was reused by c
         // (same size, no cudaMalloc: memory use unchanged).
         assert_eq!((rt.report.evictions, rt.report.writebacks), (1, 0));
-        assert_eq!(rt.used[1], 2e9);
+        assert_eq!(rt.mem.used[1], 2e9);
     }
 
     #[test]
@@ -405,7 +457,7 @@ mod tests {
         assert_eq!((rt.report.evictions, rt.report.writebacks), (1, 1));
         assert!(rt.replicas.get(1, 1).evicting);
         let x = rt.replicas.get(1, 0).incoming.expect("a write-back");
-        let xf = &rt.xfers[x as usize];
+        let xf = &rt.copies.xfers[x as usize];
         assert!(xf.writeback && (xf.src, xf.dst) == (1, 0));
         assert_eq!(rt.flows.len(), 1);
         // The write-back lands: RAM owns b again, the GPU copy goes, c fits.

@@ -261,7 +261,7 @@ fn flush(rt: &mut Runtime, cx: &mut Ctx) {
         cx.cal.schedule(at, ev);
     }
     for (at, x) in std::mem::take(&mut rt.flows) {
-        let xf = &rt.xfers[x as usize];
+        let xf = &rt.copies.xfers[x as usize];
         let (a, b) = (
             rt.machine.nodes[xf.src as usize].endpoint,
             rt.machine.nodes[xf.dst as usize].endpoint,
@@ -309,7 +309,7 @@ pub fn publish_runtime_report(world: &mut World) {
         .machine
         .nodes
         .iter()
-        .zip(&rt.peak)
+        .zip(&rt.mem.peak)
         .map(|(n, &p)| (n.name.clone(), n.capacity, p))
         .collect();
     world.insert_resource(report);
@@ -335,11 +335,11 @@ fn stuck_tasks(world: &mut World) -> Vec<String> {
                 "{} fetches {} and waits{}",
                 rt.machine.workers[w].name,
                 rt.graph.tasks[t as usize].label,
-                if rt.mem_wait[node as usize].contains(&t) {
+                if rt.mem.mem_wait[node as usize].contains(&t) {
                     format!(
                         " for memory on {} ({:.0} of {:.0} bytes used, nothing evictable)",
                         rt.machine.nodes[node as usize].name,
-                        rt.used[node as usize],
+                        rt.mem.used[node as usize],
                         rt.machine.nodes[node as usize].capacity
                     )
                 } else {

@@ -1,20 +1,19 @@
 //! Building the runtime of a task-graph workload: the graph (Cholesky, LU, QR generators or
 //! a DAG), the machine and codelet models, and the checks that every task can run.
 
-use std::collections::BinaryHeap;
-
 use hetsim_schema::scenario::{PlatformSpec, Workload};
 use hetsim_schema::tasks::RuntimeSpec;
 
 use super::core::{Runtime, RuntimeReport, TaskState, WorkerRt};
 use super::graph::{self, Graph, Priorities};
 use super::machine::{Machine, Models};
-use super::memory::Replicas;
+use super::memory::{Memory, Replicas};
 use super::sched;
+use super::transfers::Transfers;
 use crate::platform::Topology;
 
 /// The model switches the runtime reads.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Flags {
     pub overheads: bool,
     pub mem_limit: bool,
@@ -149,20 +148,8 @@ pub fn assemble(
         worker_of: vec![u32::MAX; nt],
         pred: vec![(0.0, 0.0); nt],
         replicas,
-        used: vec![0.0; nn],
-        peak: vec![0.0; nn],
-        lru: vec![Default::default(); nn],
-        cache: vec![Vec::new(); nn],
-        debt: vec![0.0; nn],
-        mem_wait: vec![Vec::new(); nn],
-        prefetch_oom: vec![false; nn],
-        requests: vec![Vec::new(); nn * nn],
-        inflight: vec![0; nn * nn],
-        handle_xfers: vec![0; graph.handles.len()],
-        write_wait: Vec::new(),
-        prefetched: vec![false; nt],
-        postponed: vec![BinaryHeap::new(); nn],
-        freed: vec![false; nn],
+        mem: Memory::new(nn, nt),
+        copies: Transfers::new(nn, graph.handles.len()),
         workers,
         dirty_mark: vec![false; nw],
         hints_left: graph.hints.iter().map(|h| h.1).collect(),
@@ -171,11 +158,7 @@ pub fn assemble(
         alpha: spec.alpha,
         beta: spec.beta,
         pipeline: spec.cuda_pipeline.max(1),
-        overheads: flags.overheads,
-        mem_limit: flags.mem_limit,
-        shared_bus: flags.shared_bus,
-        prefetch_on: flags.prefetch,
-        noise: flags.noise,
+        flags,
         rng: Some(rng),
         flops,
         report: RuntimeReport {

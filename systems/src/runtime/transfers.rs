@@ -61,13 +61,42 @@ impl Xfer {
     }
 }
 
+/// Every transfer, and the request lists of each node pair.
+#[derive(Debug, Clone, Default)]
+pub struct Transfers {
+    pub xfers: Vec<Xfer>,
+    /// Requests not yet started, per node pair (`src * nodes + dst`).
+    pub requests: Vec<Vec<u32>>,
+    /// Requests started and not finished, per node pair.
+    pub inflight: Vec<u32>,
+    /// Transfers of each handle requested and not finished: a task that writes the handle
+    /// waits until there are none (a write-back in flight must not land after the write).
+    pub handle_xfers: Vec<u32>,
+    /// Workers whose fetched task waits so, with the handle.
+    pub write_wait: Vec<(u32, u32)>,
+    /// Transfers queued or running on the shared bus.
+    pub pending: Vec<u32>,
+}
+
+impl Transfers {
+    /// No transfer yet between `nodes` memory nodes, for `handles` handles.
+    pub fn new(nodes: usize, handles: usize) -> Transfers {
+        Transfers {
+            requests: vec![Vec::new(); nodes * nodes],
+            inflight: vec![0; nodes * nodes],
+            handle_xfers: vec![0; handles],
+            ..Default::default()
+        }
+    }
+}
+
 impl Runtime {
     /// Brings a valid copy of `h` to `node` (already allocated) unless it is there or coming.
     /// A fetch for data a prefetch already asked for raises that request to its level.
     pub(crate) fn request(&mut self, h: u32, node: u32, level: Level, prio: i64) {
         let r = *self.replicas.get(h, node);
         if let Some(x) = r.incoming {
-            let xf = &mut self.xfers[x as usize];
+            let xf = &mut self.copies.xfers[x as usize];
             if !xf.launched && (level == Level::Fetch || prio > xf.prio) {
                 xf.prio = xf.prio.max(prio);
                 if level == Level::Fetch {
@@ -95,7 +124,7 @@ impl Runtime {
                 .get(h, 0)
                 .incoming
                 .expect("RAM copy requested");
-            self.xfers[x as usize].then.push(node);
+            self.copies.xfers[x as usize].then.push(node);
             x
         };
         self.replicas.get_mut(h, node).incoming = Some(x);
@@ -113,14 +142,14 @@ impl Runtime {
         level: Level,
         prio: i64,
     ) -> u32 {
-        let x = self.xfers.len() as u32;
-        self.handle_xfers[h as usize] += 1;
+        let x = self.copies.xfers.len() as u32;
+        self.copies.handle_xfers[h as usize] += 1;
         if !writeback {
             self.replicas.get_mut(h, src).refcnt += 1;
             let pair = self.pair(src, dst);
-            self.requests[pair].push(x);
+            self.copies.requests[pair].push(x);
         }
-        self.xfers.push(Xfer {
+        self.copies.xfers.push(Xfer {
             handle: h,
             src,
             dst,
@@ -146,25 +175,25 @@ impl Runtime {
     pub(crate) fn pump(&mut self, src: u32, dst: u32) {
         let pair = self.pair(src, dst);
         loop {
-            let best = self.requests[pair]
+            let best = self.copies.requests[pair]
                 .iter()
                 .enumerate()
                 .min_by_key(|&(_, &x)| {
-                    let xf = &self.xfers[x as usize];
+                    let xf = &self.copies.xfers[x as usize];
                     (xf.level, std::cmp::Reverse(xf.prio), x)
                 })
                 .map(|(i, &x)| (i, x));
             let Some((i, x)) = best else { break };
-            let cap = match self.xfers[x as usize].level {
+            let cap = match self.copies.xfers[x as usize].level {
                 Level::Fetch => FETCH_CAP,
                 Level::Prefetch => PREFETCH_CAP,
                 Level::Idle => IDLE_CAP,
             };
-            if self.inflight[pair] >= cap {
+            if self.copies.inflight[pair] >= cap {
                 break;
             }
-            self.requests[pair].remove(i);
-            self.inflight[pair] += 1;
+            self.copies.requests[pair].remove(i);
+            self.copies.inflight[pair] += 1;
             self.launch(x);
         }
     }
@@ -177,8 +206,8 @@ impl Runtime {
             src,
             dst,
             ..
-        } = self.xfers[x as usize];
-        self.xfers[x as usize].launched = true;
+        } = self.copies.xfers[x as usize];
+        self.copies.xfers[x as usize].launched = true;
         let size = self.graph.handles[h as usize].size;
         self.report.transfers += 1;
         match (src, dst) {
@@ -187,26 +216,26 @@ impl Runtime {
             _ => self.report.bytes_d2d += size,
         }
         // Queueing cost, after the allocations the destination's driver owes.
-        let mut delay = std::mem::take(&mut self.debt[dst as usize]);
-        if self.overheads {
+        let mut delay = std::mem::take(&mut self.mem.debt[dst as usize]);
+        if self.flags.overheads {
             delay += QUEUE_COST;
         }
         let at = self
             .now
             .saturating_add(SimTime::from_secs_saturating(delay));
-        let mut xfer = std::mem::take(&mut self.xfers[x as usize]);
+        let mut xfer = std::mem::take(&mut self.copies.xfers[x as usize]);
         xfer.ready_at = at;
-        if self.shared_bus {
+        if self.flags.shared_bus {
             // Waits for the pending copies it must follow; the flow starts after them and
             // the queueing delay.
-            for &p in &self.pending {
-                let old = &mut self.xfers[p as usize];
+            for &p in &self.copies.pending {
+                let old = &mut self.copies.xfers[p as usize];
                 if Xfer::after((src, dst), (old.src, old.dst)) {
                     old.wakes.push(x);
                     xfer.waits += 1;
                 }
             }
-            self.pending.push(x);
+            self.copies.pending.push(x);
             if xfer.waits == 0 {
                 self.flows.push((at, x));
             }
@@ -217,17 +246,17 @@ impl Runtime {
                 Due::XferDone(x),
             ));
         }
-        self.xfers[x as usize] = xfer;
+        self.copies.xfers[x as usize] = xfer;
     }
 
     /// Transfer `x` is over: the copies serialised behind it may go.
     pub(crate) fn unblock_after(&mut self, x: u32) {
-        if let Some(i) = self.pending.iter().position(|&p| p == x) {
-            self.pending.remove(i);
+        if let Some(i) = self.copies.pending.iter().position(|&p| p == x) {
+            self.copies.pending.remove(i);
         }
         let now = self.now;
-        for w in std::mem::take(&mut self.xfers[x as usize].wakes) {
-            let next = &mut self.xfers[w as usize];
+        for w in std::mem::take(&mut self.copies.xfers[x as usize].wakes) {
+            let next = &mut self.copies.xfers[w as usize];
             next.waits -= 1;
             if next.waits == 0 {
                 self.flows.push((next.ready_at.max(now), w));
@@ -243,18 +272,21 @@ impl Runtime {
             dst,
             writeback,
             ..
-        } = self.xfers[x as usize];
-        let then = std::mem::take(&mut self.xfers[x as usize].then);
-        let (level, prio) = (self.xfers[x as usize].level, self.xfers[x as usize].prio);
+        } = self.copies.xfers[x as usize];
+        let then = std::mem::take(&mut self.copies.xfers[x as usize].then);
+        let (level, prio) = (
+            self.copies.xfers[x as usize].level,
+            self.copies.xfers[x as usize].prio,
+        );
         self.tick += 1;
-        self.handle_xfers[h as usize] -= 1;
-        if self.handle_xfers[h as usize] == 0 && !self.write_wait.is_empty() {
-            let waiting = std::mem::take(&mut self.write_wait);
+        self.copies.handle_xfers[h as usize] -= 1;
+        if self.copies.handle_xfers[h as usize] == 0 && !self.copies.write_wait.is_empty() {
+            let waiting = std::mem::take(&mut self.copies.write_wait);
             for (wh, w) in waiting {
                 if wh == h {
                     self.wake(w);
                 } else {
-                    self.write_wait.push((wh, w));
+                    self.copies.write_wait.push((wh, w));
                 }
             }
         }
@@ -272,7 +304,7 @@ impl Runtime {
             }
         } else {
             let pair = self.pair(src, dst);
-            self.inflight[pair] -= 1;
+            self.copies.inflight[pair] -= 1;
             self.pump(src, dst);
             self.replicas.get_mut(h, src).refcnt -= 1;
             self.touch(h, dst);
@@ -339,23 +371,29 @@ mod tests {
             rt.request(h, 1, Level::Prefetch, 0);
         }
         // StarPU 1.4's caps: prefetches start while fewer than 2 are in flight.
-        assert_eq!((rt.inflight[pair], rt.requests[pair].len()), (2, 2));
+        assert_eq!(
+            (rt.copies.inflight[pair], rt.copies.requests[pair].len()),
+            (2, 2)
+        );
         for h in 4..8 {
             assert!(rt.allocate(h, 1, Evict::ForFetch));
             rt.request(h, 1, Level::Fetch, 0);
         }
         // Fetches start while fewer than 5 are: three more; the rest wait, fetches first.
-        assert_eq!((rt.inflight[pair], rt.requests[pair].len()), (5, 3));
-        let first = |rt: &Runtime| rt.requests[pair][0];
-        assert_eq!(rt.xfers[first(&rt) as usize].level, Level::Prefetch);
+        assert_eq!(
+            (rt.copies.inflight[pair], rt.copies.requests[pair].len()),
+            (5, 3)
+        );
+        let first = |rt: &Runtime| rt.copies.requests[pair][0];
+        assert_eq!(rt.copies.xfers[first(&rt) as usize].level, Level::Prefetch);
         // A fetch for data a prefetch asked for raises that request to fetch level.
         rt.request(2, 1, Level::Fetch, 0);
         let raised = rt.replicas.get(2, 1).incoming.unwrap();
-        assert_eq!(rt.xfers[raised as usize].level, Level::Fetch);
+        assert_eq!(rt.copies.xfers[raised as usize].level, Level::Fetch);
         // One copy ends: the queued fetch goes first.
         let done = rt.replicas.get(0, 1).incoming.unwrap();
         rt.xfer_done(done);
-        assert_eq!(rt.inflight[pair], 5);
-        assert!(rt.xfers[raised as usize].launched);
+        assert_eq!(rt.copies.inflight[pair], 5);
+        assert!(rt.copies.xfers[raised as usize].launched);
     }
 }
