@@ -206,86 +206,18 @@ fn insert_sorted(q: &mut VecDeque<u32>, t: u32, prio: i64, rt: &View) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::platform::Endpoint;
-    use crate::runtime::graph;
-    use crate::runtime::machine::MemNode;
+    use crate::runtime::core::Runtime;
     use crate::runtime::memory::Msi;
-    use hetsim_schema::load::from_ron;
-    use hetsim_schema::scenario::PlatformSpec;
-    use hetsim_schema::tasks::{CodeletModel, DagSpec};
-    use rand_core::SeedableRng;
-    use std::collections::BTreeMap;
+    use crate::runtime::setup::{Flags, test_runtime};
 
-    /// One GPU (CUDA0, memory node 1, 10 GB/s to RAM both ways, no latency) and one CPU
-    /// core (RAM), a DAG and codelet models.
-    struct Fixture {
-        graph: Graph,
-        machine: Machine,
-        models: Models,
-        replicas: Replicas,
-        pred: Vec<(f64, f64)>,
-        running: Vec<Option<u32>>,
-        rng: rand_chacha::ChaCha8Rng,
+    /// A runtime on one GPU (CUDA0) and one CPU core; the policies under test are separate
+    /// from its own.
+    fn runtime(dag: &str, models: &str) -> Runtime {
+        test_runtime(dag, models, 16e9, Flags::default())
     }
 
-    impl Fixture {
-        fn new(dag: &str, models: &str) -> Fixture {
-            let dag: DagSpec = from_ron(dag, "test", "").unwrap();
-            let graph = graph::from_dag(&dag).unwrap();
-            let given: BTreeMap<String, CodeletModel> = from_ron(models, "test", "").unwrap();
-            let models =
-                Models::new(&graph.codelets, &given, &PlatformSpec::File(String::new())).unwrap();
-            let worker = |arch, node, name: &str, speedup| Worker {
-                arch,
-                node,
-                name: name.into(),
-                speedup,
-            };
-            let node = |name: &str, endpoint, capacity| MemNode {
-                name: name.into(),
-                endpoint,
-                capacity,
-            };
-            let machine = Machine {
-                workers: vec![
-                    worker(Arch::Cuda(0), 1, "CUDA0", 13.33),
-                    worker(Arch::Cpu, 0, "CPU0", 0.5),
-                ],
-                nodes: vec![
-                    node("RAM", Endpoint::Host { node: 0 }, f64::INFINITY),
-                    node("CUDA0", Endpoint::Gpu { node: 0, gpu: 0 }, 16e9),
-                ],
-                bw: vec![vec![0.0, 10e9], vec![10e9, 0.0]],
-                lat: vec![vec![0.0; 2]; 2],
-                direct: vec![vec![true; 2]; 2],
-            };
-            let replicas = Replicas::new(&graph, 2);
-            let n = graph.tasks.len();
-            Fixture {
-                graph,
-                machine,
-                models,
-                replicas,
-                pred: vec![(0.0, 0.0); n],
-                running: vec![None; 2],
-                rng: rand_chacha::ChaCha8Rng::seed_from_u64(1),
-            }
-        }
-
-        fn view(&mut self) -> View<'_> {
-            View {
-                graph: &self.graph,
-                machine: &self.machine,
-                models: &mut self.models,
-                replicas: &self.replicas,
-                pred: &self.pred,
-                running: &self.running,
-                rng: &mut self.rng,
-                now: 0.0,
-                alpha: 1.0,
-                beta: 1.0,
-            }
-        }
+    fn view(rt: &mut Runtime) -> View<'_> {
+        rt.policy_and_view().1
     }
 
     const READS_X: &str = r#"(handles: [(name: "x", size: 1e9)],
@@ -299,9 +231,9 @@ mod tests {
         // bandwidth = 0.2 s: ends at 0.21 s, fitness (0.21 - 0.1) + 0.2 = 0.31. On the CPU
         // the data are there: ends at 0.1 s, fitness 0. dmda takes the CPU and prefetches
         // for it; dm, blind to data, takes the GPU.
-        let mut f = Fixture::new(READS_X, GPU_FASTER);
+        let mut rt = runtime(READS_X, GPU_FASTER);
         let mut dmda = policy(Scheduler::Dmda, 2);
-        let pushed = dmda.push(0, None, &mut f.view());
+        let pushed = dmda.push(0, None, &mut view(&mut rt));
         assert_eq!(
             pushed,
             Pushed {
@@ -309,18 +241,18 @@ mod tests {
                 prefetch: Some(1)
             }
         );
-        assert_eq!(dmda.pop(0, &mut f.view()), None);
-        assert_eq!(dmda.pop(1, &mut f.view()), Some(0));
+        assert_eq!(dmda.pop(0, &mut view(&mut rt)), None);
+        assert_eq!(dmda.pop(1, &mut view(&mut rt)), Some(0));
 
         let mut dm = policy(Scheduler::Dm, 2);
-        let pushed = dm.push(0, None, &mut f.view());
+        let pushed = dm.push(0, None, &mut view(&mut rt));
         assert_eq!(pushed.prefetch, None);
-        assert_eq!(dm.pop(0, &mut f.view()), Some(0));
+        assert_eq!(dm.pop(0, &mut view(&mut rt)), Some(0));
 
         // With x already valid on the GPU, dmda takes the GPU too.
-        f.replicas.get_mut(0, 1).state = Msi::Shared;
+        rt.replicas.get_mut(0, 1).state = Msi::Shared;
         let mut dmda = policy(Scheduler::Dmda, 2);
-        let pushed = dmda.push(0, None, &mut f.view());
+        let pushed = dmda.push(0, None, &mut view(&mut rt));
         assert_eq!(pushed.prefetch, Some(0));
         assert_eq!(pushed.prediction, Some((0.01, 0.0)));
     }
@@ -330,35 +262,35 @@ mod tests {
         let dag = r#"(handles: [], tasks: [
             (name: "a", codelet: "k", priority: 0), (name: "b", codelet: "k", priority: 1),
             (name: "c", codelet: "k", priority: 1), (name: "d", codelet: "k", priority: 0)])"#;
-        let mut f = Fixture::new(dag, GPU_FASTER);
+        let mut rt = runtime(dag, GPU_FASTER);
         let mut lws = policy(Scheduler::Lws, 2);
         // Released by worker 0: its deque holds b, c (priority 1) then a, d.
         for t in 0..4 {
-            lws.push(t, Some(0), &mut f.view());
+            lws.push(t, Some(0), &mut view(&mut rt));
         }
         assert_eq!(lws.queued(), 4);
         // Worker 1 has nothing; worker 0 is idle, so nothing to steal yet.
-        assert_eq!(lws.pop(1, &mut f.view()), None);
-        f.running[0] = Some(9);
-        assert_eq!(lws.pop(1, &mut f.view()), Some(2));
-        assert_eq!(lws.pop(1, &mut f.view()), Some(1));
+        assert_eq!(lws.pop(1, &mut view(&mut rt)), None);
+        rt.running[0] = Some(9);
+        assert_eq!(lws.pop(1, &mut view(&mut rt)), Some(2));
+        assert_eq!(lws.pop(1, &mut view(&mut rt)), Some(1));
         // Worker 0 pops its own head.
-        assert_eq!(lws.pop(0, &mut f.view()), Some(0));
-        assert_eq!(lws.pop(1, &mut f.view()), Some(3));
+        assert_eq!(lws.pop(0, &mut view(&mut rt)), Some(0));
+        assert_eq!(lws.pop(1, &mut view(&mut rt)), Some(3));
     }
 
     #[test]
     fn eager_hands_out_in_arrival_order_and_prio_by_priority() {
         let dag = r#"(handles: [], tasks: [
             (name: "a", codelet: "k", priority: 0), (name: "b", codelet: "k", priority: 5)])"#;
-        let mut f = Fixture::new(dag, GPU_FASTER);
+        let mut rt = runtime(dag, GPU_FASTER);
         let mut eager = policy(Scheduler::Eager, 2);
         let mut prio = policy(Scheduler::Prio, 2);
         for t in 0..2 {
-            eager.push(t, None, &mut f.view());
-            prio.push(t, None, &mut f.view());
+            eager.push(t, None, &mut view(&mut rt));
+            prio.push(t, None, &mut view(&mut rt));
         }
-        assert_eq!(eager.pop(1, &mut f.view()), Some(0));
-        assert_eq!(prio.pop(1, &mut f.view()), Some(1));
+        assert_eq!(eager.pop(1, &mut view(&mut rt)), Some(0));
+        assert_eq!(prio.pop(1, &mut view(&mut rt)), Some(1));
     }
 }
