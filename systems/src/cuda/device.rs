@@ -132,7 +132,7 @@ pub enum Effect {
         to: Endpoint,
         bytes: f64,
     },
-    /// Every device's stream has reached collective `k` or this device's has: it arrives.
+    /// Device `dev`'s stream reaches collective `k`: the device arrives there.
     Nccl { dev: u32, k: u32 },
     /// A model error (a graph launched that was never captured).
     Error(String),
