@@ -105,10 +105,6 @@ impl Calendar {
     /// An event packed as the calendar stores it, to be scheduled later by whoever holds it
     /// ([`Calendar::schedule_raw`]): how a model tells another which of its events to send back.
     pub fn pack<E: SimEvent>(&self, event: &E) -> RawEvent {
-        self.raw(event)
-    }
-
-    fn raw<E: SimEvent>(&self, event: &E) -> RawEvent {
         let (entity, arg) = event.pack();
         RawEvent {
             kind: self.kind_of::<E>(),
@@ -124,9 +120,8 @@ impl Calendar {
 
     /// Schedules an event whose time will not change.
     pub fn schedule<E: SimEvent>(&mut self, time: SimTime, event: E) {
-        let event = self.raw(&event);
-        let seq = self.next_seq();
-        self.fixed.push(Fixed { time, seq, event });
+        let event = self.pack(&event);
+        self.schedule_raw(time, event);
     }
 
     /// Schedules an event packed by [`Calendar::pack`] (its time will not change).
@@ -137,14 +132,14 @@ impl Calendar {
 
     /// Schedules or re-times an event that may move later (one pending instance per event value).
     pub fn retime<E: SimEvent>(&mut self, time: SimTime, event: E) {
-        let event = self.raw(&event);
+        let event = self.pack(&event);
         let seq = self.next_seq();
         self.retimable.push(event, Reverse((time, seq)));
     }
 
     /// Removes a pending re-timable event; returns whether it was pending.
     pub fn cancel<E: SimEvent>(&mut self, event: E) -> bool {
-        let event = self.raw(&event);
+        let event = self.pack(&event);
         self.retimable.remove(&event).is_some()
     }
 

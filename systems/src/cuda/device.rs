@@ -132,8 +132,8 @@ pub enum Effect {
         to: Endpoint,
         bytes: f64,
     },
-    /// Device `dev`'s stream reaches collective `k`: the device arrives there.
-    Nccl { dev: u32, k: u32 },
+    /// A device's stream reaches collective `k`: the device arrives there.
+    Nccl { k: u32 },
     /// A model error (a graph launched that was never captured).
     Error(String),
 }

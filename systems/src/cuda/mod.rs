@@ -316,7 +316,7 @@ impl Cuda {
                         Err(e) => sinks.errors.0.push(format!("{name}: copy: {e}")),
                     }
                 }
-                Effect::Nccl { k, .. } => {
+                Effect::Nccl { k } => {
                     let c = self.comm.expect("a communicator for NCCL calls");
                     let mut reach = Reach {
                         now,

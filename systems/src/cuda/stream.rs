@@ -85,7 +85,7 @@ impl Gpus {
                 Work::Nccl(k) => {
                     st.started = true;
                     st.since = now;
-                    self.fx.push(Effect::Nccl { dev: d, k });
+                    self.fx.push(Effect::Nccl { k });
                     return;
                 }
             }

@@ -244,8 +244,15 @@ fn setup(world: &mut World, cfg: &MpiSpec) -> Result<(), String> {
     };
     let mut job = setup::build(cfg, shape, &speeds, switches)?;
     let on = world.resource::<Recorder>().is_on();
+    // A rank's name is its timeline row, its entity's name and its row in NCCL's flows.
+    let names: Vec<String> = job
+        .ranks
+        .iter()
+        .enumerate()
+        .map(|(r, rank)| format!("node[{}].rank[{r}]", rank.node))
+        .collect();
     for (r, rank) in job.ranks.iter_mut().enumerate() {
-        let name = format!("node[{}].rank[{r}]", rank.node);
+        let name = names[r].clone();
         if on {
             let row = world
                 .resource_mut::<Recorder>()
@@ -269,14 +276,8 @@ fn setup(world: &mut World, cfg: &MpiSpec) -> Result<(), String> {
         let mut topo = world.resource_mut::<Topology>();
         let comm = nccl::Comm::new(gpus, &cfg.nccl, &mut topo, &model.unwrap_or_default())
             .map_err(|e| format!("workload.Mpi.nccl: {e}"))?;
-        let rows = job
-            .ranks
-            .iter()
-            .enumerate()
-            .map(|(r, rank)| format!("node[{}].rank[{r}]", rank.node))
-            .collect();
         let mut colls = world.resource_mut::<Collectives>();
-        Some(colls.register(comm, rows, NcclDone))
+        Some(colls.register(comm, names, NcclDone))
     } else {
         None
     };

@@ -139,10 +139,7 @@ impl<'w, 's> Launch<'w, 's> {
         let e = entity.id();
         match req.start {
             Start::At(t) => cal.schedule(t, FlowStart(e)),
-            Start::Ahead(t) => cal.schedule(
-                on_grid(t.saturating_add(latency), self.net.quantum),
-                FlowReady(e),
-            ),
+            Start::Ahead(t) => cal.schedule(ready_at(t, latency, self.net.quantum), FlowReady(e)),
         }
         e
     }
@@ -367,7 +364,7 @@ fn begin_latency(
 ) {
     for FlowStart(e) in inbox.drain() {
         let latency = routes.get(e).map_or(SimTime::ZERO, |r| r.0.latency);
-        let ready = on_grid(time.now().saturating_add(latency), net.quantum);
+        let ready = ready_at(time.now(), latency, net.quantum);
         time.calendar.schedule(ready, FlowReady(e));
     }
 }
@@ -496,6 +493,12 @@ fn reshare_bandwidth(mut net: ResMut<Network>, clock: Res<Clock>) {
             }
         }
     }
+}
+
+/// The latency phase: a flow that begins at `start` joins the sharing once its route's
+/// latency is paid, on the quantum's grid.
+fn ready_at(start: SimTime, latency: SimTime, quantum: SimTime) -> SimTime {
+    on_grid(start.saturating_add(latency), quantum)
 }
 
 /// The first multiple of `quantum` not before `t` (`t` itself if the quantum is zero).

@@ -3,7 +3,6 @@
 //! Plain state in; timers and transfer flows out (`timers`, `flows`), handed to the calendar
 //! and the network by the coordinator.
 
-use rand_core::Rng;
 use std::collections::VecDeque;
 
 use bevy_ecs::prelude::Resource;
@@ -130,8 +129,7 @@ impl Runtime {
     }
 
     pub(crate) fn uniform(&mut self) -> f64 {
-        let x = self.rng.as_mut().expect("seeded").next_u64();
-        (x >> 11) as f64 / (1u64 << 53) as f64
+        super::sched::uniform(self.rng.as_mut().expect("seeded"))
     }
 
     /// The policy, and what it may read of the rest of the runtime.

@@ -150,8 +150,7 @@ impl View<'_> {
 
     /// A uniform draw in [0, 1) from the run's seeded stream.
     pub fn uniform(&mut self) -> f64 {
-        let x = self.rng.next_u64();
-        (x >> 11) as f64 / (1u64 << 53) as f64
+        uniform(self.rng)
     }
 
     pub fn prediction(&self, t: u32) -> (f64, f64) {
@@ -195,6 +194,11 @@ impl View<'_> {
         }
         (ready, alloc)
     }
+}
+
+/// A uniform draw in [0, 1) from `rng`: its top 53 bits over 2^53.
+pub fn uniform(rng: &mut rand_chacha::ChaCha8Rng) -> f64 {
+    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// Inserts after every task of priority >= `prio` (highest first, FIFO within a priority).
