@@ -197,8 +197,7 @@ impl Plugin for MpiPlugin {
             .add_systems(
                 SimStep,
                 (
-                    advance_messages_on_flows,
-                    advance_messages_on_timers,
+                    advance_messages,
                     wake_computed_ranks,
                     finish_nccl_calls,
                     run_ready_ranks,
@@ -301,25 +300,18 @@ struct Sinks<'w, 's> {
     launch: Launch<'w, 's>,
 }
 
-fn advance_messages_on_flows(
-    mut inbox: ResMut<Inbox<FlowEnd>>,
+/// Message stages that ended: flows first, then timers (copies, pinning, control messages).
+fn advance_messages(
+    mut flows: ResMut<Inbox<FlowEnd>>,
+    mut timers: ResMut<Inbox<MsgTimer>>,
     mut mpi: ResMut<Mpi>,
     mut sinks: Sinks,
 ) {
     let now = sinks.clock.now;
-    for FlowEnd { msg, stage } in inbox.drain() {
+    for FlowEnd { msg, stage } in flows.drain() {
         mpi.job.stage_done(msg, stage, now);
     }
-    mpi.apply_effects(&mut sinks);
-}
-
-fn advance_messages_on_timers(
-    mut inbox: ResMut<Inbox<MsgTimer>>,
-    mut mpi: ResMut<Mpi>,
-    mut sinks: Sinks,
-) {
-    let now = sinks.clock.now;
-    for MsgTimer { msg, stage } in inbox.drain() {
+    for MsgTimer { msg, stage } in timers.drain() {
         mpi.job.stage_done(msg, stage, now);
     }
     mpi.apply_effects(&mut sinks);
