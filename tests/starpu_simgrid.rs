@@ -135,7 +135,10 @@ fn visible_rows_within_ten_percent_of_starpu_simgrid() {
     for (key, errs) in &groups {
         let mut abs: Vec<f64> = errs.iter().map(|e| e.abs()).collect();
         abs.sort_by(f64::total_cmp);
-        let worst = errs.iter().copied().max_by(|a, b| a.abs().total_cmp(&b.abs()));
+        let worst = errs
+            .iter()
+            .copied()
+            .max_by(|a, b| a.abs().total_cmp(&b.abs()));
         let within = abs.iter().filter(|e| **e <= TOLERANCE).count();
         println!(
             "{:<40} {:>5} {:>9.1} {:>+9.1} {:>3}/{}",

@@ -261,26 +261,52 @@ mod tests {
         assert_eq!(pushed.prediction, Some((0.01, 0.0)));
     }
 
+    /// Four tasks a, b, c, d with priorities 0, 1, 1, 0 released by worker 0.
+    const FOUR: &str = r#"(handles: [], tasks: [
+        (name: "a", codelet: "k", priority: 0), (name: "b", codelet: "k", priority: 1),
+        (name: "c", codelet: "k", priority: 1), (name: "d", codelet: "k", priority: 0)])"#;
+
     #[test]
-    fn lws_steals_the_newest_task_of_the_top_priority_from_a_busy_worker() {
-        let dag = r#"(handles: [], tasks: [
-            (name: "a", codelet: "k", priority: 0), (name: "b", codelet: "k", priority: 1),
-            (name: "c", codelet: "k", priority: 1), (name: "d", codelet: "k", priority: 0)])"#;
-        let mut rt = runtime(dag, GPU_FASTER);
-        let mut lws = policy(Scheduler::Lws, 2);
-        // Released by worker 0: its deque holds b, c (priority 1) then a, d.
-        for t in 0..4 {
-            lws.push(t, Some(0), &mut view(&mut rt));
+    fn ws_thief_takes_what_the_owner_would_from_a_busy_victim() {
+        // Worker 0's deque: b, c (priority 1, in release order), then a, d. StarPU 1.4's
+        // thief walks the victim's deque from the front like the owner (prio_deque.c), and
+        // robs only a worker whose last pop returned a task.
+        for kind in [Scheduler::Ws, Scheduler::Lws] {
+            let mut rt = runtime(FOUR, GPU_FASTER);
+            let mut ws = policy(kind, 2);
+            for t in 0..4 {
+                ws.push(t, Some(0), &mut view(&mut rt));
+            }
+            assert_eq!(ws.queued(), 4);
+            // Worker 0 has not popped yet: not busy, nothing to steal.
+            assert_eq!(ws.pop(1, &mut view(&mut rt)), None, "{kind:?}");
+            assert_eq!(ws.pop(0, &mut view(&mut rt)), Some(1), "{kind:?}");
+            // Busy now, even though nothing runs (`running` is empty throughout).
+            assert_eq!(ws.pop(1, &mut view(&mut rt)), Some(2), "{kind:?}");
+            assert_eq!(ws.pop(1, &mut view(&mut rt)), Some(0), "{kind:?}");
+            assert_eq!(ws.pop(0, &mut view(&mut rt)), Some(3), "{kind:?}");
+            // Worker 0's pop found its deque empty and stole nothing: no longer busy.
+            assert_eq!(ws.pop(0, &mut view(&mut rt)), None, "{kind:?}");
         }
-        assert_eq!(lws.queued(), 4);
-        // Worker 1 has nothing; worker 0 is idle, so nothing to steal yet.
-        assert_eq!(lws.pop(1, &mut view(&mut rt)), None);
-        rt.running[0] = Some(9);
-        assert_eq!(lws.pop(1, &mut view(&mut rt)), Some(2));
-        assert_eq!(lws.pop(1, &mut view(&mut rt)), Some(1));
-        // Worker 0 pops its own head.
-        assert_eq!(lws.pop(0, &mut view(&mut rt)), Some(0));
-        assert_eq!(lws.pop(1, &mut view(&mut rt)), Some(3));
+    }
+
+    #[test]
+    fn ws_submitted_tasks_go_round_robin_from_the_worker_after_the_last() {
+        // StarPU's last_push_worker starts at 0 and is advanced before use: worker 1 first.
+        let mut rt = runtime(FOUR, GPU_FASTER);
+        let mut ws = policy(Scheduler::Ws, 2);
+        for t in 0..3 {
+            ws.push(t, None, &mut view(&mut rt));
+        }
+        // Worker 1 got a and c, worker 0 got b.
+        assert_eq!(ws.pop(0, &mut view(&mut rt)), Some(1));
+        assert_eq!(
+            ws.pop(0, &mut view(&mut rt)),
+            None,
+            "worker 1 is not busy yet"
+        );
+        assert_eq!(ws.pop(1, &mut view(&mut rt)), Some(2), "priority 1 first");
+        assert_eq!(ws.pop(1, &mut view(&mut rt)), Some(0));
     }
 
     #[test]

@@ -1,8 +1,22 @@
-//! ws and lws: a priority-sorted deque per worker. A task released by a worker goes to that
-//! worker (if it can run it), a submitted one round-robin; a worker pops its own head, and
-//! when empty steals from a busy victim the newest task of the victim's highest priority (ws:
-//! victims round-robin from the last one; lws: workers of its own kind first, nearest id
-//! first).
+//! ws and lws as StarPU 1.4 implements them (work_stealing_policy.c, prio_deque.c): one
+//! priority deque per worker (highest priority first, FIFO within a priority).
+//!
+//! - Push: a task released by a worker goes to that worker's deque if it can run it; one
+//!   submitted by the application (or that its releaser cannot run) goes round-robin to the
+//!   next worker after the last one pushed to that can run it.
+//! - Pop: the owner takes the first task of its deque it can run. With an empty deque it
+//!   picks one victim whose deque is not empty and which is *busy*, StarPU's flag for "its
+//!   last pop returned a task" (not "it is executing now": a worker that just finished a
+//!   task and released its successors is still busy until it pops again). ws walks the
+//!   workers round-robin from where this thief's previous walk stopped (itself included);
+//!   lws walks a proximity list (itself, then workers of its own kind, nearest id first:
+//!   StarPU's hwloc tree, without the tree). From the one victim it takes the first task
+//!   in priority order it can run, as the owner would (prio_deque's "deque from the back"
+//!   iterates from the front in 1.4); if it can run none, the pop fails.
+//! - No prefetch: the task's data are fetched when it is popped.
+//!
+//! Simplified: StarPU's thief backs off when the victim's lock is taken; here no lock is
+//! ever contended.
 
 use std::collections::VecDeque;
 
@@ -11,60 +25,68 @@ use crate::runtime::machine::Arch;
 
 pub struct WorkStealing {
     local: Vec<VecDeque<u32>>,
-    /// lws: steal from the nearest workers of the same kind first.
-    locality: bool,
+    /// StarPU's `busy`: the worker's last pop returned a task.
+    busy: Vec<bool>,
+    /// ws: where each thief's next round-robin walk starts.
+    next_victim: Vec<usize>,
+    /// lws: each worker's victims, nearest first.
+    proximity: Option<Vec<Vec<usize>>>,
     last_push: usize,
-    last_victim: usize,
 }
 
 impl WorkStealing {
     pub fn new(workers: usize, locality: bool) -> WorkStealing {
         WorkStealing {
             local: vec![VecDeque::new(); workers],
-            locality,
+            busy: vec![false; workers],
+            next_victim: vec![0; workers],
+            proximity: locality.then(Vec::new),
             last_push: 0,
-            last_victim: 0,
         }
     }
 
-    /// Takes the newest task of the highest priority from a busy victim's deque.
-    fn steal(&mut self, w: usize, rt: &mut View) -> Option<u32> {
+    /// lws's proximity lists: each worker itself, then its own kind, then the others, by
+    /// distance in worker id.
+    fn build_proximity(&mut self, rt: &View) {
         let n = self.local.len();
-        let order: Vec<usize> = if self.locality {
-            // Closest first: workers of the same kind, then the others, by distance in id.
-            let mut v: Vec<usize> = (0..n).filter(|&v| v != w).collect();
-            let kind = |a: Arch| matches!(a, Arch::Cuda(_));
-            let mine = rt.workers()[w].arch;
-            let same = |v: usize| {
-                let a = rt.workers()[v].arch;
-                a == mine || (kind(a) && kind(mine))
-            };
-            v.sort_by_key(|&v| (!same(v), v.abs_diff(w)));
-            v
-        } else {
-            (1..n)
-                .map(|i| (self.last_victim + i) % n)
-                .filter(|&v| v != w)
-                .collect()
+        let Some(lists) = self.proximity.as_mut() else {
+            return;
         };
-        for v in order {
-            if self.local[v].is_empty() || !rt.is_busy(v) {
-                continue;
-            }
-            let q = &self.local[v];
-            let top = rt.priority(q[0]);
-            let end = q.partition_point(|&t| rt.priority(t) >= top);
-            let pick = (0..q.len())
-                .rev()
-                .filter(|&i| i < end)
-                .chain(end..q.len())
-                .find(|&i| rt.can_run(q[i], w));
-            if let Some(i) = pick {
-                self.last_victim = v;
-                return self.local[v].remove(i);
-            }
+        if lists.is_empty() {
+            let gpu = |w: usize| matches!(rt.workers()[w].arch, Arch::Cuda(_));
+            *lists = (0..n)
+                .map(|w| {
+                    let mut v: Vec<usize> = (0..n).collect();
+                    v.sort_by_key(|&v| (v != w, gpu(v) != gpu(w), v.abs_diff(w), v));
+                    v
+                })
+                .collect();
         }
-        None
+    }
+
+    fn can_be_robbed(&self, v: usize) -> bool {
+        !self.local[v].is_empty() && self.busy[v]
+    }
+
+    /// The one worker thief `w` tries to steal from.
+    fn victim(&mut self, w: usize, rt: &View) -> Option<usize> {
+        self.build_proximity(rt);
+        if let Some(lists) = &self.proximity {
+            return lists[w].iter().copied().find(|&v| self.can_be_robbed(v));
+        }
+        let n = self.local.len();
+        let start = self.next_victim[w];
+        let found = (0..n)
+            .map(|i| (start + i) % n)
+            .find(|&v| self.can_be_robbed(v));
+        self.next_victim[w] = (found.unwrap_or(start) + 1) % n;
+        found
+    }
+
+    /// Removes the first task of `v`'s deque (priority order) that `w` can run.
+    fn take(&mut self, v: usize, w: usize, rt: &mut View) -> Option<u32> {
+        let i = (0..self.local[v].len()).find(|&i| rt.can_run(self.local[v][i], w))?;
+        self.local[v].remove(i)
     }
 }
 
@@ -74,14 +96,10 @@ impl Policy for WorkStealing {
         let w = match by {
             Some(b) if rt.can_run(t, b as usize) => b as usize,
             _ => {
-                let mut w = self.last_push;
-                for i in 1..=n {
-                    let c = (self.last_push + i) % n;
-                    if rt.can_run(t, c) {
-                        w = c;
-                        break;
-                    }
-                }
+                let w = (1..=n)
+                    .map(|i| (self.last_push + i) % n)
+                    .find(|&c| rt.can_run(t, c))
+                    .expect("checked at setup: every task can run somewhere");
                 self.last_push = w;
                 w
             }
@@ -91,10 +109,13 @@ impl Policy for WorkStealing {
     }
 
     fn pop(&mut self, w: usize, rt: &mut View) -> Option<u32> {
-        if let Some(t) = self.local[w].pop_front() {
-            return Some(t);
-        }
-        self.steal(w, rt)
+        self.busy[w] = false;
+        let task = match self.take(w, w, rt) {
+            Some(t) => Some(t),
+            None => self.victim(w, rt).and_then(|v| self.take(v, w, rt)),
+        };
+        self.busy[w] = task.is_some();
+        task
     }
 
     fn queued(&self) -> usize {
