@@ -85,6 +85,31 @@ fn independent_tasks_share_two_workers() {
 }
 
 #[test]
+fn eager_wakes_the_first_sleeping_worker_not_every_worker() {
+    // One task, 10 ms on the GPU, 100 ms on a CPU core, two CPU workers idle beside the GPU.
+    // StarPU's eager push wakes one sleeping worker that can run it, the first in worker
+    // order (GPUs are numbered first): the GPU takes it, 10 ms. (Waking all three and letting
+    // a CPU ask first would give 100 ms.) ws wakes everyone, and the task submitted by the
+    // application goes round-robin to worker 1, a CPU: 100 ms.
+    let dag = r#"Dag(handles: [], tasks: [(name: "t", codelet: "k")])"#;
+    let models = r#"models: {"k": CodeletModel(cpu: Some(Constant("100ms")), cuda: Some(Constant("10ms")))}"#;
+    for (sched, expect) in [("eager", 0.010), ("prio", 0.010), ("ws", 0.100)] {
+        let r = run(
+            &node(1, 2),
+            dag,
+            &format!("scheduler: {sched}, {models}"),
+            QUIET,
+        )
+        .unwrap();
+        assert!(
+            (r.makespan_s - expect).abs() < 1e-12,
+            "{sched}: {}",
+            r.makespan_s
+        );
+    }
+}
+
+#[test]
 fn a_chain_pays_its_transfer() {
     // GPU-only task A writes 1 GB; CPU-only task B reads it: A (10 ms) + 1 GB over the GPU's
     // 10 GB/s down link (0.1 s) + B (10 ms) = 0.12 s.

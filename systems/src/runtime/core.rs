@@ -179,7 +179,25 @@ impl Runtime {
         if let Some(w) = pushed.prefetch {
             self.prefetch(t, w);
         }
-        self.wake_all();
+        if self.sched.as_ref().expect("a policy").wakes_one() {
+            self.wake_one_sleeper(t, by);
+        } else {
+            for w in 0..self.workers.len() as u32 {
+                self.wake(w);
+            }
+        }
+    }
+
+    /// Wakes the first worker (in worker order) with nothing in hand that can run `t` and
+    /// is not woken already; the releasing worker `by` asks again after its pushes anyway.
+    fn wake_one_sleeper(&mut self, t: u32, by: Option<u32>) {
+        for w in 0..self.workers.len() {
+            let asleep = !self.dirty_mark[w] && self.workers[w].in_hand.is_empty();
+            if asleep && Some(w as u32) != by && self.policy_and_view().1.can_run(t, w) {
+                self.wake(w as u32);
+                return;
+            }
+        }
     }
 
     /// Task `t` ended: its writes make its worker's replicas the owners, hints come due,
@@ -252,15 +270,10 @@ impl Runtime {
         }
     }
 
-    pub(crate) fn wake_all(&mut self) {
-        for w in 0..self.workers.len() as u32 {
-            self.wake(w);
-        }
-    }
-
     /// Lets every worker that may move do so.
     pub(crate) fn progress(&mut self) {
         loop {
+            // In the order they were woken (StarPU wakes in worker order, GPUs first).
             while let Some(w) = self.dirty.pop() {
                 self.dirty_mark[w as usize] = false;
                 self.advance_worker(w as usize);

@@ -1,5 +1,7 @@
 //! eager and prio: one central queue (prio: sorted by priority, FIFO within one); a worker
-//! takes the first task it can run.
+//! takes the first task it can run. A push wakes one sleeping worker that can run the task,
+//! the first in worker order (GPUs first), as eager_central_policy.c does; busy workers take
+//! from the queue when they next ask.
 
 use std::collections::VecDeque;
 
@@ -36,5 +38,9 @@ impl Policy for Central {
 
     fn queued(&self) -> usize {
         self.queue.len()
+    }
+
+    fn wakes_one(&self) -> bool {
+        true
     }
 }

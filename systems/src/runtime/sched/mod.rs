@@ -41,6 +41,11 @@ pub trait Policy: Send + Sync {
     fn on_end(&mut self, _t: u32, _w: usize, _rt: &View) {}
     /// Tasks waiting in the policy's queues.
     fn queued(&self) -> usize;
+    /// Whom a push wakes: every worker (StarPU's ws and dm* wake the whole context), or
+    /// only the first idle worker that can run the task (eager and prio wake one sleeper).
+    fn wakes_one(&self) -> bool {
+        false
+    }
 }
 
 /// What a push decided beyond the policy's own queues.
