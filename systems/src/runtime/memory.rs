@@ -8,6 +8,7 @@ use std::collections::{BTreeSet, BinaryHeap};
 use super::core::{CUDA_FREE, CUDA_MALLOC, MIB, PINNED_PER_MIB, Runtime};
 use super::graph::Graph;
 use super::machine::Machine;
+use super::suballoc::{Driver, SubAllocator};
 use super::transfers::Level;
 
 /// A replica's coherency state (MSI).
@@ -37,6 +38,8 @@ pub struct Replica {
     /// may not evict it.
     pub prefetch_pins: u32,
     pub last_use: u64,
+    /// The sub-allocator chunk its buffer is in (GPU buffers of at most 4 MiB).
+    pub chunk: Option<u32>,
 }
 
 impl Replica {
@@ -53,9 +56,11 @@ pub struct Memory {
     pub peak: Vec<f64>,
     /// Allocated GPU replicas per node by last use: the eviction order.
     pub lru: Vec<BTreeSet<(u64, u32)>>,
-    /// Freed GPU buffers by node (sizes), still counted as used: reusable without
-    /// cudaMalloc, or freed with cudaFree when memory runs short.
-    pub cache: Vec<Vec<f64>>,
+    /// Freed GPU buffers by node (size, sub-allocator chunk), still counted as used:
+    /// reusable without cudaMalloc, or freed when memory runs short.
+    pub cache: Vec<Vec<(f64, Option<u32>)>>,
+    /// Each node's sub-allocator (StarPU's 32 MiB chunks for buffers of at most 4 MiB).
+    pub sub: Vec<SubAllocator>,
     /// Allocation costs (cudaMalloc, cudaFree, pinned RAM) each node's driver still owes:
     /// paid by the next copy into the node or the next task started there.
     pub debt: Vec<f64>,
@@ -82,6 +87,7 @@ impl Memory {
             peak: vec![0.0; nodes],
             lru: vec![BTreeSet::new(); nodes],
             cache: vec![Vec::new(); nodes],
+            sub: vec![SubAllocator::default(); nodes],
             debt: vec![0.0; nodes],
             mem_wait: vec![Vec::new(); nodes],
             prefetch_oom: vec![false; nodes],
@@ -230,9 +236,11 @@ impl Runtime {
             if self.flags.overheads && self.machine.nodes.len() > 1 {
                 self.mem.debt[0] += PINNED_PER_MIB * size / MIB;
             }
-        } else if !self.take_cached(n, size) {
+        } else if let Some(chunk) = self.take_cached(n, size) {
+            self.replicas.get_mut(h, node).chunk = chunk;
+        } else {
             let cap = self.machine.nodes[n].capacity;
-            let mut reused = false;
+            let mut reused = None;
             if self.flags.mem_limit && self.mem.used[n] + size > cap {
                 self.flush_cache(n, size);
                 if self.mem.used[n] + size > cap {
@@ -242,7 +250,7 @@ impl Runtime {
                     }
                     self.evict(node, self.mem.used[n] + size - cap, prefetch);
                     reused = self.take_cached(n, size);
-                    if !reused {
+                    if reused.is_none() {
                         self.flush_cache(n, size);
                         if self.mem.used[n] + size > cap {
                             if prefetch {
@@ -253,17 +261,19 @@ impl Runtime {
                     }
                 }
             }
-            if !reused {
-                self.mem.used[n] += size;
-                self.mem.peak[n] = self.mem.peak[n].max(self.mem.used[n]);
-                debug_assert!(
-                    !self.flags.mem_limit || self.mem.used[n] <= cap * (1.0 + 1e-12),
-                    "memory over capacity"
-                );
-                if self.flags.overheads {
-                    self.mem.debt[n] += CUDA_MALLOC;
+            let chunk = match reused {
+                Some(chunk) => chunk,
+                None => {
+                    self.mem.used[n] += size;
+                    self.mem.peak[n] = self.mem.peak[n].max(self.mem.used[n]);
+                    debug_assert!(
+                        !self.flags.mem_limit || self.mem.used[n] <= cap * (1.0 + 1e-12),
+                        "memory over capacity"
+                    );
+                    self.malloc(n, size)
                 }
-            }
+            };
+            self.replicas.get_mut(h, node).chunk = chunk;
         }
         let tick = self.tick;
         let r = self.replicas.get_mut(h, node);
@@ -275,15 +285,25 @@ impl Runtime {
         true
     }
 
-    /// Takes a cached buffer of exactly `size` bytes on node `n`.
-    pub(crate) fn take_cached(&mut self, n: usize, size: f64) -> bool {
-        match self.mem.cache[n].iter().position(|&s| s == size) {
-            Some(i) => {
-                self.mem.cache[n].swap_remove(i);
-                true
-            }
-            None => false,
+    /// Takes a cached buffer of exactly `size` bytes on node `n`: its chunk, if any.
+    pub(crate) fn take_cached(&mut self, n: usize, size: f64) -> Option<Option<u32>> {
+        let i = self.mem.cache[n].iter().position(|&(s, _)| s == size)?;
+        Some(self.mem.cache[n].swap_remove(i).1)
+    }
+
+    /// A new GPU buffer on node `n`: from the sub-allocator when small enough (a cudaMalloc
+    /// only for a new chunk), else a cudaMalloc of its own.
+    fn malloc(&mut self, n: usize, size: f64) -> Option<u32> {
+        let (chunk, driver) = if SubAllocator::serves(size) {
+            let (c, d) = self.mem.sub[n].alloc(size);
+            (Some(c), d)
+        } else {
+            (None, Driver::CudaMalloc)
+        };
+        if self.flags.overheads && driver == Driver::CudaMalloc {
+            self.mem.debt[n] += CUDA_MALLOC;
         }
+        chunk
     }
 
     /// Out of memory for `size` bytes on node `n`: cudaFree cached buffers, newest first,
@@ -291,12 +311,16 @@ impl Runtime {
     pub(crate) fn flush_cache(&mut self, n: usize, size: f64) {
         let mut freed = 0.0;
         while freed < 2.0 * size {
-            let Some(s) = self.mem.cache[n].pop() else {
+            let Some((s, chunk)) = self.mem.cache[n].pop() else {
                 break;
             };
             self.mem.used[n] -= s;
             freed += s;
-            if self.flags.overheads {
+            let driver = match chunk {
+                Some(c) => self.mem.sub[n].free(c, s),
+                None => Driver::CudaFree,
+            };
+            if self.flags.overheads && driver == Driver::CudaFree {
                 self.mem.debt[n] += CUDA_FREE;
             }
         }
@@ -389,7 +413,8 @@ impl Runtime {
         r.state = Msi::Invalid;
         r.evicting = false;
         self.mem.lru[node as usize].remove(&(last, h));
-        self.mem.cache[node as usize].push(size);
+        let chunk = r.chunk.take();
+        self.mem.cache[node as usize].push((size, chunk));
         self.mem.freed[node as usize] = true;
         let waiting = std::mem::take(&mut self.mem.mem_wait[node as usize]);
         for t in waiting {

@@ -44,6 +44,7 @@ pub mod machine;
 mod memory;
 pub mod sched;
 mod setup;
+mod suballoc;
 mod tiled;
 mod transfers;
 
@@ -126,7 +127,7 @@ impl Plugin for RuntimePlugin {
             .register_switch("pcie_shared_bus", true, "data transfers are flows sharing the platform's PCIe links; off: each transfer alone at latency + size / bandwidth (one independent link per transfer)")
             .register_switch("prefetch", true, "dm* schedulers prefetch a task's inputs when they assign it; off: data move when the task is popped")
             .register_switch("perfmodel_noise", false, "task times drawn from the model's normal distribution (mean, stddev; seeded); off: the mean")
-            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with write-back, transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation and allocation costs; fetch, prefetch and idle request levels with StarPU's in-flight caps (5/2/idle per node pair), wont_use idle write-backs; StarPU codelet models and bus files. Simplified: no background tidying, no sub-allocator")
+            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with write-back, transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation and allocation costs; fetch, prefetch and idle request levels with StarPU's in-flight caps (5/2/idle per node pair), wont_use idle write-backs; StarPU codelet models and bus files. StarPU's sub-allocator (32 MiB chunks for buffers up to 4 MiB). Simplified: no background tidying")
             .init_resource::<Runtime>()
             .add_systems(SimStartup, setup_runtime.in_set(StartupSet::Workload))
             .add_systems(
