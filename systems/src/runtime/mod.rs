@@ -17,7 +17,8 @@
 //! invalidate the others.
 //! Runtime overheads (switch `runtime_overheads`, StarPU-SimGrid's figures): 10 us before each
 //! transfer and each GPU kernel, 175 us per cudaMalloc (a cached buffer of the same size is
-//! reused without it), 750 us per cudaFree when memory runs short and the cache holds other
+//! reused without it; buffers up to 4 MiB come from StarPU's sub-allocator, whose 32 MiB
+//! chunks alone pay it), 750 us per cudaFree when memory runs short and the cache holds other
 //! sizes, 650 us per MiB of pinned RAM for handles without home data. Costs a node's driver
 //! owes are paid by its next copy or task.
 //! Requests have StarPU's levels: a task's fetch goes before push-time prefetches, which go
@@ -27,15 +28,14 @@
 //! most urgent first, when memory frees up on its node. A `wont_use` hint moves the handle's
 //! GPU copies to the front of the eviction order and writes a dirty one back at idle level.
 //! A task that writes a handle waits until no transfer of it is in flight.
-//! Simplified: no background tidying (StarPU's 5 %/10 % clean-buffer targets), no
-//! sub-allocator, conflicts between transfers are checked when a transfer starts, a cudaFree
+//! Simplified: no background tidying (StarPU's 5 %/10 % clean-buffer targets), conflicts between transfers are checked when a transfer starts, a cudaFree
 //! does not wait for transfers in flight, and redux accesses are plain writes (no init or
 //! reduction tasks).
 //!
 //! Layout: this file is the coordinator (events, systems, and the one place that touches the
 //! calendar, the network and the recorder); the leaves hold the rules: `setup.rs` (build and
 //! check), `core.rs` (state, worker loop, task ends), `memory.rs` (replicas, allocation,
-//! eviction, prefetch), `transfers.rs` (requests, caps, copies), `sched/` (the policies),
+//! eviction, prefetch), `suballoc.rs` (StarPU's chunked GPU allocator), `transfers.rs` (requests, caps, copies), `sched/` (the policies),
 //! `graph.rs` (task graphs) and `machine.rs` (workers, buses, codelet models).
 
 mod core;
