@@ -321,6 +321,10 @@ impl Runtime {
             let acc = self.graph.tasks[t as usize].accesses.clone();
             for (h, _) in acc {
                 self.replicas.get_mut(h, node).refcnt += 1;
+                // The fetch finding the data there marks its chunk recently used.
+                if self.replicas.get(h, node).valid() {
+                    self.touch(h, node);
+                }
             }
             self.unpin_prefetch(t, node);
         }

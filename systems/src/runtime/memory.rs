@@ -181,7 +181,10 @@ impl Runtime {
                 continue;
             }
             self.replicas.get_mut(h, node).prefetch_pins += 1;
-            if self.replicas.get(h, node).state == Msi::Invalid {
+            if self.replicas.get(h, node).valid() {
+                // StarPU: a request finding the data there marks its chunk recently used.
+                self.touch(h, node);
+            } else {
                 let prio = self.priority(t);
                 if self.allocate(h, node, Evict::ForPrefetch) {
                     self.request(h, node, Level::Prefetch, prio);
@@ -242,13 +245,22 @@ impl Runtime {
             let cap = self.machine.nodes[n].capacity;
             let mut reused = None;
             if self.flags.mem_limit && self.mem.used[n] + size > cap {
-                self.flush_cache(n, size);
+                // StarPU reclaims twice the size: first from the cache, then by evicting.
+                let flushed = self.flush_cache(n, size);
                 if self.mem.used[n] + size > cap {
                     let prefetch = evict == Evict::ForPrefetch;
                     if evict == Evict::No || (prefetch && self.mem.prefetch_oom[n]) {
                         return false;
                     }
-                    self.evict(node, self.mem.used[n] + size - cap, prefetch);
+                    // A clean idle buffer of the same size is taken over directly (no
+                    // write-back, no free); else the LRU replicas go, dirty ones included.
+                    match self.clean_victim(node, size, prefetch) {
+                        Some(v) => self.throw(v, node),
+                        None => {
+                            let need = self.mem.used[n] + size - cap;
+                            self.evict(node, need.max(2.0 * size - flushed), prefetch);
+                        }
+                    }
                     reused = self.take_cached(n, size);
                     if reused.is_none() {
                         self.flush_cache(n, size);
@@ -307,8 +319,9 @@ impl Runtime {
     }
 
     /// Out of memory for `size` bytes on node `n`: cudaFree cached buffers, newest first,
-    /// until twice that is freed (StarPU's reclaim target) or none is left.
-    pub(crate) fn flush_cache(&mut self, n: usize, size: f64) {
+    /// until twice that is freed (StarPU's reclaim target) or none is left. Returns the bytes
+    /// freed.
+    pub(crate) fn flush_cache(&mut self, n: usize, size: f64) -> f64 {
         let mut freed = 0.0;
         while freed < 2.0 * size {
             let Some((s, chunk)) = self.mem.cache[n].pop() else {
@@ -324,6 +337,7 @@ impl Runtime {
                 self.mem.debt[n] += CUDA_FREE;
             }
         }
+        freed
     }
 
     /// A `wont_use` hint came due: `h`'s GPU copies go to the front of the eviction order,
@@ -359,11 +373,33 @@ impl Runtime {
         }
     }
 
+    /// Whether replica `h` on `node` may be evicted now: no task uses or fetches it, no copy
+    /// is coming in or going out, and for a prefetch, no queued task prefetched it.
+    fn evictable(&self, h: u32, node: u32, for_prefetch: bool) -> bool {
+        let r = self.replicas.get(h, node);
+        r.refcnt == 0
+            && r.incoming.is_none()
+            && !r.evicting
+            && !(for_prefetch && r.prefetch_pins > 0)
+    }
+
+    /// StarPU's direct reuse (try_to_reuse_potentially_in_use_mc): the least recently used
+    /// evictable replica of the same size that is not the only valid copy.
+    fn clean_victim(&self, node: u32, size: f64, for_prefetch: bool) -> Option<u32> {
+        self.mem.lru[node as usize]
+            .iter()
+            .map(|&(_, h)| h)
+            .find(|&h| {
+                self.graph.handles[h as usize].size == size
+                    && self.replicas.get(h, node).state != Msi::Owner
+                    && self.evictable(h, node, for_prefetch)
+            })
+    }
+
     /// Frees at least `need` bytes on `node` by evicting idle replicas, least recently used
     /// first (shared ones dropped, owners written back to RAM). For a prefetch, replicas
     /// other queued tasks prefetched are kept.
     pub(crate) fn evict(&mut self, node: u32, need: f64, for_prefetch: bool) {
-        let nn = self.machine.nodes.len();
         // Victims in LRU order until `need` bytes would be freed (write-backs free later).
         let mut victims = Vec::new();
         let mut counted = 0.0;
@@ -371,38 +407,39 @@ impl Runtime {
             if counted >= need {
                 break;
             }
-            let r = self.replicas.get(h, node);
-            if r.refcnt == 0
-                && r.incoming.is_none()
-                && !r.evicting
-                && !(for_prefetch && r.prefetch_pins > 0)
-            {
+            if self.evictable(h, node, for_prefetch) {
                 victims.push(h);
                 counted += self.graph.handles[h as usize].size;
             }
         }
         for h in victims {
-            let r = *self.replicas.get(h, node);
-            let others: Vec<u32> = (0..nn as u32)
-                .filter(|&n| n != node && self.replicas.get(h, n).state != Msi::Invalid)
-                .collect();
-            if r.state != Msi::Invalid && others.is_empty() {
-                // The only valid copy: write it back to RAM, free when done. Copies to GPUs
-                // without peer access may ride on it (`request`).
-                self.replicas.get_mut(h, node).evicting = true;
-                self.report.writebacks += 1;
-                self.allocate(h, 0, Evict::No);
-                let x = self.new_xfer(h, node, 0, true, Level::Fetch, 0);
-                self.replicas.get_mut(h, 0).incoming = Some(x);
-            } else {
-                self.free(h, node);
-                // The last valid copy elsewhere owns the data now.
-                if let [last] = others[..] {
-                    self.replicas.get_mut(h, last).state = Msi::Owner;
-                }
-            }
-            self.report.evictions += 1;
+            self.throw(h, node);
         }
+    }
+
+    /// Evicts replica `h` from `node`: the only valid copy is written back to RAM first and
+    /// freed when that is done; another is dropped now.
+    fn throw(&mut self, h: u32, node: u32) {
+        let nn = self.machine.nodes.len();
+        let r = *self.replicas.get(h, node);
+        let others: Vec<u32> = (0..nn as u32)
+            .filter(|&n| n != node && self.replicas.get(h, n).state != Msi::Invalid)
+            .collect();
+        if r.state != Msi::Invalid && others.is_empty() {
+            // Copies to GPUs without peer access may ride on the write-back (`request`).
+            self.replicas.get_mut(h, node).evicting = true;
+            self.report.writebacks += 1;
+            self.allocate(h, 0, Evict::No);
+            let x = self.new_xfer(h, node, 0, true, Level::Fetch, 0);
+            self.replicas.get_mut(h, 0).incoming = Some(x);
+        } else {
+            self.free(h, node);
+            // The last valid copy elsewhere owns the data now.
+            if let [last] = others[..] {
+                self.replicas.get_mut(h, last).state = Msi::Owner;
+            }
+        }
+        self.report.evictions += 1;
     }
 
     pub(crate) fn free(&mut self, h: u32, node: u32) {
@@ -490,6 +527,29 @@ mod tests {
         assert_eq!(rt.replicas.get(1, 0).state, Msi::Owner);
         assert!(!rt.replicas.get(1, 1).allocated);
         assert!(rt.allocate(2, 1, Evict::ForFetch));
+    }
+
+    #[test]
+    fn a_clean_buffer_of_the_same_size_is_taken_over_before_an_older_dirty_one() {
+        // a (least recently used) was written on the GPU; b, used later, is a clean copy
+        // of RAM's. StarPU reuses b's buffer directly for c (try_to_reuse_potentially_in_use_mc
+        // skips owners) instead of writing a back: no write-back, c fits at once.
+        let mut rt = four_handles();
+        assert!(rt.allocate(0, 1, Evict::ForFetch));
+        rt.tick += 1;
+        assert!(rt.allocate(1, 1, Evict::ForFetch));
+        rt.replicas.get_mut(0, 1).state = Msi::Owner;
+        rt.replicas.get_mut(0, 0).state = Msi::Invalid;
+        rt.replicas.get_mut(1, 1).state = Msi::Shared;
+        assert!(rt.allocate(2, 1, Evict::ForFetch));
+        assert_eq!((rt.report.evictions, rt.report.writebacks), (1, 0));
+        assert!(rt.replicas.get(0, 1).allocated && !rt.replicas.get(1, 1).allocated);
+        assert_eq!(
+            rt.replicas.get(1, 0).state,
+            Msi::Owner,
+            "RAM's copy is the last one"
+        );
+        assert_eq!(rt.mem.used[1], 2e9);
     }
 
     #[test]
