@@ -42,7 +42,7 @@ enum Command {
         /// Switch a model component off, e.g. --disable contention (repeatable).
         #[arg(long, value_name = "NAME")]
         disable: Vec<String>,
-        /// No progress display.
+        /// Print nothing on success (no progress display, no result lines).
         #[arg(long, short)]
         quiet: bool,
     },
@@ -59,7 +59,7 @@ enum Command {
         /// Run only slice I of N (1-based), e.g. --shard 2/8 in a job array; merge with `hetsim merge`.
         #[arg(long, value_name = "I/N")]
         shard: Option<hetsim::study::Shard>,
-        /// No progress display.
+        /// Print nothing on success (no progress display, no result lines).
         #[arg(long, short)]
         quiet: bool,
     },
@@ -310,28 +310,14 @@ fn run(
         .unwrap_or_else(|| Path::new("results").join(&scenario.name));
     let written = hetsim::output::write(&dir, &report, &scenario.output)
         .map_err(|e| Error::Run(format!("cannot write outputs to {}: {e}", dir.display())))?;
-    let s = &report.summary;
-    say!(
-        "{}: {} flows, {:.3} GB moved, simulated {:.6} s in {:.3} s wall ({} events)",
-        scenario.name,
-        s["flows"]["count"],
-        s["flows"]["bytes"].as_f64().unwrap_or(0.0) / 1e9,
-        s["sim_time_s"].as_f64().unwrap_or(0.0),
-        s["wall_s"].as_f64().unwrap_or(0.0),
-        s["events"],
-    );
-    if let Some(m) = s.get("mpi") {
-        let f = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
-        say!(
-            "mpi: {} ranks, {} messages; per rank: communication {:.6} s mean, {:.6} s max; computation {:.6} s mean",
-            m["ranks"],
-            m["messages"],
-            f(&m["comm_time_s"]["mean"]),
-            f(&m["comm_time_s"]["max"]),
-            f(&m["compute_time_s"]["mean"]),
-        );
+    if !quiet {
+        for line in hetsim::output::headline::lines(&report) {
+            say!("{line}");
+        }
     }
-    print_written(&written);
+    if !quiet {
+        print_written(&written);
+    }
     Ok(())
 }
 
@@ -366,6 +352,10 @@ fn run_study(
     let written = hetsim::output::study::write(&dir, &json, &spec, &table, shard.is_none())
         .map_err(|e| Error::Run(format!("cannot write to {}: {e}", dir.display())))?;
     let failed = table.rows.iter().filter(|r| r.error.is_some()).count();
+    // Quiet stays quiet only when every run succeeded: failed runs are always said.
+    if quiet && failed == 0 {
+        return Ok(());
+    }
     say!(
         "{}: {} runs{} ({failed} failed) in {wall:.2} s wall with {jobs} jobs",
         spec.name,

@@ -18,9 +18,16 @@ fn demo_runs_and_writes_its_outputs() {
     let tmp = tempfile::tempdir().unwrap();
     let o = hetsim(&["run", "--quiet"], tmp.path());
     assert!(o.status.success(), "{}", stderr(&o));
+    assert!(o.stdout.is_empty(), "--quiet prints nothing on success");
+    let o = hetsim(&["run"], tmp.path());
+    assert!(o.status.success(), "{}", stderr(&o));
     let dir = tmp.path().join("results/demo");
     let stdout = String::from_utf8_lossy(&o.stdout);
-    // A result line, then where each output went.
+    // The result first, then the run's cost, then where each output went.
+    assert!(
+        stdout.starts_with("demo: 6 flows move 3.304 GB in 163.8 ms; busiest link node[0].nic[0]"),
+        "{stdout}"
+    );
     for name in [
         "summary.json",
         "flows.csv",
@@ -40,7 +47,7 @@ fn demo_runs_and_writes_its_outputs() {
             "{name} reported: {stdout}"
         );
     }
-    assert_eq!(stdout.lines().count(), 12, "{stdout}");
+    assert_eq!(stdout.lines().count(), 13, "{stdout}");
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
     for key in [

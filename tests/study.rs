@@ -39,10 +39,7 @@ fn rows(dir: &Path) -> Vec<Vec<String>> {
 #[test]
 fn a_two_by_three_by_two_grid_gives_twelve_rows_with_known_values() {
     let tmp = study_dir(r#""1GB", "2GB", "3GB""#);
-    let out = ok(&hetsim(
-        &["study", "grid.ron", "--out", "res", "-q"],
-        tmp.path(),
-    ));
+    let out = ok(&hetsim(&["study", "grid.ron", "--out", "res"], tmp.path()));
     assert!(out.contains("12 runs (0 failed)"), "{out}");
     let res = tmp.path().join("res");
     let rows = rows(&res);
@@ -74,7 +71,7 @@ fn a_two_by_three_by_two_grid_gives_twelve_rows_with_known_values() {
 fn three_shards_merged_equal_one_run() {
     let tmp = study_dir(r#""1GB", "2GB", "3GB""#);
     ok(&hetsim(
-        &["study", "grid.ron", "--out", "whole", "-q", "--jobs", "2"],
+        &["study", "grid.ron", "--out", "whole", "--jobs", "2"],
         tmp.path(),
     ));
     let mut shards: Vec<String> = Vec::new();
@@ -82,7 +79,7 @@ fn three_shards_merged_equal_one_run() {
         let dir = format!("shard{i}");
         let spec = format!("{i}/3");
         ok(&hetsim(
-            &["study", "grid.ron", "--out", &dir, "-q", "--shard", &spec],
+            &["study", "grid.ron", "--out", &dir, "--shard", &spec],
             tmp.path(),
         ));
         assert_eq!(rows(&tmp.path().join(&dir)).len(), 4, "a third of 12 runs");
@@ -100,10 +97,7 @@ fn three_shards_merged_equal_one_run() {
 #[test]
 fn a_failed_run_is_reported_and_the_others_go_on() {
     let tmp = study_dir(r#""1GB", "lots", "3GB""#);
-    let out = ok(&hetsim(
-        &["study", "grid.ron", "--out", "res", "-q"],
-        tmp.path(),
-    ));
+    let out = ok(&hetsim(&["study", "grid.ron", "--out", "res"], tmp.path()));
     assert!(out.contains("(4 failed)"), "{out}");
     let rows = rows(&tmp.path().join("res"));
     assert_eq!(rows.len(), 12);
@@ -130,7 +124,7 @@ fn bad_study_files_are_input_errors() {
         r#"Study(name: "x", base: "known.ron", metrics: ["sim_time_s"], colour: 3)"#,
     )
     .unwrap();
-    let o = hetsim(&["study", "bad.ron", "-q"], tmp.path());
+    let o = hetsim(&["study", "bad.ron"], tmp.path());
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("colour"));
     let o = hetsim(&["study", "grid.ron", "--shard", "4/3"], tmp.path());
@@ -147,7 +141,7 @@ fn the_shipped_nic_study_runs() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("nic");
     let o = Command::new(env!("CARGO_BIN_EXE_hetsim"))
-        .args(["study", "-q", "--out"])
+        .args(["study", "--out"])
         .arg(&out)
         .arg(repo.join("scenarios/nic-study.ron"))
         .output()
@@ -169,7 +163,7 @@ fn the_shipped_lassen_study_runs_its_64_runs() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("lassen");
     let o = Command::new(env!("CARGO_BIN_EXE_hetsim"))
-        .args(["study", "-q", "--jobs", "2", "--out"])
+        .args(["study", "--jobs", "2", "--out"])
         .arg(&out)
         .arg(repo.join("scenarios/lassen-study.ron"))
         .output()
@@ -207,7 +201,7 @@ fn the_mpi_studies_plan_their_grids_and_a_shard_runs() {
         // One slice of 16 (two runs) runs to the end.
         let tmp = tempfile::tempdir().unwrap();
         let o = Command::new(env!("CARGO_BIN_EXE_hetsim"))
-            .args(["study", "-q", "--shard", "1/16", "--out"])
+            .args(["study", "--shard", "1/16", "--out"])
             .arg(tmp.path())
             .arg(&file)
             .output()

@@ -7,6 +7,7 @@
 //! name and renamed only once all of them are complete: a failed write leaves no partial set.
 
 pub mod chrome;
+pub mod headline;
 pub mod intervals;
 pub mod order;
 pub mod paje;
@@ -146,8 +147,26 @@ fn mpi_summary(m: &MpiReport) -> Value {
             json!({ "messages": m.messages[k], "bytes": m.bytes[k] }),
         );
     }
+    // The rank that ends last (the first of them on a tie) sets the run time.
+    let slowest =
+        m.ranks.iter().fold(
+            None,
+            |best: Option<&hetsim_systems::mpi::RankTotals>, r| match best {
+                Some(b) if b.end_s >= r.end_s => Some(b),
+                _ => Some(r),
+            },
+        );
+    let shares = m.ranks.iter().map(|r| {
+        if r.end_s > 0.0 {
+            r.comm_s / r.end_s
+        } else {
+            0.0
+        }
+    });
     json!({
         "ranks": m.ranks.len(),
+        "comm_share": mean_max(shares)["mean"],
+        "slowest_rank": slowest.map(|r| json!({ "rank": r.rank, "end_s": r.end_s })),
         "comm_time_s": mean_max(m.ranks.iter().map(|r| r.comm_s)),
         "compute_time_s": mean_max(m.ranks.iter().map(|r| r.compute_s)),
         "end_s": mean_max(m.ranks.iter().map(|r| r.end_s)),
@@ -174,7 +193,46 @@ fn cuda_summary(c: &CudaReport) -> Value {
         "copies": d.iter().map(|g| g.copies).sum::<u64>(),
         "collectives": c.collectives.len(),
         "algorithm_protocol": chosen,
+        "nccl": nccl_groups(c),
     })
+}
+
+/// NCCL calls grouped by (operation, size, algorithm/protocol) in order of first call: how
+/// many, their mean time and nccl-tests' algbw and busbw (bytes / time, x the bus factor).
+fn nccl_groups(c: &CudaReport) -> Value {
+    let mut groups: Vec<(
+        String,
+        f64,
+        String,
+        Vec<&hetsim_systems::cuda::CollectiveRecord>,
+    )> = Vec::new();
+    for k in &c.collectives {
+        let how = format!("{}/{}", k.algo, k.proto);
+        match groups
+            .iter_mut()
+            .find(|g| g.0 == k.op && g.1 == k.bytes && g.2 == how)
+        {
+            Some(g) => g.3.push(k),
+            None => groups.push((k.op.clone(), k.bytes, how, vec![k])),
+        }
+    }
+    groups
+        .iter()
+        .map(|(op, bytes, how, calls)| {
+            let time = calls.iter().map(|k| k.end_s - k.start_s).sum::<f64>() / calls.len() as f64;
+            let algbw = if time > 0.0 { bytes / time / 1e9 } else { 0.0 };
+            json!({
+                "op": op,
+                "bytes": bytes,
+                "gpus": calls[0].ranks,
+                "algorithm_protocol": how,
+                "calls": calls.len(),
+                "mean_time_s": time,
+                "algbw_GBps": algbw,
+                "busbw_GBps": calls[0].bus_factor.map(|f| algbw * f),
+            })
+        })
+        .collect()
 }
 
 /// The `runtime` section: makespan, GFlop/s, per-worker busy time, data movement.
@@ -424,7 +482,7 @@ pub fn link_utilisation(rec: &Recorder, scenario: &str, width: u32) -> Option<pl
         title: format!("{scenario}: link utilisation"),
         note: Some(note),
         x_desc: format!("simulated time ({unit})"),
-        y_desc: "% of bw".to_string(),
+        y_desc: "% used".to_string(),
         x_end: end / scale,
         // Headroom for the panel title above a full line.
         y_max: y_max * 1.3,

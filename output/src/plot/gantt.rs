@@ -3,17 +3,21 @@
 //! Millions of intervals draw in seconds because nothing finer than a pixel is drawn: each
 //! row's time axis is cut into one bin per pixel column, the time each state covers in a bin is
 //! summed, and the bin is painted with its dominant state, paler when the resource was busy
-//! for only part of it. Runs of equal bins become one rectangle. The caption says so. At most
-//! [`MAX_ROWS`] rows are drawn (the busiest), at most [`MAX_STATES`] colours (others: `other`).
+//! for only part of it. Runs of equal bins become one rectangle. The caption says so. Rows
+//! that compute (workers, ranks, streams) come first, at most [`MAX_ROWS`] (the busiest); then
+//! the [`LINK_ROWS`] busiest links, busiest first. At most [`MAX_STATES`] colours (others:
+//! `other`).
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use hetsim_engine::record::{Recorder, ResId};
+use hetsim_engine::record::{Recorder, ResId, ResourceKind};
 
 use super::{Figure, draw_title, err, other_rgb, state_colours, time_unit};
 
 pub const MAX_ROWS: usize = 120;
+/// Link rows under compute rows: the busiest links only (all of them fill a fat-tree's chart).
+pub const LINK_ROWS: usize = 16;
 pub const MAX_STATES: usize = 15;
 
 /// One drawn rectangle: columns `[from, to)` of a row, a state, a shade 1..=4 (4 = full).
@@ -56,7 +60,8 @@ impl Gantt {
         let end = intervals.iter().map(|i| i.end).max()?;
         let end_s = end.as_secs_f64().max(1e-12);
 
-        // Rows: resources with intervals, the busiest MAX_ROWS, in display order.
+        // Rows: what computes first (workers, ranks, streams, in display order), then the
+        // busiest links, busiest first, each part capped (the notes say what was left out).
         let mut busy = vec![0.0f64; rec.resources().len()];
         let mut count = vec![0u32; rec.resources().len()];
         let mut state_time = vec![0.0f64; intervals.iter().map(|i| i.state.index() + 1).max()?];
@@ -66,27 +71,58 @@ impl Gantt {
             count[iv.resource.index()] += 1;
             state_time[iv.state.index()] += d;
         }
-        let mut used: Vec<ResId> = (0..busy.len() as u32)
-            .map(ResId)
-            .filter(|r| count[r.index()] > 0)
-            .collect();
-        let total_rows = used.len();
-        if used.len() > MAX_ROWS {
-            used.sort_by(|a, b| busy[b.index()].total_cmp(&busy[a.index()]).then(a.cmp(b)));
-            used.truncate(MAX_ROWS);
+        let is_link = |id: ResId| {
+            matches!(
+                rec.resource_info(id).kind,
+                ResourceKind::Link | ResourceKind::Nic
+            )
+        };
+        let (links, compute): (Vec<ResId>, Vec<ResId>) = crate::order::resources_in_order(rec)
+            .into_iter()
+            .filter(|id| count[id.index()] > 0)
+            .partition(|&id| is_link(id));
+        let busiest_first = |ids: &mut Vec<ResId>| {
+            ids.sort_by(|a, b| busy[b.index()].total_cmp(&busy[a.index()]).then(a.cmp(b)))
+        };
+        let mut notes_rows = Vec::new();
+        let mut shown = compute.clone();
+        if shown.len() > MAX_ROWS {
+            busiest_first(&mut shown);
+            shown.truncate(MAX_ROWS);
+            let keep: std::collections::HashSet<ResId> = shown.iter().copied().collect();
+            shown = compute
+                .iter()
+                .copied()
+                .filter(|id| keep.contains(id))
+                .collect();
+            notes_rows.push(format!(
+                "showing the {MAX_ROWS} busiest of {} compute resources",
+                compute.len()
+            ));
         }
-        let order = crate::order::resources_in_order(rec);
+        let link_cap = if compute.is_empty() {
+            MAX_ROWS
+        } else {
+            LINK_ROWS
+        };
+        let mut busiest_links = links.clone();
+        busiest_first(&mut busiest_links);
+        if busiest_links.len() > link_cap {
+            busiest_links.truncate(link_cap);
+            notes_rows.push(format!(
+                "links: the {link_cap} busiest of {} (by busy time), busiest first",
+                links.len()
+            ));
+        } else if !busiest_links.is_empty() {
+            notes_rows.push(format!("links: all {}, busiest first", busiest_links.len()));
+        }
+        shown.extend(busiest_links);
+        let total_rows = compute.len() + links.len();
         let mut row_of = vec![u32::MAX; busy.len()];
         let mut rows = Vec::new();
-        let mut keep = vec![false; busy.len()];
-        for id in &used {
-            keep[id.index()] = true;
-        }
-        for id in order {
-            if keep[id.index()] {
-                row_of[id.index()] = rows.len() as u32;
-                rows.push(rec.resource_info(id).name.clone());
-            }
+        for id in shown {
+            row_of[id.index()] = rows.len() as u32;
+            rows.push(rec.resource_info(id).name.clone());
         }
 
         // States: the MAX_STATES longest keep a colour, the rest are `other`.
@@ -153,12 +189,7 @@ impl Gantt {
                 ""
             }
         )];
-        if total_rows > rows.len() {
-            notes.push(format!(
-                "showing the {} busiest of {total_rows} resources",
-                rows.len()
-            ));
-        }
+        notes.extend(notes_rows);
         let row_h = if rows.len() <= 20 { 24 } else { 14 };
         Some(Gantt {
             title: title.to_string(),
@@ -272,7 +303,8 @@ impl Figure for Gantt {
             .x_desc(format!("simulated time ({unit})"))
             .x_label_style(("sans-serif", 14))
             .axis_desc_style(("sans-serif", 15))
-            .light_line_style(RGBColor(235, 235, 235))
+            .bold_line_style(RGBColor(225, 225, 225))
+            .light_line_style(TRANSPARENT)
             .draw()
             .map_err(err)?;
         let bin = self.bin_s / scale;
@@ -301,7 +333,7 @@ impl Figure for Gantt {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hetsim_engine::record::{Interval, ResourceKind};
+    use hetsim_engine::record::Interval;
     use hetsim_schema::SimTime;
 
     fn rec_with(intervals: &[(u32, &str, u64, u64)]) -> Recorder {
@@ -371,5 +403,43 @@ mod tests {
             "the idlest is left out"
         );
         assert!(g.notes[1].contains(&format!("{} busiest of {}", MAX_ROWS, MAX_ROWS + 10)));
+    }
+
+    #[test]
+    fn compute_rows_come_first_then_the_busiest_links() {
+        let mut rec = Recorder::default();
+        let busy = rec.name_id("busy");
+        let add = |rec: &mut Recorder, kind, name: &str, ns: u64| {
+            let resource = rec.resource(kind, name);
+            rec.interval(Interval {
+                resource,
+                state: busy,
+                label: None,
+                start: SimTime::ZERO,
+                end: SimTime::from_nanos(ns),
+            });
+        };
+        // Links named so that display order differs from busy order; one worker, idler
+        // than every link, still comes first.
+        for l in 0..(LINK_ROWS as u64 + 4) {
+            add(&mut rec, ResourceKind::Link, &format!("link{l}"), 10 + l);
+        }
+        add(&mut rec, ResourceKind::Worker, "CUDA0", 1);
+        let g = Gantt::build(&rec, "t", 800).unwrap();
+        assert_eq!(g.rows.len(), 1 + LINK_ROWS);
+        assert_eq!(g.rows[0], "CUDA0");
+        let top = LINK_ROWS as u64 + 3;
+        assert_eq!(g.rows[1], format!("link{top}"), "the busiest link first");
+        assert_eq!(
+            g.rows[LINK_ROWS], "link4",
+            "the four idlest links are left out"
+        );
+        assert!(
+            g.notes
+                .iter()
+                .any(|n| n.contains(&format!("{LINK_ROWS} busiest of {}", LINK_ROWS + 4))),
+            "{:?}",
+            g.notes
+        );
     }
 }

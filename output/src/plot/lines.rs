@@ -300,16 +300,20 @@ impl Figure for Panels {
                 .y_label_area_size(70)
                 .build_cartesian_2d(0.0..self.x_end, 0.0..self.y_max)
                 .map_err(err)?;
+            // Major lines only, the same on every strip: a minor grid in a short strip is so
+            // dense it reads as hatching.
             let mut mesh = chart.configure_mesh();
             mesh.y_labels(3)
+                .y_label_formatter(&|v| format!("{v:.0}"))
                 .y_desc(&self.y_desc)
                 .label_style(("sans-serif", 12))
                 .axis_desc_style(("sans-serif", 12))
-                .light_line_style(RGBColor(240, 240, 240));
+                .bold_line_style(RGBColor(225, 225, 225))
+                .light_line_style(TRANSPARENT);
             if last {
                 mesh.x_desc(&self.x_desc).x_label_style(("sans-serif", 14));
             } else {
-                mesh.x_labels(0);
+                mesh.x_label_formatter(&|_| String::new());
             }
             mesh.draw().map_err(err)?;
             let color = series_rgb(i);

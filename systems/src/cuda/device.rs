@@ -102,6 +102,10 @@ pub struct CollectiveRecord {
     pub algo: String,
     pub proto: String,
     pub channels: u32,
+    /// GPUs in the communicator.
+    pub ranks: u32,
+    /// nccl-tests' busbw / algbw for a single call (`None` for a group of calls).
+    pub bus_factor: Option<f64>,
     pub start_s: f64,
     pub end_s: f64,
     /// NCCL's own cost-model prediction, for comparison with the simulated time.

@@ -258,6 +258,11 @@ fn finish_collectives(mut inbox: ResMut<Inbox<CollDone>>, mut cuda: ResMut<Cuda>
             algo: plan.algo.name().into(),
             proto: plan.proto.name().into(),
             channels: sinks.colls.comm(comm).tune.channels,
+            ranks: sinks.colls.comm(comm).tune.ranks,
+            bus_factor: match c.calls.as_slice() {
+                [one] => Some(one.op.bus_factor(sinks.colls.comm(comm).tune.ranks)),
+                _ => None,
+            },
             start_s: c.start.as_secs_f64(),
             end_s: now.as_secs_f64(),
             predicted_us: plan.predicted_us,
