@@ -16,11 +16,29 @@ macro_rules! say {
     }};
 }
 
+/// `hetsim --help`: the questions first, each with its command.
+const LONG_ABOUT: &str = "\
+Simulate GPU clusters (networks, MPI, NCCL, task runtimes) to ask what if.
+
+What if we used GPUDirect instead of staging through host memory?
+    hetsim run scenarios/whatif/halo.ron --disable gpudirect
+    hetsim study scenarios/studies/gpudirect-vs-hostcopy.ron
+What if we put six GPUs per node instead of four?
+    hetsim study scenarios/studies/gpus-per-node.ron
+What if NCCL used a tree instead of a ring?
+    hetsim nccl-tests --platform scenarios/platforms/demo-2node.ron -g 8 --algo ring --algo tree
+What if StarPU scheduled with dmdas instead of dmda?
+    hetsim run scenarios/whatif/cholesky.ron --set runtime.scheduler=dmdas
+    hetsim study scenarios/studies/cholesky-schedulers.ron
+
+`hetsim run` without a file answers all four on built-in scenarios in under a second.";
+
 #[derive(Parser)]
 #[command(
     name = "hetsim",
     version,
-    about = "Simulate GPU clusters: networks, MPI, NCCL and task runtimes"
+    about = "Simulate GPU clusters (networks, MPI, NCCL, task runtimes) to ask what if",
+    long_about = LONG_ABOUT
 )]
 struct Cli {
     #[command(subcommand)]
@@ -29,9 +47,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run a scenario (without a file: the built-in demo) and write its outputs.
+    /// Run a scenario and write its outputs (without a file: the built-in what-if).
     Run {
-        /// A RON scenario file.
+        /// A RON scenario file (none: four what-if questions answered on built-in scenarios).
         scenario: Option<PathBuf>,
         /// Output folder (default: results/<scenario name>/).
         #[arg(long)]
@@ -278,12 +296,8 @@ fn main() -> ExitCode {
     }
 }
 
-fn load(file: Option<&Path>, set: &[String]) -> Result<Scenario, Error> {
-    let scenario = match file {
-        Some(f) => load_scenario(f, set),
-        None => hetsim::embedded::demo(set),
-    };
-    scenario.map_err(|e| Error::Input(e.to_string()))
+fn load(file: &Path, set: &[String]) -> Result<Scenario, Error> {
+    load_scenario(file, set).map_err(|e| Error::Input(e.to_string()))
 }
 
 fn run(
@@ -293,17 +307,20 @@ fn run(
     disable: Vec<String>,
     quiet: bool,
 ) -> Result<(), Error> {
+    let Some(file) = file else {
+        return whatif(out, set, &disable, quiet);
+    };
     let scenario = load(file, set)?;
     let opts = RunOptions {
         disable,
         progress: !quiet,
     };
     // Model input errors found while building name the scenario file, as loader errors do.
-    let report = hetsim::simulate_report(&scenario, &opts).map_err(|e| match (e, file) {
-        (Error::Input(msg), Some(f)) if !msg.starts_with(&f.display().to_string()) => {
-            Error::Input(format!("{}: {msg}", f.display()))
+    let report = hetsim::simulate_report(&scenario, &opts).map_err(|e| match e {
+        Error::Input(msg) if !msg.starts_with(&file.display().to_string()) => {
+            Error::Input(format!("{}: {msg}", file.display()))
         }
-        (e, _) => e,
+        e => e,
     })?;
     let dir = out
         .or_else(|| scenario.output.dir.clone().map(PathBuf::from))
@@ -318,6 +335,57 @@ fn run(
     if !quiet {
         print_written(&written);
     }
+    Ok(())
+}
+
+/// `hetsim run` without a file: the four what-if questions, answered first.
+fn whatif(
+    out: Option<PathBuf>,
+    set: &[String],
+    disable: &[String],
+    quiet: bool,
+) -> Result<(), Error> {
+    use hetsim::whatif;
+    if let Some(first) = set.first() {
+        return Err(Error::Input(format!(
+            "--set {first}: the built-in what-if runs three scenario files; change one of them: \
+             hetsim run scenarios/whatif/halo.ron --set ... (also allreduce.ron, cholesky.ron)"
+        )));
+    }
+    let started = std::time::Instant::now();
+    let answers = whatif::run(disable)?;
+    let wall = started.elapsed().as_secs_f64();
+    let dir = out.unwrap_or_else(|| Path::new("results").join("whatif"));
+    let written = hetsim::output::staged::write_all(&dir, |st| {
+        let mut json =
+            serde_json::to_vec_pretty(&whatif::summary(&answers)).map_err(std::io::Error::other)?;
+        json.push(b'\n');
+        st.bytes("summary.json", json)?;
+        st.bytes("whatif.csv", whatif::csv(&answers))?;
+        st.figure("comparison", &whatif::chart(&answers))?;
+        Ok(())
+    })
+    .map_err(|e| Error::Run(format!("cannot write to {}: {e}", dir.display())))?;
+    if quiet {
+        return Ok(());
+    }
+    for a in &answers {
+        say!("{}", whatif::sentence(a));
+    }
+    let runs: usize = answers.iter().map(|a| 2 + a.aside.is_some() as usize).sum();
+    say!(
+        "whatif: {runs} runs simulated in {wall:.2} s wall. Ask your own question: copy a scenario and change it"
+    );
+    let mut files: Vec<&str> = whatif::QUESTIONS.iter().map(|q| q.file).collect();
+    files.dedup();
+    for f in files {
+        say!("  hetsim run {f}");
+    }
+    say!("or sweep it:");
+    for q in &whatif::QUESTIONS {
+        say!("  {}", q.further);
+    }
+    print_written(&written);
     Ok(())
 }
 
@@ -454,7 +522,7 @@ fn print_written(written: &[PathBuf]) {
 }
 
 fn validate(file: &Path, set: &[String]) -> Result<(), Error> {
-    let scenario = load(Some(file), set)?;
+    let scenario = load(file, set)?;
     // Building the platform and routing the workload finds unknown endpoints and bad figures.
     let mut app = hetsim::build_app(&scenario, &RunOptions::default())?;
     let world = app.world_mut();

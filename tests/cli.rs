@@ -14,18 +14,122 @@ fn read_csv(path: &Path) -> Vec<Vec<String>> {
 }
 
 #[test]
-fn demo_runs_and_writes_its_outputs() {
+fn the_default_run_answers_four_what_if_questions_first() {
     let tmp = tempfile::tempdir().unwrap();
-    let o = hetsim(&["run", "--quiet"], tmp.path());
+    let o = hetsim(&["run"], tmp.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    // The answers come first, one per question, each starting with the question and its
+    // verdict (the figures are the runs', not written down anywhere).
+    let starts = [
+        "GPUDirect instead of HostCopy cuts the halo exchange's communication per rank by ",
+        "Six GPUs per node instead of four raises the halo exchange's communication per rank by ",
+        "A tree instead of a ring cuts the time of a 64 MiB NCCL allreduce by ",
+        "dmdas instead of dmda cuts the makespan of a 20 x 20-tile Cholesky by ",
+    ];
+    for (line, start) in lines.iter().zip(starts) {
+        assert!(line.starts_with(start), "{line}\nexpected: {start}...");
+    }
+    assert!(lines[2].contains("NCCL's own tuner picks "), "{}", lines[2]);
+    assert!(
+        stdout.contains("hetsim run scenarios/whatif/halo.ron"),
+        "{stdout}"
+    );
+    let dir = tmp.path().join("results/whatif");
+    for name in [
+        "summary.json",
+        "whatif.csv",
+        "comparison.svg",
+        "comparison.png",
+    ] {
+        assert!(dir.join(name).is_file(), "{name} written");
+        assert!(
+            stdout.contains(&format!("results/whatif/{name}")),
+            "{name} reported"
+        );
+    }
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    let questions = summary["questions"].as_array().unwrap();
+    assert_eq!(questions.len(), 4);
+    // Each answer is the ratio of the two runs' own summaries.
+    for q in questions {
+        let (before, after) = (
+            q["before"]["value_s"].as_f64().unwrap(),
+            q["after"]["value_s"].as_f64().unwrap(),
+        );
+        let change = q["change_pct"].as_f64().unwrap();
+        assert!((change - 100.0 * (after / before - 1.0)).abs() < 1e-9);
+        assert!(lines.iter().any(|l| *l == q["answer"].as_str().unwrap()));
+    }
+    let hostcopy = &questions[0]["before"]["summary"]["mpi"]["paths"];
+    assert_eq!(
+        hostcopy["gpudirect"]["messages"], 0,
+        "HostCopy runs use no GPUDirect"
+    );
+    assert_eq!(
+        questions[0]["before"]["value_s"],
+        questions[0]["before"]["summary"]["mpi"]["comm_time_s"]["mean"]
+    );
+    // The picture is there in both forms and names every question.
+    let svg = std::fs::read_to_string(dir.join("comparison.svg")).unwrap();
+    for q in questions {
+        assert!(
+            svg.contains(q["question"].as_str().unwrap()),
+            "{}",
+            q["question"]
+        );
+    }
+    // Deterministic: a second run writes the same summary and table.
+    let again = hetsim(&["run", "--quiet", "--out", "again"], tmp.path());
+    assert!(
+        again.status.success() && again.stdout.is_empty(),
+        "--quiet prints nothing"
+    );
+    for name in ["summary.json", "whatif.csv"] {
+        assert_eq!(
+            std::fs::read(dir.join(name)).unwrap(),
+            std::fs::read(tmp.path().join("again").join(name)).unwrap(),
+            "{name}"
+        );
+    }
+    // The what-if takes switches for every run, and refuses --set (it has three files).
+    let off = hetsim(
+        &["run", "--disable", "gpudirect", "--out", "off"],
+        tmp.path(),
+    );
+    assert!(off.status.success(), "{}", stderr(&off));
+    assert!(String::from_utf8_lossy(&off.stdout).starts_with(
+        "GPUDirect instead of HostCopy leaves the halo exchange's communication per rank unchanged"
+    ));
+    let set = hetsim(&["run", "--set", "platform.nodes=4"], tmp.path());
+    assert_eq!(set.status.code(), Some(2));
+    assert!(
+        stderr(&set).contains("scenarios/whatif/halo.ron"),
+        "{}",
+        stderr(&set)
+    );
+}
+
+#[test]
+fn the_flow_demo_runs_and_writes_its_outputs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = repo().join("scenarios/demo.ron");
+    let demo = demo.to_str().unwrap();
+    let o = hetsim(&["run", demo, "--quiet"], tmp.path());
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(o.stdout.is_empty(), "--quiet prints nothing on success");
-    let o = hetsim(&["run"], tmp.path());
+    let o = hetsim(&["run", demo], tmp.path());
     assert!(o.status.success(), "{}", stderr(&o));
     let dir = tmp.path().join("results/demo");
     let stdout = String::from_utf8_lossy(&o.stdout);
     // The result first, then the run's cost, then where each output went.
     assert!(
-        stdout.starts_with("demo: 6 flows move 3.304 GB in 163.8 ms; busiest link node[0].nic[0]"),
+        stdout.starts_with(
+            "demo: 6 flows move 3.304 GB in 163.8 ms; busiest link node[0].nic[0], 100.0 % used\n\
+             demo: simulated 163.8 ms in "
+        ),
         "{stdout}"
     );
     for name in [
@@ -113,7 +217,8 @@ fn same_scenario_twice_gives_identical_outputs() {
 fn overrides_and_switches_change_the_model() {
     let tmp = tempfile::tempdir().unwrap();
     let end = |args: &[&str]| -> f64 {
-        let mut all = vec!["run", "--quiet", "--out", "o"];
+        let demo = repo().join("scenarios/demo.ron");
+        let mut all = vec!["run", demo.to_str().unwrap(), "--quiet", "--out", "o"];
         all.extend_from_slice(args);
         let o = hetsim(&all, tmp.path());
         assert!(o.status.success(), "{}", stderr(&o));
@@ -157,9 +262,40 @@ fn systems_lists_every_switch() {
 
 #[test]
 fn validate_accepts_the_shipped_scenarios() {
-    for f in ["scenarios/demo.ron", "scenarios/lassen-shared-nic.ron"] {
+    for f in [
+        "scenarios/demo.ron",
+        "scenarios/lassen-shared-nic.ron",
+        "scenarios/whatif/halo.ron",
+        "scenarios/whatif/allreduce.ron",
+        "scenarios/whatif/cholesky.ron",
+    ] {
         let o = hetsim(&["validate", f], &repo());
         assert!(o.status.success(), "{f}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn help_leads_with_the_four_questions_and_their_commands() {
+    let o = hetsim(&["--help"], &repo());
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    let usage = text.find("Usage:").unwrap();
+    for q in [
+        "What if we used GPUDirect instead of staging through host memory?",
+        "What if we put six GPUs per node instead of four?",
+        "What if NCCL used a tree instead of a ring?",
+        "What if StarPU scheduled with dmdas instead of dmda?",
+    ] {
+        let at = text
+            .find(q)
+            .unwrap_or_else(|| panic!("{q} missing: {text}"));
+        assert!(at < usage, "{q} comes before the usage");
+    }
+    // Each command the help gives names a file that exists.
+    for word in text[..usage].split_whitespace() {
+        if word.starts_with("scenarios/") {
+            assert!(repo().join(word).is_file(), "{word}");
+        }
     }
 }
 
@@ -278,9 +414,18 @@ fn flow_case_with_unknown_link_is_rejected() {
 #[test]
 fn limits_stop_a_run_with_exit_code_1_and_no_outputs() {
     let tmp = tempfile::tempdir().unwrap();
+    let demo = repo().join("scenarios/demo.ron");
     for limit in ["limits.max_events=3", "limits.max_time=1ms"] {
         let o = hetsim(
-            &["run", "--quiet", "--out", "o", "--set", limit],
+            &[
+                "run",
+                demo.to_str().unwrap(),
+                "--quiet",
+                "--out",
+                "o",
+                "--set",
+                limit,
+            ],
             tmp.path(),
         );
         assert_eq!(o.status.code(), Some(1), "{limit}: {}", stderr(&o));
@@ -322,4 +467,54 @@ fn a_quantum_defers_joins_and_ends_to_its_grid() {
     let q = ends(&["--set", "network_model.quantum=0.3ms"]);
     assert!((q[0] - 1.0005).abs() < 1e-12, "{q:?}");
     assert!((q[1] - 1.5006).abs() < 1e-12, "{q:?}");
+}
+
+/// Each workload's first line says its result: a task graph its scheduler, makespan and
+/// GFlop/s; MPI its communication share and slowest rank; NCCL each operation's time and busbw.
+#[test]
+fn each_workload_says_its_result_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "cholesky-attila.ron",
+            "cholesky-attila: dmdas ran 1540 tasks in ",
+            " GFlop/s on 3 GPUs + 8 CPUs",
+        ),
+        (
+            "mpi-trace.ron",
+            "mpi-trace: communication is ",
+            "% of run time (mean of 8 ranks); the slowest, rank ",
+        ),
+        (
+            "dgx-a100-training.ron",
+            "dgx-a100-training: all_reduce of 512 MiB on 8 GPUs: ",
+            " each (12 calls), busbw ",
+        ),
+        (
+            "lassen-shared-nic.ron",
+            "lassen-shared-nic: 40 flows move 4.096 GB in ",
+            "; busiest link ",
+        ),
+    ];
+    for (file, start, inside) in cases {
+        let scenario = repo().join("scenarios").join(file);
+        let o = hetsim(
+            &[
+                "run",
+                scenario.to_str().unwrap(),
+                "--disable",
+                "record",
+                "--out",
+                file,
+            ],
+            tmp.path(),
+        );
+        assert!(o.status.success(), "{file}: {}", stderr(&o));
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        let first = stdout.lines().next().unwrap_or_default();
+        assert!(
+            first.starts_with(start) && first.contains(inside),
+            "{first}"
+        );
+    }
 }

@@ -170,7 +170,9 @@ fn paje_declares_every_container_before_use() {
 fn the_demo_paje_trace_is_well_formed_too() {
     let tmp = tempfile::tempdir().unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_hetsim"))
-        .args(["run", "--quiet", "--out"])
+        .arg("run")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/demo.ron"))
+        .args(["--quiet", "--out"])
         .arg(tmp.path())
         .output()
         .unwrap();

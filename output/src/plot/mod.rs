@@ -2,6 +2,7 @@
 //! fontconfig), and every figure is drawn once per backend (SVG text, PNG file).
 
 pub mod bars;
+pub mod compare;
 pub mod gantt;
 pub mod lines;
 

@@ -1,0 +1,153 @@
+//! A what-if comparison: one panel per question, two columns of panels, each panel a few
+//! labelled bars (the configuration as it is, then the alternative) with their values written
+//! on them and the change in the panel's title.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::{Figure, draw_title, err, series_rgb};
+
+/// One question: its bars, left to right.
+#[derive(Debug, Clone)]
+pub struct Panel {
+    pub title: String,
+    /// The quantity and its unit, for the y axis.
+    pub y_desc: String,
+    /// (label, value in the y unit, the value as the text on the bar).
+    pub bars: Vec<(String, f64, String)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Comparison {
+    pub title: String,
+    pub notes: Vec<String>,
+    pub panels: Vec<Panel>,
+    pub width: u32,
+}
+
+const HEADER_H: u32 = 80;
+const PANEL_H: u32 = 330;
+const COLUMNS: usize = 2;
+
+impl Figure for Comparison {
+    fn size(&self) -> (u32, u32) {
+        let rows = self.panels.len().div_ceil(COLUMNS).max(1) as u32;
+        (self.width, HEADER_H + rows * PANEL_H)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        root.fill(&WHITE).map_err(err)?;
+        let (header, body) = root.split_vertically(HEADER_H);
+        let notes: Vec<&str> = self.notes.iter().map(String::as_str).collect();
+        draw_title(&header, &self.title, &notes)?;
+        let rows = self.panels.len().div_ceil(COLUMNS).max(1);
+        let areas = body.split_evenly((rows, COLUMNS));
+        for (panel, area) in self.panels.iter().zip(areas) {
+            draw_panel(panel, &area)?;
+        }
+        Ok(())
+    }
+}
+
+fn draw_panel<DB: DrawingBackend>(p: &Panel, area: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    let n = p.bars.len().max(1) as i32;
+    let top = p
+        .bars
+        .iter()
+        .map(|b| b.1)
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, f64::max);
+    // Room above the tallest bar for its value.
+    let y_max = if top > 0.0 { top * 1.25 } else { 1.0 };
+    let mut chart = ChartBuilder::on(area)
+        .caption(
+            &p.title,
+            ("sans-serif", 17).into_font().style(FontStyle::Bold),
+        )
+        .margin(14)
+        .x_label_area_size(34)
+        .y_label_area_size(70)
+        .build_cartesian_2d((0..n - 1).into_segmented(), 0.0..y_max)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .bold_line_style(RGBColor(225, 225, 225))
+        .light_line_style(TRANSPARENT)
+        .y_labels(5)
+        .y_label_formatter(&|v| {
+            let t = format!("{v:.2}");
+            t.trim_end_matches('0').trim_end_matches('.').to_string()
+        })
+        .y_desc(&p.y_desc)
+        .x_labels(p.bars.len())
+        .x_label_formatter(&|v| match v {
+            SegmentValue::CenterOf(i) => p
+                .bars
+                .get(*i as usize)
+                .map(|b| b.0.clone())
+                .unwrap_or_default(),
+            _ => String::new(),
+        })
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 14))
+        .draw()
+        .map_err(err)?;
+    for (i, (_, value, text)) in p.bars.iter().enumerate() {
+        if !value.is_finite() {
+            continue;
+        }
+        let x = i as i32;
+        let mut bar = Rectangle::new(
+            [
+                (SegmentValue::Exact(x), 0.0),
+                (SegmentValue::Exact(x + 1), *value),
+            ],
+            series_rgb(i).filled(),
+        );
+        bar.set_margin(0, 0, 30, 30);
+        chart.draw_series(std::iter::once(bar)).map_err(err)?;
+        let style = ("sans-serif", 15).into_font().color(&BLACK).pos(
+            plotters::style::text_anchor::Pos::new(
+                plotters::style::text_anchor::HPos::Center,
+                plotters::style::text_anchor::VPos::Bottom,
+            ),
+        );
+        chart
+            .draw_series(std::iter::once(Text::new(
+                text.clone(),
+                (SegmentValue::CenterOf(x), *value + y_max * 0.02),
+                style,
+            )))
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn four_panels_take_two_rows_and_draw_as_svg() {
+        let panel = |t: &str| Panel {
+            title: t.into(),
+            y_desc: "ms".into(),
+            bars: vec![
+                ("HostCopy".into(), 2.4, "2.40 ms".into()),
+                ("GPUDirect".into(), 1.9, "1.90 ms".into()),
+            ],
+        };
+        let c = Comparison {
+            title: "what if".into(),
+            notes: vec!["note".into()],
+            panels: vec![panel("a"), panel("b"), panel("c"), panel("d")],
+            width: 1200,
+        };
+        assert_eq!(c.size(), (1200, HEADER_H + 2 * PANEL_H));
+        let svg = String::from_utf8(crate::plot::svg(&c).unwrap()).unwrap();
+        for text in ["GPUDirect", "2.40 ms", "what if"] {
+            assert!(svg.contains(text), "{text} drawn");
+        }
+    }
+}
