@@ -518,3 +518,47 @@ fn each_workload_says_its_result_first() {
         );
     }
 }
+
+/// Simulated time has no practical ceiling (it used to end at 18,446.744 s) and a time beyond
+/// its range is an error, never a clamped result.
+#[test]
+fn long_runs_are_exact_and_times_out_of_range_are_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let case = |name: &str, text: &str| {
+        let path = tmp.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        hetsim(&["flows", path.to_str().unwrap()], tmp.path())
+    };
+    // 1e5 B and 2e5 B share a 1 B/s link: the first ends at 2e5 s (half the link each), the
+    // second has 1e5 B left and the whole link: 3e5 s (max-min by hand).
+    let o = case(
+        "slow.json",
+        r#"{"links": [{"id": "l0", "bandwidth": 1, "latency": 0}],
+            "flows": [{"id": "a", "size": 1e5, "route": ["l0"]}, {"id": "b", "size": 2e5, "route": ["l0"]}]}"#,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["flows"]["a"], 200000.0);
+    assert_eq!(v["flows"]["b"], 300000.0);
+    // A year of transfer: 3.1536e7 B at 1 B/s.
+    let o = case(
+        "year.json",
+        r#"{"links": [{"id": "l0", "bandwidth": 1, "latency": 0}],
+            "flows": [{"id": "a", "size": 31536000, "route": ["l0"]}]}"#,
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["flows"]["a"], 31536000.0);
+    // A link of 1e-300 B/s would take 1e305 s: out of range, exit code 1, no result.
+    let o = case(
+        "tiny.json",
+        r#"{"links": [{"id": "l0", "bandwidth": 1e-300, "latency": 0}],
+            "flows": [{"id": "a", "size": 1e5, "route": ["l0"]}]}"#,
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(o.stdout.is_empty());
+    assert!(
+        stderr(&o).contains("simulated time out of range"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -26,7 +26,7 @@ fn handle(
     for Work(e) in inbox.drain() {
         if budget.0 > 0 {
             budget.0 -= 1;
-            cal.schedule(SimTime(clock.now.0 + budget_gap(&budget)), Work(e));
+            cal.schedule(SimTime(clock.now.0 + budget_gap(&budget) as u128), Work(e));
         }
     }
 }
@@ -51,7 +51,7 @@ fn setup(events: u64, pending: u64, batch: u64) -> App {
     let mut cal = app.world_mut().resource_mut::<Calendar>();
     for i in 0..pending {
         // `batch` events share each timestamp.
-        cal.schedule(SimTime(i / batch), Work(e));
+        cal.schedule(SimTime((i / batch) as u128), Work(e));
     }
     app
 }

@@ -58,17 +58,30 @@ pub struct RawEvent {
     pub arg: u64,
 }
 
+/// Bits of a key that hold the scheduling sequence number (2.8e14 events).
+const SEQ_BITS: u32 = 48;
+
+/// `(time, seq)` packed into one integer, so that ordering is one comparison: simulated time
+/// fits in the high 80 bits ([`SimTime::MAX`]).
+fn key(time: SimTime, seq: u64) -> u128 {
+    debug_assert!(seq < 1 << SEQ_BITS, "sequence numbers exhausted");
+    (time.min(SimTime::MAX).0 << SEQ_BITS) | seq as u128
+}
+
+fn key_time(key: u128) -> SimTime {
+    SimTime(key >> SEQ_BITS)
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Fixed {
-    time: SimTime,
-    seq: u64,
+    key: u128,
     event: RawEvent,
 }
 
 impl Ord for Fixed {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         // Reversed: BinaryHeap is a max-heap and we want the earliest (time, seq).
-        (other.time, other.seq).cmp(&(self.time, self.seq))
+        other.key.cmp(&self.key)
     }
 }
 
@@ -82,7 +95,7 @@ impl PartialOrd for Fixed {
 #[derive(Resource, Default)]
 pub struct Calendar {
     fixed: BinaryHeap<Fixed>,
-    retimable: PriorityQueue<RawEvent, Reverse<(SimTime, u64)>, FixedState>,
+    retimable: PriorityQueue<RawEvent, Reverse<u128>, FixedState>,
     seq: u64,
     kinds: HashMap<TypeId, EventKind, FixedState>,
 }
@@ -127,14 +140,17 @@ impl Calendar {
     /// Schedules an event packed by [`Calendar::pack`] (its time will not change).
     pub fn schedule_raw(&mut self, time: SimTime, event: RawEvent) {
         let seq = self.next_seq();
-        self.fixed.push(Fixed { time, seq, event });
+        self.fixed.push(Fixed {
+            key: key(time, seq),
+            event,
+        });
     }
 
     /// Schedules or re-times an event that may move later (one pending instance per event value).
     pub fn retime<E: SimEvent>(&mut self, time: SimTime, event: E) {
         let event = self.pack(&event);
         let seq = self.next_seq();
-        self.retimable.push(event, Reverse((time, seq)));
+        self.retimable.push(event, Reverse(key(time, seq)));
     }
 
     /// Removes a pending re-timable event; returns whether it was pending.
@@ -145,17 +161,27 @@ impl Calendar {
 
     /// The time of the earliest pending event.
     pub fn peek_time(&self) -> Option<SimTime> {
-        let a = self.fixed.peek().map(|f| (f.time, f.seq));
+        let a = self.fixed.peek().map(|f| f.key);
         let b = self.retimable.peek().map(|(_, Reverse(k))| *k);
         match (a, b) {
-            (Some(a), Some(b)) => Some(a.min(b).0),
-            (a, b) => a.or(b).map(|k| k.0),
+            (Some(a), Some(b)) => Some(key_time(a.min(b))),
+            (a, b) => a.or(b).map(key_time),
+        }
+    }
+
+    /// The kind of the earliest event.
+    pub fn peek_kind(&self) -> Option<EventKind> {
+        let a = self.fixed.peek().map(|f| (f.key, f.event.kind));
+        let b = self.retimable.peek().map(|(e, Reverse(k))| (*k, e.kind));
+        match (a, b) {
+            (Some(a), Some(b)) => Some(if a.0 <= b.0 { a.1 } else { b.1 }),
+            (a, b) => a.or(b).map(|x| x.1),
         }
     }
 
     /// Pops the earliest event if it is due at `time`.
     pub fn pop_at(&mut self, time: SimTime) -> Option<RawEvent> {
-        let a = self.fixed.peek().map(|f| (f.time, f.seq));
+        let a = self.fixed.peek().map(|f| f.key);
         let b = self.retimable.peek().map(|(_, Reverse(k))| *k);
         let take_fixed = match (a, b) {
             (Some(a), Some(b)) => a < b,
@@ -164,12 +190,12 @@ impl Calendar {
             (None, None) => return None,
         };
         if take_fixed {
-            if a?.0 != time {
+            if key_time(a?) != time {
                 return None;
             }
             self.fixed.pop().map(|f| f.event)
         } else {
-            if b?.0 != time {
+            if key_time(b?) != time {
                 return None;
             }
             self.retimable.pop().map(|(e, _)| e)
@@ -196,7 +222,7 @@ mod tests {
         Entity::from_raw_u32(i).unwrap()
     }
 
-    fn drain(cal: &mut Calendar) -> Vec<(u64, RawEvent)> {
+    fn drain(cal: &mut Calendar) -> Vec<(u128, RawEvent)> {
         let mut out = vec![];
         while let Some(t) = cal.peek_time() {
             while let Some(ev) = cal.pop_at(t) {

@@ -37,6 +37,8 @@ impl<E: SimEvent> Inbox<E> {
 
 /// How the run loop delivers each kind of event.
 pub(crate) struct Route {
+    /// The event's name ([`SimEvent::NAME`]), for errors.
+    pub name: &'static str,
     pub deliver: fn(&mut World, Entity, u64),
     pub clear: fn(&mut World),
 }

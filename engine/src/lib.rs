@@ -123,6 +123,7 @@ impl SimAppExt for App {
         let mut routes = world.resource_mut::<inbox::Routes>();
         if kind.0 as usize == routes.0.len() {
             routes.0.push(inbox::Route {
+                name: E::NAME,
                 deliver: inbox::deliver::<E>,
                 clear: inbox::clear::<E>,
             });

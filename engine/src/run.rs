@@ -41,6 +41,12 @@ pub enum RunError {
     /// A model found an error while running.
     #[error("{0}")]
     Model(String),
+    /// A model computed a time beyond what simulated time can hold: a rate of zero or next
+    /// to it, or a duration too long. Never clamped into a result.
+    #[error(
+        "simulated time out of range: event `{event}` falls beyond {:.1e} s (a bandwidth, speed or rate of zero or next to it, or a size or duration too large), after {at}", SimTime::MAX.as_secs_f64()
+    )]
+    OutOfRange { event: String, at: SimTime },
     #[error("the simulation cannot progress at {at}: no event is pending but work is stuck:\n  {}", .stuck.join("\n  "))]
     Stalled { at: SimTime, stuck: Vec<String> },
     #[error(
@@ -97,6 +103,16 @@ fn run_steps(
     // Kinds of the events delivered this step: only their inboxes can need clearing.
     let mut delivered: Vec<usize> = Vec::new();
     while let Some(t) = world.resource::<Calendar>().peek_time() {
+        // Computed times saturate at the end of the range: reaching it means a time was lost.
+        if t == SimTime::MAX {
+            let kind = world.resource::<Calendar>().peek_kind();
+            return Err(RunError::OutOfRange {
+                event: kind
+                    .map_or("?", |k| world.resource::<Routes>().0[k.0 as usize].name)
+                    .to_string(),
+                at: world.resource::<Clock>().now,
+            });
+        }
         if let Some(max) = limits.max_time
             && t > max
         {

@@ -10,7 +10,7 @@ entity_event!(Echo, "test.echo");
 
 /// What the test systems saw: (time in fs, label).
 #[derive(Resource, Default)]
-struct Log(Vec<(u64, &'static str)>);
+struct Log(Vec<(u128, &'static str)>);
 
 #[derive(Resource, Default)]
 struct Pending(u32);
@@ -53,7 +53,7 @@ fn on_echo(mut inbox: ResMut<Inbox<Echo>>, clock: Res<Clock>, mut log: ResMut<Lo
     }
 }
 
-fn schedule_ticks(app: &mut App, times: &[u64]) {
+fn schedule_ticks(app: &mut App, times: &[u128]) {
     let e = app.world_mut().spawn_empty().id();
     let mut cal = app.world_mut().resource_mut::<Calendar>();
     for &t in times {

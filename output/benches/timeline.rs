@@ -38,8 +38,8 @@ fn synthetic(n: usize, rows: usize) -> Recorder {
             resource: ids[r],
             state: states[rng.random_range(0..states.len())],
             label: None,
-            start: SimTime(start),
-            end: SimTime(start + len),
+            start: SimTime(start as u128),
+            end: SimTime((start + len) as u128),
         });
     }
     rec

@@ -3,29 +3,32 @@
 //! Integers give exact ordering and no drift when many small delays are added. The tick is a
 //! femtosecond rather than the picosecond of the first design: completion times of microsecond
 //! flows are checked against SimGrid to a relative error of 1e-9, and a picosecond tick alone
-//! would already be 1e-7 of a 4 us completion. A `u64` of femtoseconds spans 5.1 hours of
-//! simulated time; [`SimTime::try_from_secs`] and [`SimTime::checked_add`] report overflow.
+//! would already be 1e-7 of a 4 us completion. Times are `u128` femtoseconds up to 2^80 fs,
+//! 38 years (a `u64` would end at 5.1 hours, short of an HPC run or a week of training steps);
+//! the calendar packs a time and a sequence number into one `u128` key. Conversions from
+//! seconds ([`SimTime::try_from_secs`]) and [`SimTime::checked_add`] report overflow; computed
+//! times saturate at [`SimTime::MAX`], which the run loop reports as out of range.
 
 use std::fmt;
 
 /// Femtoseconds per second.
-pub const FS_PER_SEC: u64 = 1_000_000_000_000_000;
+pub const FS_PER_SEC: u128 = 1_000_000_000_000_000;
 
 /// A point in simulated time (or a duration), in femtoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Hash)]
-pub struct SimTime(pub u64);
+pub struct SimTime(pub u128);
 
 impl SimTime {
     pub const ZERO: SimTime = SimTime(0);
-    /// The latest representable time (about 5.1 hours).
-    pub const MAX: SimTime = SimTime(u64::MAX);
+    /// The latest representable time: 2^80 - 1 fs, 1.2e9 s (38 years).
+    pub const MAX: SimTime = SimTime((1 << 80) - 1);
 
-    pub const fn from_femtos(fs: u64) -> Self {
+    pub const fn from_femtos(fs: u128) -> Self {
         SimTime(fs)
     }
 
     pub const fn from_nanos(ns: u64) -> Self {
-        SimTime(ns * 1_000_000)
+        SimTime(ns as u128 * 1_000_000)
     }
 
     /// Converts seconds to the nearest femtosecond; rejects negative, non-finite and too large values.
@@ -36,13 +39,13 @@ impl SimTime {
             ));
         }
         let fs = (secs * FS_PER_SEC as f64).round();
-        if fs >= u64::MAX as f64 {
+        if fs >= SimTime::MAX.0 as f64 {
             return Err(format!(
                 "{secs} s is beyond the simulated-time range of {:.0} s",
                 SimTime::MAX.as_secs_f64()
             ));
         }
-        Ok(SimTime(fs as u64))
+        Ok(SimTime::from_whole_femtos(fs))
     }
 
     /// Seconds to the nearest femtosecond, saturating at the range (for computed times).
@@ -51,24 +54,42 @@ impl SimTime {
             return SimTime::ZERO;
         }
         let fs = (secs * FS_PER_SEC as f64).round();
-        if fs >= u64::MAX as f64 {
+        if fs >= SimTime::MAX.0 as f64 {
             SimTime::MAX
         } else {
-            SimTime(fs as u64)
+            SimTime::from_whole_femtos(fs)
         }
     }
 
     pub fn as_secs_f64(self) -> f64 {
-        // Split so that times beyond 2^53 fs (9 s) keep their femtoseconds exactly.
+        // Split so that times beyond 2^53 fs (9 s) keep their femtoseconds exactly. Times
+        // below 2^64 fs (5.1 hours, nearly every run) take the 64-bit path: 128-bit division
+        // and conversion are library calls.
+        if let Ok(fs) = u64::try_from(self.0) {
+            const FS: u64 = FS_PER_SEC as u64;
+            return (fs / FS) as f64 + (fs % FS) as f64 / FS as f64;
+        }
         (self.0 / FS_PER_SEC) as f64 + (self.0 % FS_PER_SEC) as f64 / FS_PER_SEC as f64
     }
 
+    /// A whole, in-range count of femtoseconds as f64 (64-bit conversion when it fits).
+    fn from_whole_femtos(fs: f64) -> Self {
+        if fs < u64::MAX as f64 {
+            SimTime(fs as u64 as u128)
+        } else {
+            SimTime(fs as u128)
+        }
+    }
+
     pub fn checked_add(self, other: SimTime) -> Option<SimTime> {
-        self.0.checked_add(other.0).map(SimTime)
+        self.0
+            .checked_add(other.0)
+            .filter(|&t| t <= SimTime::MAX.0)
+            .map(SimTime)
     }
 
     pub fn saturating_add(self, other: SimTime) -> SimTime {
-        SimTime(self.0.saturating_add(other.0))
+        SimTime(self.0.saturating_add(other.0).min(SimTime::MAX.0))
     }
 
     pub fn saturating_sub(self, other: SimTime) -> SimTime {
@@ -97,13 +118,26 @@ mod tests {
     fn rejects_bad_seconds() {
         assert!(SimTime::try_from_secs(-1.0).is_err());
         assert!(SimTime::try_from_secs(f64::NAN).is_err());
-        assert!(SimTime::try_from_secs(1e5).is_err());
-        assert!(SimTime::try_from_secs(18_000.0).is_ok());
+        assert!(SimTime::try_from_secs(1.3e9).is_err());
+        assert!(SimTime::try_from_secs(f64::INFINITY).is_err());
+        // Hours, a week, a year: ordinary runs.
+        assert!(SimTime::try_from_secs(18_500.0).is_ok());
+        assert!(SimTime::try_from_secs(365.25 * 86_400.0).is_ok());
     }
 
     #[test]
     fn large_times_keep_femtoseconds() {
         let t = SimTime(3_600 * FS_PER_SEC + 7);
         assert_eq!(t.as_secs_f64(), 3600.0 + 7e-15);
+    }
+
+    #[test]
+    fn a_year_of_femtoseconds_adds_exactly() {
+        // Past the old u64 ceiling (18,446.744 s), a femtosecond still counts.
+        let year = SimTime::try_from_secs(365.0 * 86_400.0).unwrap();
+        let later = year.checked_add(SimTime::from_femtos(1)).unwrap();
+        assert_eq!(later.0 - year.0, 1);
+        assert_eq!(year.as_secs_f64(), 31_536_000.0);
+        assert!(SimTime::MAX.checked_add(SimTime::from_femtos(1)).is_none());
     }
 }

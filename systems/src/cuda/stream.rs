@@ -151,7 +151,7 @@ mod tests {
     use hetsim_schema::load::from_ron;
     use hetsim_schema::scenario::Cluster;
 
-    const US: u64 = 1_000_000_000; // femtoseconds per microsecond
+    const US: u128 = 1_000_000_000; // femtoseconds per microsecond
 
     fn gpus(program: &str, copy_engines: u32, overhead: &str) -> Gpus {
         let cluster: Cluster = from_ron(
@@ -171,7 +171,7 @@ mod tests {
 
     /// Delivers the devices' timers in time order (a calendar of its own) until none is
     /// left; returns the times at which stream items ended, in microseconds.
-    fn drive(g: &mut Gpus) -> Vec<u64> {
+    fn drive(g: &mut Gpus) -> Vec<u128> {
         let mut now = SimTime::ZERO;
         let mut pending: Vec<(SimTime, Effect)> = Vec::new();
         let mut ends = Vec::new();
