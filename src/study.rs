@@ -58,6 +58,8 @@ pub fn load_study(file: &Path) -> Result<Study, Error> {
         .map_err(|e| Error::Input(format!("{}: {e}", file.display())))?;
     let study: Study = from_ron(&text, &file.display().to_string(), "")
         .map_err(|e| Error::Input(e.to_string()))?;
+    hetsim_schema::load::check_name(&study.name)
+        .map_err(|e| Error::Input(format!("{}: name: {e}", file.display())))?;
     if study.metrics.is_empty() {
         return Err(Error::Input(format!(
             "{}: metrics: expected at least one metric (a path into summary.json, e.g. sim_time_s)",

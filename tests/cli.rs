@@ -562,3 +562,57 @@ fn long_runs_are_exact_and_times_out_of_range_are_errors() {
         stderr(&o)
     );
 }
+
+/// A scenario file names its results folder: it cannot make a run write outside `results/`
+/// (or above the working folder), and a rerun leaves no stale outputs of the previous one.
+#[test]
+fn a_scenario_cannot_write_outside_its_results_folder() {
+    for name in ["/tmp/abs", "../../x", ".hidden", "a/b", ""] {
+        rejects(
+            &GOOD.replace(r#"name: "bad""#, &format!("name: {name:?}")),
+            &[],
+            &["bad.ron", "name", "plain name"],
+        );
+    }
+    for dir in ["/tmp/x", "../x", "a/../../x"] {
+        rejects(
+            &GOOD.replace(
+                "workload:",
+                &format!("output: OutputSpec(dir: Some({dir:?})),\n    workload:"),
+            ),
+            &[],
+            &["bad.ron", "output.dir", "relative folder"],
+        );
+    }
+}
+
+#[test]
+fn a_rerun_with_fewer_outputs_leaves_no_stale_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = repo().join("scenarios/demo.ron");
+    let demo = demo.to_str().unwrap();
+    let o = hetsim(&["run", demo, "--quiet", "--out", "o"], tmp.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(tmp.path().join("o/timeline.png").is_file());
+    std::fs::write(tmp.path().join("o/mine.txt"), "kept").unwrap();
+    let o = hetsim(
+        &["run", demo, "--quiet", "--out", "o", "--disable", "record"],
+        tmp.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut names: Vec<String> = std::fs::read_dir(tmp.path().join("o"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            ".hetsim-outputs",
+            "flows.csv",
+            "links.csv",
+            "mine.txt",
+            "summary.json"
+        ]
+    );
+}

@@ -1,14 +1,24 @@
-//! All-or-nothing output: files are written under temporary names beside their final ones and
-//! renamed only once every one of them is complete, so a failed write leaves no partial set.
+//! All-or-nothing output. A run's files are written into a staging folder of its own inside
+//! the output folder (`.hetsim-staging-<pid>-<random>`, so two runs into one folder never
+//! share a temporary name) and moved to their final names only once every one is complete.
+//! A manifest (`.hetsim-outputs`) lists what the last run published: the next run into the
+//! folder removes the files of that list it does not write again, so a rerun with fewer
+//! outputs leaves no stale picture beside the new summary, and files hetsim did not write are
+//! never touched. A staging folder left by a process that no longer runs (killed mid-write)
+//! is removed by the next run into the folder.
 
 use std::path::{Path, PathBuf};
 
 use crate::plot::{self, Figure};
 
-/// Files written under temporary names, renamed together.
+/// The list of files the last run published in a folder.
+pub const MANIFEST: &str = ".hetsim-outputs";
+const STAGING_PREFIX: &str = ".hetsim-staging-";
+
+/// Files written into a private staging folder, published together.
 pub struct Staged {
-    dir: PathBuf,
-    files: Vec<(PathBuf, PathBuf)>,
+    staging: tempfile::TempDir,
+    names: Vec<String>,
 }
 
 impl Staged {
@@ -23,28 +33,70 @@ impl Staged {
         self.file(&format!("{stem}.png"), |p| plot::png(fig, p))
     }
 
-    /// Writes through `write` into a temporary path that keeps the final extension (the PNG
-    /// encoder picks its format from it).
+    /// Writes through `write` into the staging path of `name` (a plain file name; it keeps
+    /// its extension, which the PNG encoder reads).
     pub fn file(
         &mut self,
         name: &str,
         write: impl FnOnce(&Path) -> std::io::Result<()>,
     ) -> std::io::Result<()> {
-        let tmp = self.dir.join(format!(".partial.{name}"));
-        self.files.push((tmp.clone(), self.dir.join(name)));
-        write(&tmp)
-    }
-
-    fn commit(self) -> std::io::Result<Vec<PathBuf>> {
-        for (tmp, fin) in &self.files {
-            std::fs::rename(tmp, fin)?;
+        if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
+            return Err(std::io::Error::other(format!(
+                "`{name}` is not a plain output file name"
+            )));
         }
-        Ok(self.files.into_iter().map(|(_, f)| f).collect())
+        self.names.push(name.to_string());
+        write(&self.staging.path().join(name))
     }
 
-    fn abandon(self) {
-        for (tmp, _) in &self.files {
-            let _ = std::fs::remove_file(tmp);
+    /// Moves every staged file to its final name, removes what the previous run published
+    /// and this one did not, and records the new list.
+    fn publish(self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+        let previous = read_manifest(dir);
+        let mut manifest = String::new();
+        for name in &self.names {
+            std::fs::rename(self.staging.path().join(name), dir.join(name))?;
+            manifest.push_str(name);
+            manifest.push('\n');
+        }
+        for old in previous.iter().filter(|o| !self.names.contains(o)) {
+            let _ = std::fs::remove_file(dir.join(old));
+        }
+        let tmp = self.staging.path().join(MANIFEST);
+        std::fs::write(&tmp, manifest)?;
+        std::fs::rename(&tmp, dir.join(MANIFEST))?;
+        Ok(self.names.iter().map(|n| dir.join(n)).collect())
+    }
+}
+
+/// The plain file names a folder's manifest lists (none when it has no manifest).
+fn read_manifest(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join(MANIFEST))
+        .map(|text| {
+            text.lines()
+                .filter(|l| !l.is_empty() && !l.contains(['/', '\\']) && !l.starts_with('.'))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Removes staging folders in `dir` whose process is gone (Linux: no `/proc/<pid>`).
+fn remove_orphans(dir: &Path) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix(STAGING_PREFIX) else {
+            continue;
+        };
+        let pid = rest.split('-').next().unwrap_or_default();
+        if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
         }
     }
 }
@@ -54,16 +106,81 @@ pub fn write_all(
     dir: &Path,
     stage: impl FnOnce(&mut Staged) -> std::io::Result<()>,
 ) -> std::io::Result<Vec<PathBuf>> {
+    let created = !dir.exists();
     std::fs::create_dir_all(dir)?;
+    remove_orphans(dir);
+    let staging = tempfile::Builder::new()
+        .prefix(&format!("{STAGING_PREFIX}{}-", std::process::id()))
+        .tempdir_in(dir)?;
     let mut staged = Staged {
-        dir: dir.to_path_buf(),
-        files: Vec::new(),
+        staging,
+        names: Vec::new(),
     };
-    match stage(&mut staged) {
-        Ok(()) => staged.commit(),
-        Err(e) => {
-            staged.abandon();
-            Err(e)
+    // On an error the staging folder goes with `staged` (TempDir removes itself), and a
+    // folder this call created goes too (it is empty).
+    let result = stage(&mut staged).and_then(|()| staged.publish(dir));
+    if result.is_err() && created {
+        let _ = std::fs::remove_dir(dir);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn a_failed_write_publishes_nothing_and_leaves_no_temporary_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let r = write_all(tmp.path(), |st| {
+            st.bytes("a.csv", b"1".to_vec())?;
+            Err(std::io::Error::other("disk full"))
+        });
+        assert!(r.is_err());
+        assert!(names(tmp.path()).is_empty(), "{:?}", names(tmp.path()));
+    }
+
+    #[test]
+    fn a_rerun_with_fewer_outputs_removes_only_the_previous_runs_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("notes.txt"), "mine").unwrap();
+        write_all(tmp.path(), |st| {
+            st.bytes("summary.json", b"{}".to_vec())?;
+            st.bytes("timeline.svg", b"<svg/>".to_vec())
+        })
+        .unwrap();
+        let written = write_all(tmp.path(), |st| st.bytes("summary.json", b"{}".to_vec())).unwrap();
+        assert_eq!(written, vec![tmp.path().join("summary.json")]);
+        assert_eq!(
+            names(tmp.path()),
+            [MANIFEST, "notes.txt", "summary.json"],
+            "the old timeline goes, the user's file stays"
+        );
+    }
+
+    #[test]
+    fn staging_folders_of_dead_processes_are_removed_and_names_are_checked() {
+        let tmp = tempfile::tempdir().unwrap();
+        // No process has pid 4,000,000,000 (above Linux's maximum).
+        let orphan = tmp.path().join(format!("{STAGING_PREFIX}4000000000-x"));
+        std::fs::create_dir(&orphan).unwrap();
+        std::fs::write(orphan.join("summary.json"), "{}").unwrap();
+        write_all(tmp.path(), |st| st.bytes("a.csv", b"1".to_vec())).unwrap();
+        if Path::new("/proc/self").exists() {
+            assert!(!orphan.exists());
+        }
+        for bad in ["../x.csv", "/etc/x", ".hidden", ""] {
+            let r = write_all(tmp.path(), |st| st.bytes(bad, b"1".to_vec()));
+            assert!(r.is_err(), "{bad}");
         }
     }
 }

@@ -96,9 +96,49 @@ pub fn parse_scenario_with(
     resolve_platform(&mut scenario, label, read)?;
     resolve_traces(&mut scenario, label, read)?;
     let mut scenario = apply_overrides(scenario, overrides)?;
+    check_name(&scenario.name).map_err(|e| LoadError::new(label, "name", e))?;
+    if let Some(dir) = &scenario.output.dir {
+        check_relative_dir(dir).map_err(|e| LoadError::new(label, "output.dir", e))?;
+    }
     // After the overrides (they may change the host name; the files are not serialised).
     resolve_starpu_machine(&mut scenario, label, read)?;
     Ok(scenario)
+}
+
+/// A scenario or study name names its results folder (`results/<name>/`): a plain name, so
+/// that a shared file cannot make a run write outside `results/`.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let plain = !name.is_empty()
+        && name.len() <= 200
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '+' | '='));
+    if plain {
+        Ok(())
+    } else {
+        Err(format!(
+            "expected a plain name (letters, digits, `-`, `_`, `.`, `+`, `=`; not starting with              `.`; at most 200 characters): it names the results folder, got `{name}`"
+        ))
+    }
+}
+
+/// An output folder named in a scenario file: relative, and never above where hetsim runs.
+pub fn check_relative_dir(dir: &str) -> Result<(), String> {
+    let path = Path::new(dir);
+    let climbs = path.components().any(|c| {
+        !matches!(
+            c,
+            std::path::Component::Normal(_) | std::path::Component::CurDir
+        )
+    });
+    if dir.is_empty() || climbs {
+        Err(format!(
+            "expected a relative folder without `..` (a scenario file must not write              elsewhere; use --out for that), got `{dir}`"
+        ))
+    } else {
+        Ok(())
+    }
 }
 
 /// Reads a StarPU machine's files: its SimGrid platform, bus matrices, and the performance
