@@ -200,6 +200,17 @@ pub fn run_one(study: &Study, dir: &Path, spec: &RunSpec) -> StudyRow {
     row
 }
 
+/// Loads run `spec`'s scenario as the run would, without running it.
+fn preflight(study: &Study, dir: &Path, spec: &RunSpec) -> Result<(), String> {
+    let variant = &study.variants[spec.variant];
+    let mut overrides = spec.overrides.clone();
+    overrides.extend(variant.set.iter().cloned());
+    let base = dir.join(spec.base.as_ref().unwrap_or(&study.base));
+    load_scenario(&base, &overrides)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
 fn metrics_of(study: &Study, dir: &Path, spec: &RunSpec) -> Result<(u64, Vec<f64>), (u64, String)> {
     let variant = &study.variants[spec.variant];
     let seed0 = spec.seed.unwrap_or(0);
@@ -275,6 +286,18 @@ pub fn run_study(
         )));
     }
     let mut runs = plan(study)?;
+    // A mistake every run would make (a parameter path that does not exist, a base that is
+    // not a scenario) is an input error before anything runs.
+    let first = runs
+        .first()
+        .ok_or_else(|| Error::Input(format!("{}: the grid is empty", study_file.display())))?;
+    preflight(study, dir, first).map_err(|e| {
+        Error::Input(format!(
+            "{}: run 0 ({}) cannot load: {e}",
+            study_file.display(),
+            first.values.join(", ")
+        ))
+    })?;
     if let Some(s) = opts.shard {
         runs.retain(|r| r.run % s.count == s.index - 1);
     }
@@ -294,6 +317,19 @@ pub fn run_study(
             .collect()
     });
     display.finish();
+    // Failed runs are rows of the table; a study none of whose runs succeeded has no result.
+    if let Some(e) = rows
+        .iter()
+        .map(|r| r.error.as_ref())
+        .collect::<Option<Vec<_>>>()
+        && let Some(first) = e.first()
+    {
+        return Err(Error::Run(format!(
+            "{}: every one of the {} runs failed; the first: {first}",
+            study_file.display(),
+            rows.len()
+        )));
+    }
     Ok(StudyTable {
         params: study.params.iter().map(|p| p.label().to_string()).collect(),
         metrics: study.metrics.clone(),

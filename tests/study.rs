@@ -226,3 +226,41 @@ fn the_network_quantum_study_sweeps_five_quanta() {
             .contains(&"network_model.quantum=100ns".to_string())
     );
 }
+
+/// A study that cannot give a result is an error, not a table of failures with exit code 0:
+/// a parameter path that does not exist, a base that is not a scenario (exit 2, before any
+/// run), a misspelt metric (every run fails: exit 1). Nothing is written.
+#[test]
+fn a_study_no_run_of_which_can_succeed_is_an_error() {
+    let cases = [
+        (
+            "workload.Flows[0].size",
+            "workload.Flows[0].sise",
+            Some(2),
+            "sise",
+        ),
+        (
+            r#"base: "known.ron""#,
+            r#"base: "grid.ron""#,
+            Some(2),
+            "grid.ron",
+        ),
+        (
+            r#""flows.max_completion_s""#,
+            r#""flows.max_complection_s""#,
+            Some(1),
+            "every one of the 12 runs failed",
+        ),
+    ];
+    for (from, to, code, expect) in cases {
+        let tmp = study_dir(r#""1GB", "2GB", "3GB""#);
+        let file = tmp.path().join("grid.ron");
+        let text = std::fs::read_to_string(&file).unwrap().replace(from, to);
+        std::fs::write(&file, text).unwrap();
+        let o = hetsim(&["study", "grid.ron", "--out", "res"], tmp.path());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), code, "{to}: {err}");
+        assert!(err.contains(expect), "{to}: {err}");
+        assert!(!tmp.path().join("res").exists(), "{to}: nothing written");
+    }
+}
