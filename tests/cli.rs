@@ -430,6 +430,10 @@ fn limits_stop_a_run_with_exit_code_1_and_no_outputs() {
         );
         assert_eq!(o.status.code(), Some(1), "{limit}: {}", stderr(&o));
         assert!(stderr(&o).contains("limit reached"), "{}", stderr(&o));
+        if limit.contains("events") {
+            // Five flows start at 0: the limit stops delivery at 3, inside that step.
+            assert!(stderr(&o).contains("after 3 events"), "{}", stderr(&o));
+        }
         assert!(!tmp.path().join("o").exists());
     }
 }
@@ -615,4 +619,19 @@ fn a_rerun_with_fewer_outputs_leaves_no_stale_files() {
             "summary.json"
         ]
     );
+}
+
+#[test]
+fn a_byte_order_mark_is_read_and_a_picture_width_is_checked_at_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("bom.ron"), format!("\u{feff}{GOOD}")).unwrap();
+    let o = hetsim(&["validate", "bom.ron"], tmp.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    for width in ["0", "4000000000"] {
+        rejects(
+            GOOD,
+            &["--set", &format!("output.width={width}")],
+            &["output.width", "pixels"],
+        );
+    }
 }

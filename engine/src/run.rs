@@ -120,30 +120,34 @@ fn run_steps(
         }
         world.resource_mut::<Clock>().now = t;
         loop {
-            events += deliver_due(world, t, &mut delivered);
+            // At most `max_events` are delivered in all, even inside one step.
+            let budget = limits.max_events.map_or(u64::MAX, |m| m - events);
+            events += deliver_due(world, t, &mut delivered, budget);
             step.run(world);
             steps += 1;
             clear_inboxes(world, &mut delivered);
             check_errors(world)?;
+            if let Some(max) = limits.max_events
+                && events >= max
+                && !world.resource::<Calendar>().is_empty()
+            {
+                return Err(limit(world, format!("max_events {max}"), events));
+            }
             if world.resource::<Calendar>().peek_time() != Some(t) {
                 break;
             }
-        }
-        if let Some(max) = limits.max_events
-            && events >= max
-            && !world.resource::<Calendar>().is_empty()
-        {
-            return Err(limit(world, format!("max_events {max}"), events));
         }
         world.resource_mut::<Progress>().tick(t, events);
     }
     Ok((events, steps))
 }
 
-/// Moves the events due at `t` into their inboxes; returns how many.
-fn deliver_due(world: &mut World, t: SimTime, delivered: &mut Vec<usize>) -> u64 {
+/// Moves the events due at `t` (at most `budget`) into their inboxes; returns how many.
+fn deliver_due(world: &mut World, t: SimTime, delivered: &mut Vec<usize>, budget: u64) -> u64 {
     let mut n = 0;
-    while let Some(ev) = world.resource_mut::<Calendar>().pop_at(t) {
+    while n < budget
+        && let Some(ev) = world.resource_mut::<Calendar>().pop_at(t)
+    {
         let kind = ev.kind.0 as usize;
         let deliver = world.resource::<Routes>().0[kind].deliver;
         deliver(world, ev.entity, ev.arg);

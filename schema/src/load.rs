@@ -97,6 +97,14 @@ pub fn parse_scenario_with(
     resolve_traces(&mut scenario, label, read)?;
     let mut scenario = apply_overrides(scenario, overrides)?;
     check_name(&scenario.name).map_err(|e| LoadError::new(label, "name", e))?;
+    let width = scenario.output.width;
+    if !(MIN_WIDTH..=MAX_WIDTH).contains(&width) {
+        return Err(LoadError::new(
+            label,
+            "output.width",
+            format!("expected {MIN_WIDTH} to {MAX_WIDTH} pixels, got {width}"),
+        ));
+    }
     if let Some(dir) = &scenario.output.dir {
         check_relative_dir(dir).map_err(|e| LoadError::new(label, "output.dir", e))?;
     }
@@ -104,6 +112,11 @@ pub fn parse_scenario_with(
     resolve_starpu_machine(&mut scenario, label, read)?;
     Ok(scenario)
 }
+
+/// Picture widths the timeline writers accept (pixels): narrower leaves no room for labels,
+/// wider would take gigabytes of image.
+pub const MIN_WIDTH: u32 = 200;
+pub const MAX_WIDTH: u32 = 16_384;
 
 /// A scenario or study name names its results folder (`results/<name>/`): a plain name, so
 /// that a shared file cannot make a run write outside `results/`.
@@ -247,6 +260,8 @@ pub fn from_ron<T: DeserializeOwned>(
         ron::extensions::Extensions::UNWRAP_VARIANT_NEWTYPES
             | ron::extensions::Extensions::IMPLICIT_SOME,
     );
+    // Editors on Windows may start a UTF-8 file with a byte-order mark.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut de = ron::Deserializer::from_str_with_options(text, &options)
         .map_err(|e| spanned(label, prefix, e))?;
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
