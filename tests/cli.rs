@@ -635,3 +635,89 @@ fn a_byte_order_mark_is_read_and_a_picture_width_is_checked_at_load() {
         );
     }
 }
+
+/// Indices, counts and sizes are checked against the platform and the workload before
+/// anything runs: an input error names the file and the field, never a run with some other
+/// peer, endpoint or count.
+#[test]
+fn indices_counts_and_sizes_are_checked_before_the_run() {
+    let flows = |src: &str, dst: &str| {
+        GOOD.replace(
+            r#"FlowSpec(src: "node[0].gpu[0]", dst: "node[1].gpu[1]", size: "1MB")"#,
+            &format!(r#"FlowSpec(src: "{src}", dst: "{dst}", size: "1MB")"#),
+        )
+    };
+    rejects(
+        &flows("node[0].cpu[100000]", "node[1].gpu[0]"),
+        &[],
+        &["bad.ron", "workload.Flows[0].src", "CPU core 100000"],
+    );
+    rejects(
+        &flows("node[0].gpu[0]", "node[0].gpu[0]"),
+        &[],
+        &["workload.Flows[0]", "crosses no link"],
+    );
+    rejects(
+        &GOOD.replace(r#"size: "1MB""#, r#"size: "-1B""#),
+        &[],
+        &["size", "non-negative"],
+    );
+    let mpi = |generator: &str| {
+        GOOD.replace(
+            r#"workload: Flows([FlowSpec(src: "node[0].gpu[0]", dst: "node[1].gpu[1]", size: "1MB")]),"#,
+            &format!(
+                "workload: Mpi(ranks: 4, gpus_per_node: 2, program: Generator({generator})),"
+            ),
+        )
+    };
+    for (generator, field) in [
+        (
+            r#"Halo3d(iterations: 0, compute: "1ms")"#,
+            "Halo3d.iterations",
+        ),
+        (
+            r#"Sweep(iterations: 1, blocks: 0, compute: "1ms")"#,
+            "Sweep.blocks",
+        ),
+        (
+            r#"Solver(iterations: 1, levels: 0, compute: "1ms")"#,
+            "Solver.levels",
+        ),
+    ] {
+        rejects(&mpi(generator), &[], &["bad.ron", field, "at least 1"]);
+    }
+    let cuda = |op: &str| {
+        GOOD.replace(
+            r#"workload: Flows([FlowSpec(src: "node[0].gpu[0]", dst: "node[1].gpu[1]", size: "1MB")]),"#,
+            &format!("workload: Cuda(program: [{op}]),"),
+        )
+    };
+    for (op, field) in [
+        (
+            r#"Copy(kind: Peer(99), bytes: "1MB")"#,
+            "program[0].Copy.kind.Peer",
+        ),
+        (
+            r#"Copy(kind: Peer(-5), bytes: "1MB")"#,
+            "program[0].Copy.kind.Peer",
+        ),
+        (
+            r#"Copy(kind: Peer(0), bytes: "1MB")"#,
+            "program[0].Copy.kind.Peer",
+        ),
+        (
+            r#"Nccl(op: SendRecv, bytes: "1MB", peer: 99)"#,
+            "program[0].Nccl.peer",
+        ),
+        (
+            r#"Nccl(op: Broadcast, bytes: "1MB", root: 4)"#,
+            "program[0].Nccl.root",
+        ),
+        (
+            r#"Kernel(stream: 4000000000, time: "1ms")"#,
+            "stream 4000000000",
+        ),
+    ] {
+        rejects(&cuda(op), &[], &["bad.ron", field]);
+    }
+}

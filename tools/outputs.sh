@@ -19,7 +19,7 @@ snapshot() {
         local name=$1; shift
         "$bin" "$@" >"$out/$name.stdout" 2>"$out/$name.stderr" || echo "FAILED: $name (see $out/$name.stderr)"
     }
-    run demo run --out "$out/demo"
+    run whatif run --out "$out/whatif"
     for f in scenarios/*.ron scenarios/studies/{nccl-allreduce,halo3d,sweep,stencil,solver}.ron tests/data/scenarios/*.ron; do
         local n; n=$(basename "$f" .ron)
         case $n in *study*) continue ;; esac

@@ -146,7 +146,11 @@ fn parse_size(text: &str) -> Result<f64, UnitError> {
             "expected a size such as \"4096\", \"64KB\" or \"16GiB\"",
         )
     })?;
-    Ok(value * mult)
+    let bytes = value * mult;
+    if !(bytes.is_finite() && bytes >= 0.0) {
+        return Err(unit_error(text, "expected a finite, non-negative size"));
+    }
+    Ok(bytes)
 }
 
 fn parse_per_byte(text: &str) -> Result<f64, UnitError> {

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use hetsim_schema::SimTime;
-use hetsim_schema::cuda::{Coll, CudaOp, CudaSpec, NcclCall};
+use hetsim_schema::cuda::{Coll, CopyKind, CudaOp, CudaSpec, NcclCall};
 use hetsim_schema::scenario::Cluster;
 
 use super::device::{Device, DeviceTotals, Gpus, HostState, Stream};
@@ -23,7 +23,7 @@ pub fn build(spec: CudaSpec, cluster: &Cluster) -> Result<Gpus, String> {
     if spec.copy_engines == 0 {
         return Err("workload.Cuda.copy_engines: expected at least 1".into());
     }
-    check_program(&spec.program, "workload.Cuda.program", false)?;
+    check_program(&spec.program, "workload.Cuda.program", false, n)?;
     check_forced_algo(&spec)?;
     let per = cluster.node.gpus;
     let streams = max_stream(&spec.program) + 1;
@@ -72,10 +72,61 @@ pub fn device_name(gpu: &Endpoint) -> String {
     }
 }
 
-/// Checks what the schema cannot: kernels with a duration model, graph contents.
-pub fn check_program(ops: &[CudaOp], path: &str, in_graph: bool) -> Result<(), String> {
+/// Streams a GPU may use: enough for any real program, few enough that a typo in a stream
+/// number does not allocate billions of queues.
+pub const MAX_STREAMS: u32 = 1024;
+
+/// An offset to another GPU of `n`: it must name another one, without wrapping around.
+fn check_offset(offset: i32, n: u32, at: &str) -> Result<(), String> {
+    if offset == 0 || offset.unsigned_abs() >= n {
+        return Err(format!(
+            "{at}: expected an offset to another of the {n} GPUs (1 to {m} or -{m} to -1), got {offset}",
+            m = n.saturating_sub(1)
+        ));
+    }
+    Ok(())
+}
+
+/// An NCCL call's root and peer against the `n` GPUs of the communicator.
+fn check_call(c: &NcclCall, n: u32, at: &str) -> Result<(), String> {
+    if c.root >= n {
+        return Err(format!(
+            "{at}.root: expected a rank of the {n} GPUs (0 to {}), got {}",
+            n - 1,
+            c.root
+        ));
+    }
+    if c.op == Coll::SendRecv {
+        check_offset(c.peer, n, &format!("{at}.peer"))?;
+    }
+    Ok(())
+}
+
+/// Checks what the schema cannot: kernels with a duration model, graph contents, streams,
+/// and peers, roots and offsets against the `n` GPUs that take part.
+pub fn check_program(ops: &[CudaOp], path: &str, in_graph: bool, n: u32) -> Result<(), String> {
     for (i, op) in ops.iter().enumerate() {
         let at = format!("{path}[{i}]");
+        let stream = max_stream(std::slice::from_ref(op));
+        if stream >= MAX_STREAMS {
+            return Err(format!(
+                "{at}: stream {stream}: expected a stream number below {MAX_STREAMS}"
+            ));
+        }
+        match op {
+            CudaOp::Copy(c) => {
+                if let CopyKind::Peer(offset) = c.kind {
+                    check_offset(offset, n, &format!("{at}.Copy.kind.Peer"))?;
+                }
+            }
+            CudaOp::Nccl(c) => check_call(c, n, &format!("{at}.Nccl"))?,
+            CudaOp::Group { calls, .. } => {
+                for (k, c) in calls.iter().enumerate() {
+                    check_call(c, n, &format!("{at}.Group.calls[{k}]"))?;
+                }
+            }
+            _ => {}
+        }
         match op {
             CudaOp::Kernel(k) => {
                 if k.time.is_none() && k.flops.is_none() && k.bytes.is_none() {
@@ -91,7 +142,7 @@ pub fn check_program(ops: &[CudaOp], path: &str, in_graph: bool) -> Result<(), S
                 if in_graph {
                     return Err(format!("{at}.Capture: captures do not nest"));
                 }
-                check_program(ops, &format!("{at}.Capture.ops"), true)?;
+                check_program(ops, &format!("{at}.Capture.ops"), true, n)?;
             }
             CudaOp::StreamSync(_)
             | CudaOp::DeviceSync

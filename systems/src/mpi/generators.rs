@@ -94,6 +94,33 @@ fn four_neighbours(r: u32, dims: &[u32]) -> Vec<u32> {
         .collect()
 }
 
+/// Counts a generator needs at least one of (an iteration, a block, a level): zero would run
+/// something other than what was asked, silently.
+pub fn check(g: &Generator) -> Result<(), String> {
+    let (name, mut counts) = match g {
+        Generator::Halo3d { iterations, .. } => ("Halo3d", vec![("iterations", *iterations)]),
+        Generator::Sweep {
+            iterations, blocks, ..
+        } => (
+            "Sweep",
+            vec![("iterations", *iterations), ("blocks", *blocks)],
+        ),
+        Generator::Stencil { iterations, .. } => ("Stencil", vec![("iterations", *iterations)]),
+        Generator::Solver {
+            iterations, levels, ..
+        } => (
+            "Solver",
+            vec![("iterations", *iterations), ("levels", *levels)],
+        ),
+    };
+    match counts.iter_mut().find(|(_, v)| *v == 0) {
+        Some((field, _)) => Err(format!(
+            "program.Generator.{name}.{field}: expected at least 1, got 0"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// One program per rank.
 pub fn generate(g: &Generator, ranks: u32) -> Vec<Program> {
     let (name, iterations) = match g {

@@ -28,7 +28,10 @@ pub fn build(
     let programs = match &cfg.program {
         ProgramSpec::TraceText(texts) => program::parse_traces(texts, cfg.ranks)
             .map_err(|e| format!("workload.Mpi.program: {e}"))?,
-        ProgramSpec::Generator(g) => generators::generate(g, cfg.ranks),
+        ProgramSpec::Generator(g) => {
+            generators::check(g).map_err(|e| format!("workload.Mpi.{e}"))?;
+            generators::generate(g, cfg.ranks)
+        }
         ProgramSpec::Trace(_) => {
             return Err("workload.Mpi.program: trace files were not read by the loader".into());
         }

@@ -123,6 +123,7 @@ fn cluster(c: &Cluster) -> Result<Topology, String> {
     };
     let mut layout = ClusterLayout {
         nodes: c.nodes,
+        cpus: n.cpu_cores,
         gpus: n.gpus,
         nics: n.nics,
         nic_attach: n.nic.attach,

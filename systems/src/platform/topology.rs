@@ -81,6 +81,8 @@ impl Endpoint {
 #[derive(Debug, Clone)]
 pub struct ClusterLayout {
     pub nodes: u32,
+    /// CPU cores per node (`node[N].cpu[C]` names one; its traffic goes through the host).
+    pub cpus: u32,
     pub gpus: u32,
     pub nics: u32,
     pub nic_attach: NicAttach,
@@ -420,8 +422,18 @@ fn parse_cluster_endpoint(c: &ClusterLayout, name: &str) -> Result<Endpoint, Str
     if parts.next().is_some() {
         return Err(bad());
     }
-    if local == "host" || indexed(local, "cpu").is_some() {
+    if local == "host" {
         return Ok(Endpoint::Host { node });
+    }
+    if let Some(cpu) = indexed(local, "cpu") {
+        return if cpu < c.cpus {
+            Ok(Endpoint::Host { node })
+        } else {
+            Err(format!(
+                "`{name}`: CPU core {cpu} does not exist (a node has {} cores)",
+                c.cpus
+            ))
+        };
     }
     if let Some(gpu) = indexed(local, "gpu") {
         return if gpu < c.gpus {

@@ -100,6 +100,11 @@ fn route_of(
             .map(|h| topo.parse_hop(h))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("{path}.route: {e}"))?;
+        if hops.is_empty() {
+            return Err(format!(
+                "{path}.route: expected at least one link (a transfer over no link would take no time)"
+            ));
+        }
         let first = links.first().cloned().unwrap_or_default();
         let last = links.last().cloned().unwrap_or_default();
         return Ok((Arc::new(topo.route_of_hops(hops)), first, last));
@@ -114,5 +119,12 @@ fn route_of(
     let route = topo
         .route(a, b)
         .map_err(|e| format!("{path}: {src} -> {dst} is unroutable: {e}"))?;
+    // A copy inside one memory crosses no link of the platform: it is not modelled, and 0 s
+    // would be a wrong answer.
+    if route.hops.is_empty() {
+        return Err(format!(
+            "{path}: {src} -> {dst} crosses no link (the same memory); local copies are not modelled, give two different endpoints"
+        ));
+    }
     Ok((route, src.clone(), dst.clone()))
 }
