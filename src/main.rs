@@ -557,8 +557,8 @@ fn systems() {
 
 fn flows(case: &Path, disable: Vec<String>, stats: bool) -> Result<(), Error> {
     let label = case.display().to_string();
-    let text = std::fs::read_to_string(case)
-        .map_err(|e| Error::Input(format!("{label}: cannot read the file: {e}")))?;
+    let text = hetsim::schema::load::read_input(case)
+        .map_err(|e| Error::Input(format!("{label}: {e}")))?;
     let result = hetsim::flowcase::solve(
         &text,
         &label,

@@ -54,7 +54,7 @@ impl std::str::FromStr for Shard {
 
 /// Reads a study file.
 pub fn load_study(file: &Path) -> Result<Study, Error> {
-    let text = std::fs::read_to_string(file)
+    let text = hetsim_schema::load::read_input(file)
         .map_err(|e| Error::Input(format!("{}: {e}", file.display())))?;
     let study: Study = from_ron(&text, &file.display().to_string(), "")
         .map_err(|e| Error::Input(e.to_string()))?;

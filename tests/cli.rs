@@ -721,3 +721,61 @@ fn indices_counts_and_sizes_are_checked_before_the_run() {
         rejects(&cuda(op), &[], &["bad.ron", field]);
     }
 }
+
+/// Inputs that ask for too much are refused before anything is built, naming the field, the
+/// estimate and the limit (limits.max_memory, default half of this machine's memory); an
+/// included file must be a regular file.
+#[test]
+fn budgets_are_checked_before_work_and_inputs_are_regular_files() {
+    let demo = repo().join("scenarios/demo.ron");
+    let lassen = repo().join("scenarios/lassen-shared-nic.ron");
+    let chol = repo().join("scenarios/cholesky-attila.ron");
+    let cases: [(&std::path::Path, &[&str], &str); 4] = [
+        (&demo, &["platform.nodes=100000000"], "platform.nodes"),
+        (
+            &lassen,
+            &["platform.network.taper=1e-300"],
+            "platform.network",
+        ),
+        (
+            &chol,
+            &["workload.n=4000000000", "workload.tile=1"],
+            "workload.Cholesky.n",
+        ),
+        // 50 x 50 tiles are 23,380 tasks: more than 1 MB.
+        (
+            &chol,
+            &["workload.n=48000", "limits.max_memory=1MB"],
+            "workload.Cholesky.n",
+        ),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    for (file, sets, field) in cases {
+        let mut args = vec!["run", file.to_str().unwrap(), "--out", "o"];
+        for s in sets {
+            args.extend(["--set", s]);
+        }
+        let o = hetsim(&args, tmp.path());
+        assert_eq!(o.status.code(), Some(2), "{sets:?}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains(field) && e.contains("limits.max_memory") && e.contains("GiB"),
+            "{e}"
+        );
+        assert!(!tmp.path().join("o").exists());
+    }
+    // A platform file that is a device is refused at once (it used to be read forever).
+    std::fs::write(
+        tmp.path().join("dev.ron"),
+        std::fs::read_to_string(&demo).unwrap().replace(
+            r#"File("platforms/demo-2node.ron")"#,
+            r#"File("/dev/zero")"#,
+        ),
+    )
+    .unwrap();
+    if std::path::Path::new("/dev/zero").exists() {
+        let o = hetsim(&["validate", "dev.ron"], tmp.path());
+        assert_eq!(o.status.code(), Some(2));
+        assert!(stderr(&o).contains("not a regular file"), "{}", stderr(&o));
+    }
+}

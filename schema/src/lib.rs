@@ -3,6 +3,7 @@
 //! readers of StarPU's calibration files. Everything else in hetsim speaks in these terms;
 //! the ECS components of the simulated machine are in `hetsim-components`.
 
+pub mod budget;
 pub mod cuda;
 pub mod load;
 pub mod mpi;

@@ -59,11 +59,31 @@ impl LoadError {
 /// Reads an included file by name: `Ok((label for errors, text))` or why it cannot be read.
 pub type ReadInclude<'a> = dyn Fn(&str) -> Result<(String, String), String> + 'a;
 
+/// Input files (scenarios, platforms, traces, calibration files) larger than this are refused:
+/// no text input of hetsim is near it, and a path to a device or a huge file is a mistake.
+pub const MAX_INPUT_FILE: u64 = 1 << 30;
+
+/// Reads an input file: a regular file of at most [`MAX_INPUT_FILE`] bytes, as UTF-8.
+pub fn read_input(file: &Path) -> Result<String, String> {
+    let meta = std::fs::metadata(file).map_err(|e| format!("cannot read the file: {e}"))?;
+    if !meta.is_file() {
+        return Err(
+            "not a regular file (a device, a pipe or a folder cannot be read as input)".into(),
+        );
+    }
+    if meta.len() > MAX_INPUT_FILE {
+        return Err(format!(
+            "{} bytes; input files are at most {MAX_INPUT_FILE} bytes",
+            meta.len()
+        ));
+    }
+    std::fs::read_to_string(file).map_err(|e| format!("cannot read the file: {e}"))
+}
+
 /// Reads, includes and overrides a scenario file.
 pub fn load_scenario(file: &Path, overrides: &[String]) -> Result<Scenario, LoadError> {
     let label = file.display().to_string();
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| LoadError::new(&label, "", format!("cannot read the file: {e}")))?;
+    let text = read_input(file).map_err(|e| LoadError::new(&label, "", e))?;
     let base = file.parent().map(Path::to_path_buf).unwrap_or_default();
     parse_scenario(&text, &label, &base, overrides)
 }
@@ -77,9 +97,9 @@ pub fn parse_scenario(
 ) -> Result<Scenario, LoadError> {
     let read = |name: &str| {
         let file: PathBuf = base.join(name);
-        std::fs::read_to_string(&file)
+        read_input(&file)
             .map(|text| (file.display().to_string(), text))
-            .map_err(|e| format!("cannot read `{}`: {e}", file.display()))
+            .map_err(|e| format!("`{}`: {e}", file.display()))
     };
     parse_scenario_with(text, label, &read, overrides)
 }
@@ -97,6 +117,19 @@ pub fn parse_scenario_with(
     resolve_traces(&mut scenario, label, read)?;
     let mut scenario = apply_overrides(scenario, overrides)?;
     check_name(&scenario.name).map_err(|e| LoadError::new(label, "name", e))?;
+    let limit = match scenario.limits.max_memory {
+        Some(b) if b.0 > 0.0 => b.0,
+        Some(_) => {
+            return Err(LoadError::new(
+                label,
+                "limits.max_memory",
+                "expected a positive size",
+            ));
+        }
+        None => crate::budget::default_max_memory(),
+    };
+    crate::budget::check(&scenario, limit)
+        .map_err(|(field, why)| LoadError::new(label, field, why))?;
     let width = scenario.output.width;
     if !(MIN_WIDTH..=MAX_WIDTH).contains(&width) {
         return Err(LoadError::new(

@@ -520,4 +520,8 @@ pub struct Limits {
     /// Stop (with an error) after this many events.
     #[serde(default)]
     pub max_events: Option<u64>,
+    /// Refuse (before building anything) a scenario whose estimated memory is larger
+    /// (default: half of this machine's memory; see `budget.rs`).
+    #[serde(default)]
+    pub max_memory: Option<Bytes>,
 }

@@ -1,0 +1,156 @@
+//! Budgets before work: what a scenario will allocate, estimated from its counts before
+//! anything is built, against `limits.max_memory` (default: half of this machine's memory).
+//! A run past the limit is an input error that names the field, the estimate and the limit,
+//! instead of an out-of-memory abort minutes later.
+//!
+//! The per-item costs are measured upper bounds of the current implementation (release build,
+//! peak resident memory): a star cluster node of 4 GPUs, 1 NIC and 20 cores takes 17 KB
+//! (100,000 nodes: 1.7 GB); a tiled Cholesky task 1-2 KB (n = 144,000, tile 960: 573 k tasks,
+//! 1.1 GB); an MPI rank of the Halo3d generator on Lassen about 300 KB with its share of the
+//! platform (480 ranks: 150 MB). Estimates are rounded up; they are not exact accounts.
+
+use crate::scenario::{Network, PlatformSpec, Scenario, Workload};
+
+/// Bytes per platform element (a GPU, NIC or the node itself, with their links).
+const PER_NODE_ELEMENT: f64 = 4096.0;
+/// Bytes per fat-tree switch, with its links.
+const PER_SWITCH: f64 = 8192.0;
+/// Bytes per task of a task graph (the task, its edges, its trace row).
+const PER_TASK: f64 = 2048.0;
+/// Bytes per handle and memory node (replica state, allocation records).
+const PER_REPLICA: f64 = 256.0;
+/// Bytes per MPI rank (its program, queues, matching lists).
+const PER_RANK: f64 = 256.0 * 1024.0;
+
+/// One estimate: the field that drives it and its bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Estimate {
+    pub field: String,
+    pub what: String,
+    pub bytes: f64,
+}
+
+/// This machine's memory in bytes (Linux: /proc/meminfo), else 8 GiB.
+pub fn machine_memory() -> f64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kb * 1024.0)
+        })
+        .unwrap_or(8.0 * (1u64 << 30) as f64)
+}
+
+/// The default of `limits.max_memory`: half of this machine's memory.
+pub fn default_max_memory() -> f64 {
+    machine_memory() / 2.0
+}
+
+/// What the scenario's big counts will allocate.
+pub fn estimates(s: &Scenario) -> Vec<Estimate> {
+    let mut out = Vec::new();
+    if let PlatformSpec::Cluster(c) = &s.platform {
+        let per_node = (1 + c.node.gpus + c.node.nics) as f64 * PER_NODE_ELEMENT;
+        out.push(Estimate {
+            field: "platform.nodes".into(),
+            what: format!("{} nodes", c.nodes),
+            bytes: c.nodes as f64 * per_node,
+        });
+        if let Network::FatTree(ft) = &c.network {
+            let switches = fat_tree_switches(&ft.children, |i| ft.taper.get(i).unwrap_or(1.0));
+            out.push(Estimate {
+                field: "platform.network".into(),
+                what: format!("{switches:.3e} fat-tree switches"),
+                bytes: switches * PER_SWITCH,
+            });
+        }
+    }
+    for (path, part) in s.workload.parts() {
+        match part {
+            Workload::Cholesky(t) | Workload::Lu(t) | Workload::Qr(t) => {
+                let tiles = (t.n as f64 / t.tile.max(1) as f64).ceil();
+                // Cholesky T^3/6, LU T^3/3, QR T^3/2 tasks, plus lower-order terms.
+                let per_cube = match part {
+                    Workload::Cholesky(_) => 1.0 / 6.0,
+                    Workload::Lu(_) => 1.0 / 3.0,
+                    _ => 0.5,
+                };
+                let tasks = per_cube * tiles.powi(3) + tiles.powi(2) + tiles;
+                out.push(Estimate {
+                    field: format!("{path}.n"),
+                    what: format!("{tasks:.3e} tasks ({tiles} x {tiles} tiles)"),
+                    bytes: tasks * PER_TASK + tiles * tiles * 8.0 * PER_REPLICA,
+                });
+            }
+            Workload::Mpi(m) => out.push(Estimate {
+                field: format!("{path}.ranks"),
+                what: format!("{} ranks", m.ranks),
+                bytes: m.ranks as f64 * PER_RANK,
+            }),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Switches of an XGFT with `children` per level and `children[i] / taper(i)` parents per
+/// level-(i+1) switch (as the platform builder counts them).
+fn fat_tree_switches(children: &[u32], taper: impl Fn(usize) -> f64) -> f64 {
+    let h = children.len();
+    let parents: Vec<f64> = (0..h.saturating_sub(1))
+        .map(|i| (children[i] as f64 / taper(i)).round().max(1.0))
+        .collect();
+    // Level l (1..=h) has prod(children[l..]) x prod(parents[..l-1]) switches.
+    (1..=h)
+        .map(|l| {
+            let above: f64 = children[l..].iter().map(|&c| c as f64).product();
+            let below: f64 = parents[..l - 1].iter().product();
+            above * below
+        })
+        .sum()
+}
+
+/// The first estimate over `limit` bytes, as an error naming its field.
+pub fn check(s: &Scenario, limit: f64) -> Result<(), (String, String)> {
+    for e in estimates(s) {
+        // NaN (an estimate that overflowed into inf - inf) is over any limit too.
+        if e.bytes.is_nan() || e.bytes > limit {
+            return Err((
+                e.field,
+                format!(
+                    "{} need an estimated {} of memory, over limits.max_memory = {}; \
+                     set limits.max_memory (e.g. --set limits.max_memory=64GiB) to run anyway",
+                    e.what,
+                    gib(e.bytes),
+                    gib(limit)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn gib(bytes: f64) -> String {
+    let g = bytes / (1u64 << 30) as f64;
+    if g < 1e4 {
+        format!("{g:.3} GiB")
+    } else {
+        format!("{g:.2e} GiB")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lassen_fat_tree_counts_its_switches() {
+        // 3 levels, children [18, 9, 5], taper 1.5 at level 1 and 1 at level 2: 45 leaves,
+        // 5 x round(18 / 1.5) = 60 level-2 switches, 12 x 9 = 108 top switches.
+        let n = fat_tree_switches(&[18, 9, 5], |i| [1.5, 1.0][i]);
+        assert_eq!(n, 45.0 + 60.0 + 108.0);
+        // A taper of 1e-300 asks for more switches than any machine holds.
+        assert!(fat_tree_switches(&[18, 9, 5], |_| 1e-300) > 1e100);
+    }
+}
