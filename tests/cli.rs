@@ -779,3 +779,24 @@ fn budgets_are_checked_before_work_and_inputs_are_regular_files() {
         assert!(stderr(&o).contains("not a regular file"), "{}", stderr(&o));
     }
 }
+
+/// A per-level value says what is wrong with the value, not only "one value, or a list".
+#[test]
+fn a_bad_per_level_value_says_what_is_wrong_with_it() {
+    let lassen = repo().join("scenarios/lassen-shared-nic.ron");
+    let o = hetsim(
+        &[
+            "validate",
+            lassen.to_str().unwrap(),
+            "--set",
+            "platform.network.latency=-1ns",
+        ],
+        &repo(),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("network.FatTree.latency") && stderr(&o).contains("non-negative"),
+        "{}",
+        stderr(&o)
+    );
+}

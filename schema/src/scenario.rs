@@ -276,11 +276,71 @@ pub struct FatTreeSpec {
 }
 
 /// One value for every level, or one value per level.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(untagged, expecting = "one value, or a list with one value per level")]
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
 pub enum PerLevel<T> {
     All(T),
     Each(Vec<T>),
+}
+
+/// A list is `Each`; anything else is one value read as `T`, so that `T`'s own error (a
+/// negative latency, a bandwidth without a unit) reaches the user instead of "one value, or a
+/// list".
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for PerLevel<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{self, IntoDeserializer, SeqAccess, Visitor};
+        use std::marker::PhantomData;
+
+        struct PerLevelVisitor<T>(PhantomData<T>);
+
+        impl<'de, T: Deserialize<'de>> PerLevelVisitor<T> {
+            fn one<E: de::Error, V: IntoDeserializer<'de, de::value::Error>>(
+                v: V,
+            ) -> Result<PerLevel<T>, E> {
+                T::deserialize(v.into_deserializer())
+                    .map(PerLevel::All)
+                    .map_err(E::custom)
+            }
+        }
+
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for PerLevelVisitor<T> {
+            type Value = PerLevel<T>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("one value, or a list with one value per level")
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut all = Vec::new();
+                while let Some(v) = seq.next_element::<T>()? {
+                    all.push(v);
+                }
+                Ok(PerLevel::Each(all))
+            }
+
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Self::one(v.to_string())
+            }
+
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Self::one(v)
+            }
+
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                Self::one(v)
+            }
+
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Self::one(v)
+            }
+
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Self::one(v)
+            }
+        }
+
+        d.deserialize_any(PerLevelVisitor(PhantomData))
+    }
 }
 
 impl<T: Default> Default for PerLevel<T> {

@@ -37,7 +37,7 @@ use hetsim_schema::scenario::PlatformSpec;
 
 use crate::nccl::{self, Collectives, Reach};
 use crate::network::{FlowRequest, Launch, Start};
-use crate::platform::{PlatformConfig, Topology};
+use crate::platform::{Endpoint, PlatformConfig, Topology};
 use device::{Effect, Gpus};
 
 pub use device::{CollectiveRecord, DeviceTotals};
@@ -305,10 +305,13 @@ impl Cuda {
                     let name = &self.gpus.devs[dev as usize].name;
                     match sinks.topo.route(from, to) {
                         Ok(route) => {
+                            // Named by where the bytes go: a HostToDevice copy is from the host.
+                            let end =
+                                |e: Endpoint| e.cluster_name().unwrap_or_else(|| name.clone());
                             let req = FlowRequest {
                                 id: format!("{name}.copy"),
-                                src: name.clone(),
-                                dst: name.clone(),
+                                src: end(from),
+                                dst: end(to),
                                 route,
                                 bytes,
                                 start: Start::At(now),

@@ -67,6 +67,17 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
+    /// The name a cluster endpoint is written with (`node[0].host`, `node[1].gpu[2]`,
+    /// `node[0].nic[0]`); an explicit platform's endpoints are named by the platform.
+    pub fn cluster_name(self) -> Option<String> {
+        match self {
+            Endpoint::Host { node } => Some(format!("node[{node}].host")),
+            Endpoint::Gpu { node, gpu } => Some(format!("node[{node}].gpu[{gpu}]")),
+            Endpoint::Nic { node, nic } => Some(format!("node[{node}].nic[{nic}]")),
+            Endpoint::Named(_) => None,
+        }
+    }
+
     fn node(self) -> Option<u32> {
         match self {
             Endpoint::Host { node } | Endpoint::Gpu { node, .. } | Endpoint::Nic { node, .. } => {
