@@ -357,10 +357,7 @@ fn whatif(
     let wall = started.elapsed().as_secs_f64();
     let dir = out.unwrap_or_else(|| Path::new("results").join("whatif"));
     let written = hetsim::output::staged::write_all(&dir, |st| {
-        let mut json =
-            serde_json::to_vec_pretty(&whatif::summary(&answers)).map_err(std::io::Error::other)?;
-        json.push(b'\n');
-        st.bytes("summary.json", json)?;
+        st.json("summary.json", &whatif::summary(&answers))?;
         st.bytes("whatif.csv", whatif::csv(&answers))?;
         st.figure("comparison", &whatif::chart(&answers))?;
         Ok(())

@@ -355,14 +355,7 @@ pub fn chart(answers: &[Answer]) -> hetsim_output::plot::compare::Comparison {
         .map(|a| {
             let q = &a.question;
             // The unit the bars' own labels use, so that axis and labels agree.
-            let top = a.before.max(a.after);
-            let (scale, unit) = if top >= 1.0 {
-                (1.0, "s")
-            } else if top >= 1e-3 {
-                (1e-3, "ms")
-            } else {
-                (1e-6, "µs")
-            };
+            let (scale, unit) = hetsim_output::headline::seconds_unit(a.before.max(a.after));
             let bar = |label: &str, v: f64| {
                 (
                     label.to_string(),

@@ -327,6 +327,13 @@ const GOOD: &str = r#"Scenario(
     workload: Flows([FlowSpec(src: "node[0].gpu[0]", dst: "node[1].gpu[1]", size: "1MB")]),
 )"#;
 
+/// [`GOOD`] with another workload.
+fn with_workload(workload: &str) -> String {
+    let flows = r#"workload: Flows([FlowSpec(src: "node[0].gpu[0]", dst: "node[1].gpu[1]", size: "1MB")]),"#;
+    assert!(GOOD.contains(flows));
+    GOOD.replace(flows, &format!("workload: {workload},"))
+}
+
 #[test]
 fn malformed_ron_is_rejected_with_its_position() {
     rejects(
@@ -642,10 +649,9 @@ fn a_byte_order_mark_is_read_and_a_picture_width_is_checked_at_load() {
 #[test]
 fn indices_counts_and_sizes_are_checked_before_the_run() {
     let flows = |src: &str, dst: &str| {
-        GOOD.replace(
-            r#"FlowSpec(src: "node[0].gpu[0]", dst: "node[1].gpu[1]", size: "1MB")"#,
-            &format!(r#"FlowSpec(src: "{src}", dst: "{dst}", size: "1MB")"#),
-        )
+        with_workload(&format!(
+            r#"Flows([FlowSpec(src: "{src}", dst: "{dst}", size: "1MB")])"#
+        ))
     };
     rejects(
         &flows("node[0].cpu[100000]", "node[1].gpu[0]"),
@@ -663,12 +669,9 @@ fn indices_counts_and_sizes_are_checked_before_the_run() {
         &["size", "non-negative"],
     );
     let mpi = |generator: &str| {
-        GOOD.replace(
-            r#"workload: Flows([FlowSpec(src: "node[0].gpu[0]", dst: "node[1].gpu[1]", size: "1MB")]),"#,
-            &format!(
-                "workload: Mpi(ranks: 4, gpus_per_node: 2, program: Generator({generator})),"
-            ),
-        )
+        with_workload(&format!(
+            "Mpi(ranks: 4, gpus_per_node: 2, program: Generator({generator}))"
+        ))
     };
     for (generator, field) in [
         (
@@ -686,12 +689,7 @@ fn indices_counts_and_sizes_are_checked_before_the_run() {
     ] {
         rejects(&mpi(generator), &[], &["bad.ron", field, "at least 1"]);
     }
-    let cuda = |op: &str| {
-        GOOD.replace(
-            r#"workload: Flows([FlowSpec(src: "node[0].gpu[0]", dst: "node[1].gpu[1]", size: "1MB")]),"#,
-            &format!("workload: Cuda(program: [{op}]),"),
-        )
-    };
+    let cuda = |op: &str| with_workload(&format!("Cuda(program: [{op}])"));
     for (op, field) in [
         (
             r#"Copy(kind: Peer(99), bytes: "1MB")"#,

@@ -159,45 +159,38 @@ impl Calendar {
         self.retimable.remove(&event).is_some()
     }
 
+    /// The earliest pending event: its key, its kind, and whether it is in the fixed heap.
+    /// Keys are unique (every scheduling takes a new `seq`), so there are no ties.
+    fn head(&self) -> Option<(u128, EventKind, bool)> {
+        let a = self.fixed.peek().map(|f| (f.key, f.event.kind, true));
+        let b = self
+            .retimable
+            .peek()
+            .map(|(e, Reverse(k))| (*k, e.kind, false));
+        match (a, b) {
+            (Some(a), Some(b)) => Some(if a.0 < b.0 { a } else { b }),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// The time of the earliest pending event.
     pub fn peek_time(&self) -> Option<SimTime> {
-        let a = self.fixed.peek().map(|f| f.key);
-        let b = self.retimable.peek().map(|(_, Reverse(k))| *k);
-        match (a, b) {
-            (Some(a), Some(b)) => Some(key_time(a.min(b))),
-            (a, b) => a.or(b).map(key_time),
-        }
+        self.head().map(|(k, _, _)| key_time(k))
     }
 
     /// The kind of the earliest event.
     pub fn peek_kind(&self) -> Option<EventKind> {
-        let a = self.fixed.peek().map(|f| (f.key, f.event.kind));
-        let b = self.retimable.peek().map(|(e, Reverse(k))| (*k, e.kind));
-        match (a, b) {
-            (Some(a), Some(b)) => Some(if a.0 <= b.0 { a.1 } else { b.1 }),
-            (a, b) => a.or(b).map(|x| x.1),
-        }
+        self.head().map(|(_, kind, _)| kind)
     }
 
     /// Pops the earliest event if it is due at `time`.
     pub fn pop_at(&mut self, time: SimTime) -> Option<RawEvent> {
-        let a = self.fixed.peek().map(|f| f.key);
-        let b = self.retimable.peek().map(|(_, Reverse(k))| *k);
-        let take_fixed = match (a, b) {
-            (Some(a), Some(b)) => a < b,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (None, None) => return None,
-        };
-        if take_fixed {
-            if key_time(a?) != time {
-                return None;
-            }
+        let (k, _, fixed) = self.head()?;
+        if key_time(k) != time {
+            None
+        } else if fixed {
             self.fixed.pop().map(|f| f.event)
         } else {
-            if key_time(b?) != time {
-                return None;
-            }
             self.retimable.pop().map(|(e, _)| e)
         }
     }

@@ -174,19 +174,25 @@ fn plural(n: usize, what: &str) -> String {
     format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
+/// The unit a duration is written in: (seconds per unit, name), so that the number stays
+/// below 1000 (zero in seconds).
+pub fn seconds_unit(s: f64) -> (f64, &'static str) {
+    let a = s.abs();
+    if a >= 1.0 || a == 0.0 {
+        (1.0, "s")
+    } else if a >= 1e-3 {
+        (1e-3, "ms")
+    } else if a >= 1e-6 {
+        (1e-6, "µs")
+    } else {
+        (1e-9, "ns")
+    }
+}
+
 /// A duration with four significant digits in a unit that keeps it readable.
 pub fn seconds(s: f64) -> String {
-    let a = s.abs();
-    let (v, unit) = if a >= 1.0 || a == 0.0 {
-        (s, "s")
-    } else if a >= 1e-3 {
-        (s * 1e3, "ms")
-    } else if a >= 1e-6 {
-        (s * 1e6, "µs")
-    } else {
-        (s * 1e9, "ns")
-    };
-    format!("{} {unit}", four_digits(v))
+    let (scale, unit) = seconds_unit(s);
+    format!("{} {unit}", four_digits(s / scale))
 }
 
 /// Bytes in powers of ten (as flows.csv and link bandwidths count them).
@@ -216,14 +222,8 @@ pub fn binary_bytes(b: f64) -> String {
     } else {
         (b, "B")
     };
-    let text = four_digits(v);
     // Whole sizes (512 MiB) read better without decimals.
-    let whole = if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.')
-    } else {
-        &text
-    };
-    format!("{whole} {unit}")
+    format!("{} {unit}", crate::plot::trim_zeros(&four_digits(v)))
 }
 
 fn four_digits(v: f64) -> String {

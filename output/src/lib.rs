@@ -345,9 +345,7 @@ pub fn write(dir: &Path, report: &Report, spec: &OutputSpec) -> std::io::Result<
 }
 
 fn stage_all(st: &mut staged::Staged, report: &Report, spec: &OutputSpec) -> std::io::Result<()> {
-    let mut summary = serde_json::to_vec_pretty(&report.summary).map_err(std::io::Error::other)?;
-    summary.push(b'\n');
-    st.bytes("summary.json", summary)?;
+    st.json("summary.json", &report.summary)?;
     if spec.flows_csv {
         st.bytes(
             "flows.csv",

@@ -27,6 +27,13 @@ impl Staged {
         self.file(name, |p| std::fs::write(p, &bytes))
     }
 
+    /// A JSON document, pretty-printed with a final newline.
+    pub fn json(&mut self, name: &str, value: &serde_json::Value) -> std::io::Result<()> {
+        let mut bytes = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
+        bytes.push(b'\n');
+        self.bytes(name, bytes)
+    }
+
     /// A figure as `stem.svg` and `stem.png`.
     pub fn figure<F: Figure>(&mut self, stem: &str, fig: &F) -> std::io::Result<()> {
         self.bytes(&format!("{stem}.svg"), plot::svg(fig)?)?;
@@ -40,7 +47,7 @@ impl Staged {
         name: &str,
         write: impl FnOnce(&Path) -> std::io::Result<()>,
     ) -> std::io::Result<()> {
-        if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
+        if !plain(name) {
             return Err(std::io::Error::other(format!(
                 "`{name}` is not a plain output file name"
             )));
@@ -69,12 +76,18 @@ impl Staged {
     }
 }
 
+/// A file name in the output folder itself, not hidden (the staging folder and the manifest
+/// are): what a run may write and what a manifest may name for removal.
+fn plain(name: &str) -> bool {
+    !name.is_empty() && !name.contains(['/', '\\']) && !name.starts_with('.')
+}
+
 /// The plain file names a folder's manifest lists (none when it has no manifest).
 fn read_manifest(dir: &Path) -> Vec<String> {
     std::fs::read_to_string(dir.join(MANIFEST))
         .map(|text| {
             text.lines()
-                .filter(|l| !l.is_empty() && !l.contains(['/', '\\']) && !l.starts_with('.'))
+                .filter(|l| plain(l))
                 .map(str::to_string)
                 .collect()
         })

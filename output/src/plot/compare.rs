@@ -75,10 +75,7 @@ fn draw_panel<DB: DrawingBackend>(p: &Panel, area: &DrawingArea<DB, Shift>) -> R
         .bold_line_style(RGBColor(225, 225, 225))
         .light_line_style(TRANSPARENT)
         .y_labels(5)
-        .y_label_formatter(&|v| {
-            let t = format!("{v:.2}");
-            t.trim_end_matches('0').trim_end_matches('.').to_string()
-        })
+        .y_label_formatter(&|v| super::trim_zeros(&format!("{v:.2}")).to_string())
         .y_desc(&p.y_desc)
         .x_labels(p.bars.len())
         .x_label_formatter(&|v| match v {

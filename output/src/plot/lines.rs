@@ -368,9 +368,7 @@ pub fn si(v: f64) -> String {
         .find(|(s, _)| v.abs() >= *s * 0.9995)
         .unwrap_or((1e-15, "f"));
     let x = v / scale;
-    let text = format!("{x:.3}");
-    let text = text.trim_end_matches('0').trim_end_matches('.');
-    format!("{text}{prefix}")
+    format!("{}{prefix}", super::trim_zeros(&format!("{x:.3}")))
 }
 
 /// A legend's sample of a line: `len` pixels from `at`, in the line's colour and dashes

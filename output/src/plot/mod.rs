@@ -60,6 +60,16 @@ pub fn png<F: Figure>(fig: &F, path: &Path) -> std::io::Result<()> {
         .map_err(|e| std::io::Error::other(e.to_string()))
 }
 
+/// A decimal number's text without trailing zeros (`2.500` -> `2.5`, `3.000` -> `3`);
+/// text without a decimal point is left as it is.
+pub fn trim_zeros(text: &str) -> &str {
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        text
+    }
+}
+
 fn err<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
 }

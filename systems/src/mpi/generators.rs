@@ -94,10 +94,10 @@ fn four_neighbours(r: u32, dims: &[u32]) -> Vec<u32> {
         .collect()
 }
 
-/// Counts a generator needs at least one of (an iteration, a block, a level): zero would run
-/// something other than what was asked, silently.
-pub fn check(g: &Generator) -> Result<(), String> {
-    let (name, mut counts) = match g {
+/// The generator's name and the counts it needs at least one of (iterations first, then
+/// blocks or levels).
+fn counts(g: &Generator) -> (&'static str, Vec<(&'static str, u32)>) {
+    match g {
         Generator::Halo3d { iterations, .. } => ("Halo3d", vec![("iterations", *iterations)]),
         Generator::Sweep {
             iterations, blocks, ..
@@ -112,8 +112,13 @@ pub fn check(g: &Generator) -> Result<(), String> {
             "Solver",
             vec![("iterations", *iterations), ("levels", *levels)],
         ),
-    };
-    match counts.iter_mut().find(|(_, v)| *v == 0) {
+    }
+}
+
+/// A count of zero would run something other than what was asked, silently.
+pub fn check(g: &Generator) -> Result<(), String> {
+    let (name, counts) = counts(g);
+    match counts.iter().find(|(_, v)| *v == 0) {
         Some((field, _)) => Err(format!(
             "program.Generator.{name}.{field}: expected at least 1, got 0"
         )),
@@ -123,13 +128,9 @@ pub fn check(g: &Generator) -> Result<(), String> {
 
 /// One program per rank.
 pub fn generate(g: &Generator, ranks: u32) -> Vec<Program> {
-    let (name, iterations) = match g {
-        Generator::Halo3d { iterations, .. } => ("generator Halo3d", *iterations),
-        Generator::Sweep { iterations, .. } => ("generator Sweep", *iterations),
-        Generator::Stencil { iterations, .. } => ("generator Stencil", *iterations),
-        Generator::Solver { iterations, .. } => ("generator Solver", *iterations),
-    };
-    let source: Arc<str> = Arc::from(name);
+    let (name, counts) = counts(g);
+    let iterations = counts[0].1;
+    let source: Arc<str> = Arc::from(format!("generator {name}"));
     (0..ranks)
         .map(|r| Program {
             source: source.clone(),
