@@ -431,10 +431,22 @@ fn run_study(
         )),
     );
     print_written(&written);
+    // The table is written (the runs that worked are worth keeping), but the study did not
+    // all run: the last word and the exit code say so.
+    if failed > 0 {
+        return Err(Error::Run(format!(
+            "{failed} of {} runs failed; each one's error is in {}",
+            table.rows.len(),
+            dir.join("results.csv").display()
+        )));
+    }
     Ok(())
 }
 
 fn merge(dirs: &[PathBuf], out: Option<PathBuf>) -> Result<(), Error> {
+    if let Some(out) = &out {
+        hetsim::study::check_merge_out(out, dirs)?;
+    }
     let (spec, runs, table, missing) = hetsim::study::merge(dirs)?;
     if !missing.is_empty() {
         eprintln!(

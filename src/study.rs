@@ -423,6 +423,61 @@ pub fn study_json(study: &Study, runs: usize, shard: Option<Shard>) -> Vec<u8> {
     bytes
 }
 
+/// Every row of a shard belongs to the study's grid: its run number exists and falls in the
+/// shard, its parameter values, variant and switches are that run's, and so is its seed when
+/// the study sets seeds (otherwise the scenario's own seed, which merge cannot know).
+fn check_rows(
+    study: &Study,
+    runs: usize,
+    shard: Option<Shard>,
+    table: &StudyTable,
+) -> Result<(), String> {
+    let grid = plan(study).map_err(|e| e.to_string())?;
+    if runs != grid.len() {
+        return Err(format!(
+            "the study has {} runs, study.json says {runs}",
+            grid.len()
+        ));
+    }
+    for row in &table.rows {
+        let at = |what: &str, got: &dyn std::fmt::Debug, want: &dyn std::fmt::Debug| {
+            format!("run {}: {what} {got:?} is not the grid's {want:?}", row.run)
+        };
+        let spec = grid.get(row.run).ok_or_else(|| {
+            format!(
+                "run {} is beyond the grid (runs 0 to {})",
+                row.run,
+                runs.saturating_sub(1)
+            )
+        })?;
+        if let Some(s) = shard
+            && row.run % s.count != s.index - 1
+        {
+            return Err(format!(
+                "run {} is not in shard {}/{}",
+                row.run, s.index, s.count
+            ));
+        }
+        let variant = &study.variants[spec.variant];
+        if row.values != spec.values {
+            return Err(at("parameter values", &row.values, &spec.values));
+        }
+        if row.variant != variant.name {
+            return Err(at("variant", &row.variant, &variant.name));
+        }
+        let disabled = variant.disable.join("+");
+        if row.disabled != disabled {
+            return Err(at("disabled", &row.disabled, &disabled));
+        }
+        if let Some(seed) = spec.seed
+            && row.seed != seed
+        {
+            return Err(at("seed", &row.seed, &seed));
+        }
+    }
+    Ok(())
+}
+
 /// Reads shard folders back: their study (all the same) and their rows, merged in run order.
 pub fn merge(dirs: &[PathBuf]) -> Result<(Study, usize, StudyTable, Vec<usize>), Error> {
     let mut merged: Option<(Study, usize, StudyTable)> = None;
@@ -440,6 +495,15 @@ pub fn merge(dirs: &[PathBuf]) -> Result<(Study, usize, StudyTable, Vec<usize>),
             .map_err(|e| Error::Input(format!("{}: {e}", results.display())))?;
         let params: Vec<String> = study.params.iter().map(|p| p.label().to_string()).collect();
         let table = StudyTable::from_csv(&csv, &params, &study.metrics)
+            .map_err(|e| Error::Input(format!("{}: {e}", results.display())))?;
+        let shard = match v.get("shard").and_then(Json::as_str) {
+            Some(t) => Some(
+                t.parse::<Shard>()
+                    .map_err(|e| Error::Input(format!("{}: shard: {e}", path.display())))?,
+            ),
+            None => None,
+        };
+        check_rows(&study, runs, shard, &table)
             .map_err(|e| Error::Input(format!("{}: {e}", results.display())))?;
         match &mut merged {
             None => merged = Some((study, runs, table)),
@@ -467,4 +531,37 @@ pub fn merge(dirs: &[PathBuf]) -> Result<(Study, usize, StudyTable, Vec<usize>),
     let present: std::collections::BTreeSet<usize> = table.rows.iter().map(|r| r.run).collect();
     let missing = (0..runs).filter(|r| !present.contains(r)).collect();
     Ok((study, runs, table, missing))
+}
+
+/// `hetsim merge --out`: a folder that is not one of the shards nor inside one (writing there
+/// would overwrite the shard's own results).
+pub fn check_merge_out(out: &Path, dirs: &[PathBuf]) -> Result<(), Error> {
+    let target = resolved(out);
+    match dirs.iter().find(|d| target.starts_with(resolved(d))) {
+        Some(d) => Err(Error::Input(format!(
+            "merge: --out {} is inside the shard folder {}; choose a folder of its own",
+            out.display(),
+            d.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// `path` with symbolic links and `..` resolved as far as it exists.
+fn resolved(path: &Path) -> PathBuf {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut base = abs.as_path();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = base.canonicalize() {
+            return rest.iter().rev().fold(real, |p, c| p.join(c));
+        }
+        match (base.parent(), base.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                base = parent;
+            }
+            _ => return abs,
+        }
+    }
 }

@@ -94,11 +94,99 @@ fn three_shards_merged_equal_one_run() {
     assert!(tmp.path().join("merged/sim_time_s.png").is_file());
 }
 
+/// Runs the grid in 2 shards and returns their folder names.
+fn two_shards(tmp: &Path) -> [&'static str; 2] {
+    for (i, dir) in ["s1", "s2"].iter().enumerate() {
+        let spec = format!("{}/2", i + 1);
+        ok(&hetsim(
+            &["study", "grid.ron", "--out", dir, "--shard", &spec],
+            tmp,
+        ));
+    }
+    ["s1", "s2"]
+}
+
+/// Rewrites line `line` (0 = header) of a shard's results.csv with `edit`.
+fn edit_row(dir: &Path, line: usize, edit: impl Fn(&str) -> String) {
+    let path = dir.join("results.csv");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<String> = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| if i == line { edit(l) } else { l.to_string() })
+        .collect();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+}
+
+#[test]
+fn merge_refuses_rows_that_are_not_the_grids() {
+    let tmp = study_dir(r#""1GB", "2GB", "3GB""#);
+    let shards = two_shards(tmp.path());
+    let merge = |tmp: &Path| hetsim(&["merge", "--out", "m", shards[0], shards[1]], tmp);
+    ok(&merge(tmp.path()));
+    // Each edit of shard 1's first row (run 0: 1GB, 3, full, no switch, seed 0, ok) and the
+    // phrase the refusal must hold.
+    let cases: [(&str, &str, &str); 5] = [
+        ("0,1GB,3,full", "0,5GB,3,full", "parameter values"),
+        ("0,1GB,3,full", "0,1GB,3,alone", "variant"),
+        ("0,1GB,3,full", "1,1GB,3,full", "not in shard 1/2"),
+        ("0,1GB,3,full", "40,1GB,3,full", "beyond the grid"),
+        (",ok,", ",done,", "status `done`"),
+    ];
+    for (from, to, says) in cases {
+        let copy = tempfile::tempdir().unwrap();
+        for f in ["known.ron", "grid.ron"] {
+            std::fs::copy(tmp.path().join(f), copy.path().join(f)).unwrap();
+        }
+        two_shards(copy.path());
+        edit_row(&copy.path().join("s1"), 1, |l| l.replacen(from, to, 1));
+        let o = merge(copy.path());
+        assert_eq!(o.status.code(), Some(2), "{from} -> {to}");
+        let err = common::stderr(&o);
+        assert!(
+            err.contains(says) && err.contains("results.csv"),
+            "{to}: {err}"
+        );
+        assert!(!copy.path().join("m").exists(), "nothing written");
+    }
+}
+
+#[test]
+fn merge_refuses_an_out_folder_inside_a_shard() {
+    let tmp = study_dir(r#""1GB""#);
+    let shards = two_shards(tmp.path());
+    let before = std::fs::read(tmp.path().join("s1/results.csv")).unwrap();
+    for out in ["s1", "s1/merged", "./s2/../s1"] {
+        let o = hetsim(&["merge", "--out", out, shards[0], shards[1]], tmp.path());
+        assert_eq!(o.status.code(), Some(2), "{out}");
+        assert!(
+            common::stderr(&o).contains("inside the shard folder"),
+            "{out}"
+        );
+    }
+    assert_eq!(
+        std::fs::read(tmp.path().join("s1/results.csv")).unwrap(),
+        before
+    );
+}
+
 #[test]
 fn a_failed_run_is_reported_and_the_others_go_on() {
     let tmp = study_dir(r#""1GB", "lots", "3GB""#);
-    let out = ok(&hetsim(&["study", "grid.ron", "--out", "res"], tmp.path()));
+    let o = hetsim(&["study", "grid.ron", "--out", "res"], tmp.path());
+    // Exit 0 only when every run ran; the failures are counted last, the table is kept.
+    assert_eq!(o.status.code(), Some(1), "{}", common::stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("(4 failed)"), "{out}");
+    let err = common::stderr(&o);
+    assert!(
+        err.trim_end()
+            .lines()
+            .last()
+            .unwrap()
+            .contains("4 of 12 runs failed"),
+        "{err}"
+    );
     let rows = rows(&tmp.path().join("res"));
     assert_eq!(rows.len(), 12);
     for r in &rows {

@@ -100,7 +100,7 @@ impl StudyTable {
             let seed = field(np + 3)
                 .parse()
                 .map_err(|_| format!("line {line}: seed `{}` is not a number", field(np + 3)))?;
-            let metrics = (0..nm)
+            let metrics: Vec<Option<f64>> = (0..nm)
                 .map(|m| {
                     let t = field(np + 4 + m);
                     if t.is_empty() {
@@ -114,6 +114,7 @@ impl StudyTable {
                 .collect::<Result<_, String>>()?;
             let status = field(np + 4 + nm);
             let error = field(np + 5 + nm);
+            check_status(&status, &error, &metrics).map_err(|e| format!("line {line}: {e}"))?;
             table.rows.push(StudyRow {
                 run,
                 values: (0..np).map(|p| field(1 + p)).collect(),
@@ -125,6 +126,18 @@ impl StudyTable {
             });
         }
         Ok(table)
+    }
+}
+
+/// A row's status agrees with its cells: `ok` has every metric and no error, `failed` has
+/// an error and no metric.
+fn check_status(status: &str, error: &str, metrics: &[Option<f64>]) -> Result<(), String> {
+    match status {
+        "ok" if metrics.iter().all(Option::is_some) && error.is_empty() => Ok(()),
+        "ok" => Err("status `ok` with a missing metric or an error".into()),
+        "failed" if metrics.iter().all(Option::is_none) && !error.is_empty() => Ok(()),
+        "failed" => Err("status `failed` with a metric or without its error".into()),
+        other => Err(format!("status `{other}` is neither `ok` nor `failed`")),
     }
 }
 
