@@ -193,6 +193,12 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // An interrupt leaves the output folders as they were: no half-published run, no litter.
+    if let Err(e) = ctrlc::set_handler(|| hetsim::output::staged::interrupt()) {
+        eprintln!(
+            "warning: cannot catch interrupts ({e}); an interrupted run may leave a staging folder behind"
+        );
+    }
     let result = match cli.command {
         Command::Run {
             scenario,

@@ -4,6 +4,7 @@ mod common;
 
 use common::{hetsim, repo, stderr};
 use std::path::Path;
+use std::process::Command;
 
 fn read_csv(path: &Path) -> Vec<Vec<String>> {
     std::fs::read_to_string(path)
@@ -619,6 +620,7 @@ fn a_rerun_with_fewer_outputs_leaves_no_stale_files() {
     assert_eq!(
         names,
         [
+            ".hetsim-lock",
             ".hetsim-outputs",
             "flows.csv",
             "links.csv",
@@ -626,6 +628,133 @@ fn a_rerun_with_fewer_outputs_leaves_no_stale_files() {
             "summary.json"
         ]
     );
+}
+
+/// The state of an output folder: its visible files, sorted, after checking that they are
+/// exactly what its manifest lists and that no staging folder is left.
+fn published(dir: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(!name.starts_with(".hetsim-staging-"), "litter: {name}");
+        if !name.starts_with('.') {
+            files.push(name);
+        }
+    }
+    files.sort();
+    let manifest = std::fs::read_to_string(dir.join(".hetsim-outputs")).unwrap();
+    let mut listed: Vec<String> = manifest.lines().map(String::from).collect();
+    listed.sort();
+    assert_eq!(files, listed, "the files are the manifest's");
+    files
+}
+
+/// A folder's summary.json without its wall-clock time (the one line that differs between
+/// two runs of one scenario).
+fn summary(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("summary.json"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains("\"wall_s\""))
+        .collect()
+}
+
+/// Each scenario's files and summary when run alone into a folder.
+fn reference_outputs(scenarios: &[&str]) -> Vec<(Vec<String>, String)> {
+    let tmp = tempfile::tempdir().unwrap();
+    scenarios
+        .iter()
+        .map(|s| {
+            let o = hetsim(&["run", s, "--quiet", "--out", "o"], tmp.path());
+            assert!(o.status.success(), "{}", stderr(&o));
+            let files = published(&tmp.path().join("o"));
+            let summary = summary(&tmp.path().join("o"));
+            std::fs::remove_dir_all(tmp.path().join("o")).unwrap();
+            (files, summary)
+        })
+        .collect()
+}
+
+#[test]
+fn an_interrupt_leaves_the_previous_outputs_or_the_new_ones_and_no_litter() {
+    let demo = repo().join("scenarios/demo.ron");
+    let lu = repo().join("scenarios/lu-attila.ron");
+    let (demo, lu) = (demo.to_str().unwrap(), lu.to_str().unwrap());
+    let refs = reference_outputs(&[demo, lu]);
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |s: &str| {
+        Command::new(env!("CARGO_BIN_EXE_hetsim"))
+            .args(["run", s, "--quiet", "--out", "o"])
+            .current_dir(tmp.path())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // How long the LU run takes here, so the interrupts spread over all of it, the output
+    // writing included.
+    let started = std::time::Instant::now();
+    assert!(run(lu).wait().unwrap().success());
+    let whole = started.elapsed();
+    let mut interrupted_before_publication = 0;
+    for k in 0..12u32 {
+        assert!(run(demo).wait().unwrap().success());
+        assert_eq!(published(&tmp.path().join("o")), refs[0].0);
+        let mut child = run(lu);
+        std::thread::sleep(whole * k / 10);
+        let _ = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status();
+        let code = child.wait().unwrap().code();
+        let files = published(&tmp.path().join("o"));
+        let summary = summary(&tmp.path().join("o"));
+        // No code: the signal came before the handler was set, and the default action ended
+        // the process before it wrote anything. 130: interrupted, either before the
+        // publication (the folder as it was) or after it (the new run's, whole); never a mix.
+        let state = (files, summary);
+        match code {
+            None => assert_eq!(state, refs[0], "killed at start: as before"),
+            Some(130) => assert!(refs.contains(&state), "interrupted: one run's files"),
+            Some(0) => assert_eq!(state, refs[1], "finished: the new run's"),
+            other => panic!("exit {other:?} after an interrupt"),
+        }
+        if code == Some(130) && state == refs[0] {
+            interrupted_before_publication += 1;
+        }
+    }
+    assert!(
+        interrupted_before_publication > 0,
+        "some interrupts came in time"
+    );
+}
+
+#[test]
+fn concurrent_runs_into_one_folder_leave_one_runs_files() {
+    let demo = repo().join("scenarios/demo.ron");
+    let lu = repo().join("scenarios/lu-attila.ron");
+    let (demo, lu) = (demo.to_str().unwrap(), lu.to_str().unwrap());
+    let refs = reference_outputs(&[demo, lu]);
+    let tmp = tempfile::tempdir().unwrap();
+    for _ in 0..4 {
+        let children: Vec<_> = [lu, demo, lu, demo]
+            .iter()
+            .map(|s| {
+                Command::new(env!("CARGO_BIN_EXE_hetsim"))
+                    .args(["run", s, "--quiet", "--out", "o"])
+                    .current_dir(tmp.path())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for mut c in children {
+            assert!(c.wait().unwrap().success());
+        }
+        let files = published(&tmp.path().join("o"));
+        let summary = summary(&tmp.path().join("o"));
+        assert!(
+            refs.contains(&(files.clone(), summary)),
+            "one run's files and summary, not a mix: {files:?}"
+        );
+    }
 }
 
 #[test]

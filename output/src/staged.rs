@@ -6,14 +6,39 @@
 //! outputs leaves no stale picture beside the new summary, and files hetsim did not write are
 //! never touched. A staging folder left by a process that no longer runs (killed mid-write)
 //! is removed by the next run into the folder.
+//!
+//! Publishing holds an exclusive lock on `.hetsim-lock` in the folder, so two runs into one
+//! folder publish one after the other: the folder ends with one run's files, never a mix. An
+//! interrupt (SIGINT, SIGTERM: [`interrupt`]) waits for a publication under way to finish,
+//! then removes every staging folder of this process before it exits: the folder holds either
+//! the previous run's files or the new run's, and no litter.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use crate::plot::{self, Figure};
 
 /// The list of files the last run published in a folder.
 pub const MANIFEST: &str = ".hetsim-outputs";
 const STAGING_PREFIX: &str = ".hetsim-staging-";
+const LOCK: &str = ".hetsim-lock";
+
+/// This process's staging folders. Publishing holds the guard, and so does [`interrupt`]
+/// from the moment it starts: an interrupt never cuts a publication in two.
+static STAGING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// What the process does on SIGINT or SIGTERM: waits for a publication under way, removes
+/// this process's staging folders and exits with 130 (the shell's code for an interrupt).
+pub fn interrupt() -> ! {
+    let staging = STAGING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    for dir in staging.iter() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    eprintln!("interrupted: no output written");
+    std::process::exit(130)
+}
 
 /// Files written into a private staging folder, published together.
 pub struct Staged {
@@ -59,6 +84,8 @@ impl Staged {
     /// Moves every staged file to its final name, removes what the previous run published
     /// and this one did not, and records the new list.
     fn publish(self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+        let lock = std::fs::File::create(dir.join(LOCK))?;
+        lock.lock()?;
         let previous = read_manifest(dir);
         let mut manifest = String::new();
         for name in &self.names {
@@ -125,17 +152,38 @@ pub fn write_all(
     let staging = tempfile::Builder::new()
         .prefix(&format!("{STAGING_PREFIX}{}-", std::process::id()))
         .tempdir_in(dir)?;
+    let path = staging.path().to_path_buf();
+    registry().push(path.clone());
     let mut staged = Staged {
         staging,
         names: Vec::new(),
     };
     // On an error the staging folder goes with `staged` (TempDir removes itself), and a
-    // folder this call created goes too (it is empty).
-    let result = stage(&mut staged).and_then(|()| staged.publish(dir));
+    // folder this call created goes too (it is empty but for the lock).
+    let result = match stage(&mut staged) {
+        Ok(()) => {
+            let mut registry = registry();
+            let published = staged.publish(dir);
+            registry.retain(|p| *p != path);
+            published
+        }
+        Err(e) => {
+            drop(staged);
+            registry().retain(|p| *p != path);
+            Err(e)
+        }
+    };
     if result.is_err() && created {
+        let _ = std::fs::remove_file(dir.join(LOCK));
         let _ = std::fs::remove_dir(dir);
     }
     result
+}
+
+fn registry() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    STAGING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]
@@ -163,6 +211,25 @@ mod tests {
     }
 
     #[test]
+    fn publication_waits_for_the_folder_lock_another_process_holds() {
+        let tmp = tempfile::tempdir().unwrap();
+        let held = std::fs::File::create(tmp.path().join(LOCK)).unwrap();
+        held.lock().unwrap();
+        let dir = tmp.path().to_path_buf();
+        let writer = std::thread::spawn(move || {
+            write_all(&dir, |st| st.bytes("summary.json", b"{}".to_vec())).unwrap()
+        });
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(
+            !tmp.path().join("summary.json").exists(),
+            "nothing is published while another run publishes"
+        );
+        held.unlock().unwrap();
+        writer.join().unwrap();
+        assert!(tmp.path().join("summary.json").is_file());
+    }
+
+    #[test]
     fn a_rerun_with_fewer_outputs_removes_only_the_previous_runs_files() {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::write(tmp.path().join("notes.txt"), "mine").unwrap();
@@ -175,7 +242,7 @@ mod tests {
         assert_eq!(written, vec![tmp.path().join("summary.json")]);
         assert_eq!(
             names(tmp.path()),
-            [MANIFEST, "notes.txt", "summary.json"],
+            [LOCK, MANIFEST, "notes.txt", "summary.json"],
             "the old timeline goes, the user's file stays"
         );
     }
