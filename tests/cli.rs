@@ -844,8 +844,37 @@ fn indices_counts_and_sizes_are_checked_before_the_run() {
             r#"Kernel(stream: 4000000000, time: "1ms")"#,
             "stream 4000000000",
         ),
+        (
+            r#"Launch(stream: 0, graph: "g")"#,
+            "program[0].Launch.graph: `g` is not captured",
+        ),
+        (
+            r#"Capture(graph: "g", ops: []), Launch(stream: 0, graph: "g", times: 0)"#,
+            "program[1].Launch.times",
+        ),
     ] {
         rejects(&cuda(op), &[], &["bad.ron", field]);
+    }
+    let kernel = r#"[Kernel(time: "1ms")]"#;
+    for (spec, field) in [
+        (
+            format!("Cuda(nccl: (net_efficiency: 0), program: {kernel})"),
+            "workload.Cuda.nccl.net_efficiency",
+        ),
+        (
+            format!("Cuda(nccl: (nvlink_efficiency: 1.5), program: {kernel})"),
+            "workload.Cuda.nccl.nvlink_efficiency",
+        ),
+        (
+            format!("Cuda(nccl: (channels: 4000000000), program: {kernel})"),
+            "workload.Cuda.nccl.channels",
+        ),
+        (
+            format!("Cuda(repeat: 0, program: {kernel})"),
+            "workload.Cuda.repeat",
+        ),
+    ] {
+        rejects(&with_workload(&spec), &[], &["bad.ron", field]);
     }
 }
 

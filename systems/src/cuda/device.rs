@@ -52,8 +52,15 @@ pub enum HostState {
     Ready,
     SyncStream(u32),
     SyncDevice,
+    /// The stream holds [`MAX_PENDING`] items: the enqueueing call blocks until one ends.
+    QueueFull(u32),
     Done,
 }
+
+/// Items a stream holds before a call that enqueues on it blocks the host: CUDA's launch
+/// queue holds about a thousand pending launches (the figure usually measured; the driver
+/// does not document it). Besides fidelity, it bounds what a long program keeps queued.
+pub const MAX_PENDING: usize = 1024;
 
 #[derive(Debug, Default, Clone, Copy)]
 pub struct EventRt {
@@ -74,6 +81,9 @@ pub struct Device {
     pub events: Vec<EventRt>,
     pub event_ids: BTreeMap<String, u32>,
     pub graphs: BTreeMap<String, Vec<CudaOp>>,
+    /// Launches of the current `Launch` op still to make: the host makes one per step (a
+    /// launch of a million replays is a counter, not a million queued items at once).
+    pub launches_left: u32,
     pub nccl_calls: u32,
     pub copies_running: u32,
     pub copy_queue: VecDeque<u32>,
@@ -138,8 +148,6 @@ pub enum Effect {
     },
     /// A device's stream reaches collective `k`: the device arrives there.
     Nccl { k: u32 },
-    /// A model error (a graph launched that was never captured).
-    Error(String),
 }
 
 /// Every GPU with its host thread and streams, the collectives they call, and the work

@@ -4,7 +4,7 @@
 use hetsim_schema::SimTime;
 use hetsim_schema::cuda::{CopyKind, CudaOp, NcclCall};
 
-use super::device::{Effect, Gpus, HostState, Item, Work, event_id, secs};
+use super::device::{Effect, Gpus, HostState, Item, MAX_PENDING, Work, event_id, secs};
 use crate::platform::Endpoint;
 
 impl Gpus {
@@ -18,6 +18,9 @@ impl Gpus {
                 HostState::Done => return,
                 HostState::SyncStream(s) if !dev.streams[s as usize].queue.is_empty() => return,
                 HostState::SyncDevice if dev.streams.iter().any(|s| !s.queue.is_empty()) => {
+                    return;
+                }
+                HostState::QueueFull(s) if dev.streams[s as usize].queue.len() >= MAX_PENDING => {
                     return;
                 }
                 _ => dev.state = HostState::Ready,
@@ -41,6 +44,12 @@ impl Gpus {
                 continue;
             }
             let op = self.spec.as_ref().unwrap().program[dev.pc].clone();
+            if let Some(s) = enqueues_on(&op)
+                && dev.streams[s as usize].queue.len() >= MAX_PENDING
+            {
+                dev.state = HostState::QueueFull(s);
+                return;
+            }
             dev.pc += 1;
             match op {
                 CudaOp::StreamSync(s) => dev.state = HostState::SyncStream(s),
@@ -55,21 +64,20 @@ impl Gpus {
                     graph,
                     times,
                 } => {
-                    let Some(ops) = dev.graphs.get(&graph).cloned() else {
-                        let e = format!(
-                            "{}: launch of graph `{graph}` that was never captured",
-                            dev.name
-                        );
-                        self.fx.push(Effect::Error(e));
-                        dev.state = HostState::Done;
-                        return;
+                    // The loader checked that the graph is captured before its launch.
+                    let ops = dev.graphs[&graph].clone();
+                    // One launch now; the op runs again until its `times` are made.
+                    dev.launches_left = match dev.launches_left {
+                        0 => times - 1,
+                        left => left - 1,
                     };
-                    for _ in 0..times {
-                        let at = self.devs[d as usize].host_at.saturating_add(overhead);
-                        self.devs[d as usize].host_at = at;
-                        for op in &ops {
-                            self.enqueue(d, op, Some(stream), at);
-                        }
+                    if dev.launches_left > 0 {
+                        dev.pc -= 1;
+                    }
+                    let at = dev.host_at.saturating_add(overhead);
+                    dev.host_at = at;
+                    for op in &ops {
+                        self.enqueue(d, op, Some(stream), at);
                     }
                 }
                 op => {
@@ -157,5 +165,23 @@ impl Gpus {
             self.colls.push(calls);
         }
         Work::Nccl(k)
+    }
+}
+
+/// The stream a host call enqueues on (a graph launch: its launch stream), if it enqueues.
+fn enqueues_on(op: &CudaOp) -> Option<u32> {
+    match op {
+        CudaOp::Kernel(k) => Some(k.stream),
+        CudaOp::Copy(c) => Some(c.stream),
+        CudaOp::Nccl(c) => Some(c.stream),
+        CudaOp::Record { stream, .. }
+        | CudaOp::Wait { stream, .. }
+        | CudaOp::Group { stream, .. }
+        | CudaOp::Launch { stream, .. } => Some(*stream),
+        CudaOp::StreamSync(_)
+        | CudaOp::DeviceSync
+        | CudaOp::Host(_)
+        | CudaOp::Mark(_)
+        | CudaOp::Capture { .. } => None,
     }
 }

@@ -10,9 +10,12 @@
 //! at the head of each member's stream until every member has reached it (NCCL kernels spin
 //! on their peers), then runs as planned by [`crate::nccl`] and releases all streams at once.
 //! A CUDA graph is a captured list of items; a launch costs one overhead and runs them in order
-//! on the launching stream.
+//! on the launching stream; `Launch { times }` makes its launches one host step at a time. A
+//! stream holds at most 1,024 pending items: a call that would enqueue more blocks the host
+//! until one ends (CUDA's launch queue).
 //! Simplified: kernels on different streams overlap without slowing each other (no SM
-//! sharing), captured graphs run on one stream, launches are not limited by queue depth.
+//! sharing), captured graphs run on one stream, the launch queue's depth is the usual
+//! measured figure and per stream.
 //!
 //! Layout: this file is the coordinator (events, systems, and the one place that touches the
 //! calendar, the network, the NCCL plugin and the recorder); the leaves take plain data and
@@ -144,7 +147,7 @@ impl Plugin for CudaPlugin {
             .add_sim_event::<CopyEnd>()
             .describe_model(
                 "cuda",
-                "one host thread per GPU enqueues kernels (a duration, or flops and bytes against the GPU's peaks), copies (flows on PCIe/NVLink, limited by copy engines), events and NCCL calls on in-order streams, with a launch overhead per call; synchronisations block the host; CUDA graphs replay captured work for one launch overhead. Simplified: concurrent kernels do not share SMs, graphs run on one stream",
+                "one host thread per GPU enqueues kernels (a duration, or flops and bytes against the GPU's peaks), copies (flows on PCIe/NVLink, limited by copy engines), events and NCCL calls on in-order streams, with a launch overhead per call; synchronisations block the host; CUDA graphs replay captured work for one launch overhead; a stream holds at most 1,024 pending items (the host blocks on the next). Simplified: concurrent kernels do not share SMs, graphs run on one stream, the queue depth is the usual measured figure and per stream",
             )
             .init_resource::<Cuda>()
             .add_systems(SimStartup, setup_devices.in_set(StartupSet::Workload))
@@ -340,7 +343,6 @@ impl Cuda {
                         sinks.errors.0.push(format!("workload.Cuda: {e}"));
                     }
                 }
-                Effect::Error(e) => sinks.errors.0.push(e),
             }
         }
     }

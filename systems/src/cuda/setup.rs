@@ -20,10 +20,15 @@ pub fn build(spec: CudaSpec, cluster: &Cluster) -> Result<Gpus, String> {
             "workload.Cuda.gpus: expected 1 to {total} (the platform's GPUs), got {n}"
         ));
     }
+    if spec.repeat == 0 {
+        return Err("workload.Cuda.repeat: expected at least 1".into());
+    }
     if spec.copy_engines == 0 {
         return Err("workload.Cuda.copy_engines: expected at least 1".into());
     }
     check_program(&spec.program, "workload.Cuda.program", false, n)?;
+    check_graphs(&spec.program, "workload.Cuda.program")?;
+    check_nccl_spec(&spec.nccl)?;
     check_forced_algo(&spec)?;
     let per = cluster.node.gpus;
     let streams = max_stream(&spec.program) + 1;
@@ -45,6 +50,7 @@ pub fn build(spec: CudaSpec, cluster: &Cluster) -> Result<Gpus, String> {
                 events: Vec::new(),
                 event_ids: BTreeMap::new(),
                 graphs: BTreeMap::new(),
+                launches_left: 0,
                 nccl_calls: 0,
                 copies_running: 0,
                 copy_queue: VecDeque::new(),
@@ -75,6 +81,53 @@ pub fn device_name(gpu: &Endpoint) -> String {
 /// Streams a GPU may use: enough for any real program, few enough that a typo in a stream
 /// number does not allocate billions of queues.
 pub const MAX_STREAMS: u32 = 1024;
+
+/// Every launched graph was captured before its first launch, in program order.
+fn check_graphs(ops: &[CudaOp], path: &str) -> Result<(), String> {
+    let mut captured = std::collections::BTreeSet::new();
+    for (i, op) in ops.iter().enumerate() {
+        match op {
+            CudaOp::Capture { graph, .. } => {
+                captured.insert(graph.as_str());
+            }
+            CudaOp::Launch { graph, .. } if !captured.contains(graph.as_str()) => {
+                return Err(format!(
+                    "{path}[{i}].Launch.graph: `{graph}` is not captured before it is launched (captured so far: {captured:?})"
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// NCCL's tunables: efficiencies are shares of a line rate, the buffer holds something.
+fn check_nccl_spec(nccl: &hetsim_schema::cuda::NcclSpec) -> Result<(), String> {
+    for (name, v) in [
+        ("nvlink_efficiency", nccl.nvlink_efficiency),
+        ("net_efficiency", nccl.net_efficiency),
+    ] {
+        if !(v > 0.0 && v <= 1.0) {
+            return Err(format!(
+                "workload.Cuda.nccl.{name}: expected a share of the line rate in (0, 1], got {v}"
+            ));
+        }
+    }
+    if nccl.buffsize.0.is_nan() || nccl.buffsize.0 < 1.0 {
+        return Err(format!(
+            "workload.Cuda.nccl.buffsize: expected at least 1 byte, got {}",
+            nccl.buffsize.0
+        ));
+    }
+    if let Some(c) = nccl.channels
+        && !(1..=64).contains(&c)
+    {
+        return Err(format!(
+            "workload.Cuda.nccl.channels: expected 1 to 64 (NCCL's MAXCHANNELS), got {c}"
+        ));
+    }
+    Ok(())
+}
 
 /// An offset to another GPU of `n`: it must name another one, without wrapping around.
 fn check_offset(offset: i32, n: u32, at: &str) -> Result<(), String> {
@@ -154,6 +207,9 @@ pub fn check_program(ops: &[CudaOp], path: &str, in_graph: bool, n: u32) -> Resu
                 return Err(format!(
                     "{at}: a graph captures stream work only (Kernel, Copy, Record, Wait, Nccl, Group)"
                 ));
+            }
+            CudaOp::Launch { times: 0, .. } => {
+                return Err(format!("{at}.Launch.times: expected at least 1"));
             }
             CudaOp::Group { calls, .. } if calls.is_empty() => {
                 return Err(format!("{at}.Group.calls: expected at least one call"));

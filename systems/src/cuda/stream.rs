@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use hetsim_schema::SimTime;
 
-use super::device::{CollectiveRecord, Effect, Gpus, HostState, Item, Work};
+use super::device::{CollectiveRecord, Effect, Gpus, HostState, Item, MAX_PENDING, Work};
 
 impl Gpus {
     /// Starts what can start at the head of stream `s` of device `d`, and goes on past items
@@ -14,6 +14,12 @@ impl Gpus {
         loop {
             let engines = self.spec().copy_engines;
             let dev = &mut self.devs[d as usize];
+            if dev.state == HostState::QueueFull(s)
+                && dev.streams[s as usize].queue.len() < MAX_PENDING
+            {
+                dev.state = HostState::Ready;
+                self.hosts.push(d);
+            }
             let st = &mut dev.streams[s as usize];
             let Some(head) = st.queue.front() else {
                 if matches!(dev.state, HostState::SyncStream(x) if x == s)
@@ -221,6 +227,26 @@ mod tests {
         assert_eq!(g.devs[0].totals.kernels, 2);
         assert!((g.devs[0].totals.kernel_s - 300e-6).abs() < 1e-15);
         assert_eq!(g.devs[0].totals.end_s, 305e-6);
+    }
+
+    #[test]
+    fn a_full_launch_queue_blocks_the_host_until_an_item_ends() {
+        // 1,030 launches of a 1 ms kernel, 1 us each. Kernel k runs from (k-1) ms + 1 us to
+        // k ms + 1 us and leaves the queue then. Launch 1,025 (at 1,025 us) makes 1,024
+        // pending (kernel 1 left at 1,001 us): launch 1,026 finds the queue full and blocks
+        // until kernel 2 ends at 2,001 us, returns at 2,002 us and fills it again, and so
+        // on (1,027 at 3,002 us, 1,028 at 4,002 us, 1,029 at 5,002 us): launch 1,030
+        // returns at 6,002 us, when the host notes `launched` (a mark
+        // enqueues nothing and does not block). Without the limit it would be 1,030 us.
+        let mut g = gpus(
+            r#"[Capture(graph: "g", ops: [Kernel(time: "1ms")]), Launch(stream: 0, graph: "g", times: 1030), Mark("launched")]"#,
+            2,
+            "1us",
+        );
+        let ends = drive(&mut g);
+        assert_eq!(ends.len(), 1030);
+        assert_eq!(*ends.last().unwrap(), 1_030_001);
+        assert_eq!(g.devs[0].totals.marks, [("launched".to_string(), 6002e-6)]);
     }
 
     #[test]
