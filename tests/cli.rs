@@ -886,8 +886,19 @@ fn budgets_are_checked_before_work_and_inputs_are_regular_files() {
     let demo = repo().join("scenarios/demo.ron");
     let lassen = repo().join("scenarios/lassen-shared-nic.ron");
     let chol = repo().join("scenarios/cholesky-attila.ron");
-    let cases: [(&std::path::Path, &[&str], &str); 4] = [
+    let halo = repo().join("scenarios/studies/halo3d.ron");
+    let cases: [(&std::path::Path, &[&str], &str); 5] = [
         (&demo, &["platform.nodes=100000000"], "platform.nodes"),
+        // A billion time steps of 8 ranks are some 1e11 messages, each one kept in the
+        // run's records.
+        (
+            &halo,
+            &[
+                "workload.Mpi.program.Generator.Halo3d.iterations=1000000000",
+                "workload.Mpi.ranks=8",
+            ],
+            "workload.Mpi.program.Generator.Halo3d.iterations",
+        ),
         (
             &lassen,
             &["platform.network.taper=1e-300"],

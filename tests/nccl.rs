@@ -338,7 +338,10 @@ fn bad_cuda_input_gets_clear_errors() {
         "{e}"
     );
     let e = err(&node(2), r#"program: [Launch(stream: 0, graph: "nope")]"#);
-    assert!(e.contains("graph `nope`"), "{e}");
+    assert!(
+        e.contains("program[0].Launch.graph: `nope` is not captured"),
+        "{e}"
+    );
     let e = err(
         &node(2),
         "nccl: NcclSpec(algo: Tree), program: [Nccl(op: Broadcast, bytes: 8)]",

@@ -7,8 +7,10 @@
 //! peak resident memory): a star cluster node of 4 GPUs, 1 NIC and 20 cores takes 17 KB
 //! (100,000 nodes: 1.7 GB); a tiled Cholesky task 1-2 KB (n = 144,000, tile 960: 573 k tasks,
 //! 1.1 GB); an MPI rank of the Halo3d generator on Lassen about 300 KB with its share of the
-//! platform (480 ranks: 150 MB). Estimates are rounded up; they are not exact accounts.
+//! platform (480 ranks: 150 MB); a message 2 KB (its records are kept for flows.csv and the
+//! timeline). Estimates are rounded up; they are not exact accounts.
 
+use crate::mpi::{MpiSpec, ProgramSpec};
 use crate::scenario::{Network, PlatformSpec, Scenario, Workload};
 
 /// Bytes per platform element (a GPU, NIC or the node itself, with their links).
@@ -21,6 +23,10 @@ const PER_TASK: f64 = 2048.0;
 const PER_REPLICA: f64 = 256.0;
 /// Bytes per MPI rank (its program, queues, matching lists).
 const PER_RANK: f64 = 256.0 * 1024.0;
+/// Bytes per MPI message over a run: its request records, its flow in flows.csv and, when
+/// recording, its intervals (Halo3d on Lassen, 8 ranks: 0.9 KB per message without
+/// recording, 1.9 KB with).
+const PER_MESSAGE: f64 = 2048.0;
 
 /// One estimate: the field that drives it and its bytes.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,15 +89,73 @@ pub fn estimates(s: &Scenario) -> Vec<Estimate> {
                     bytes: tasks * PER_TASK + tiles * tiles * 8.0 * PER_REPLICA,
                 });
             }
-            Workload::Mpi(m) => out.push(Estimate {
-                field: format!("{path}.ranks"),
-                what: format!("{} ranks", m.ranks),
-                bytes: m.ranks as f64 * PER_RANK,
-            }),
+            Workload::Mpi(m) => {
+                out.push(Estimate {
+                    field: format!("{path}.ranks"),
+                    what: format!("{} ranks", m.ranks),
+                    bytes: m.ranks as f64 * PER_RANK,
+                });
+                if let Some((field, messages)) = mpi_messages(m) {
+                    out.push(Estimate {
+                        field: format!("{path}.{field}"),
+                        what: format!("{messages:.3e} messages"),
+                        bytes: messages * PER_MESSAGE,
+                    });
+                }
+            }
             _ => {}
         }
     }
     out
+}
+
+/// Messages an MPI job sends over its run, and the field that sets the count: a generator's
+/// iterations times the messages of one iteration (an allreduce of p ranks: p (ceil(log2 p)
+/// + 1) at most), or a trace's lines (a collective's line: ceil(log2 p) + 1 messages).
+fn mpi_messages(m: &MpiSpec) -> Option<(String, f64)> {
+    let p = m.ranks.max(1);
+    let per_coll = (p as f64).log2().ceil() + 1.0;
+    match &m.program {
+        ProgramSpec::Generator(g) => {
+            let (p2p, allreduces) = g.messages_per_iteration(p);
+            let per_iteration = p2p + allreduces as f64 * p as f64 * per_coll;
+            Some((
+                format!("program.Generator.{}.iterations", g.name()),
+                g.iterations() as f64 * per_iteration,
+            ))
+        }
+        ProgramSpec::TraceText(texts) => {
+            let collective = |op: &str| {
+                !matches!(
+                    op,
+                    "send"
+                        | "isend"
+                        | "recv"
+                        | "irecv"
+                        | "compute"
+                        | "sleep"
+                        | "wait"
+                        | "waitall"
+                        | "init"
+                        | "finalize"
+                )
+            };
+            let messages = texts
+                .iter()
+                .flat_map(|(_, text)| text.lines())
+                .filter_map(|l| l.split_whitespace().nth(1))
+                .map(|op| {
+                    if collective(&op.to_ascii_lowercase()) {
+                        per_coll
+                    } else {
+                        1.0
+                    }
+                })
+                .sum();
+            Some(("program".into(), messages))
+        }
+        ProgramSpec::Trace(_) => None,
+    }
 }
 
 /// Switches of an XGFT with `children` per level and `children[i] / taper(i)` parents per
@@ -152,5 +216,43 @@ mod tests {
         assert_eq!(n, 45.0 + 60.0 + 108.0);
         // A taper of 1e-300 asks for more switches than any machine holds.
         assert!(fat_tree_switches(&[18, 9, 5], |_| 1e-300) > 1e100);
+    }
+
+    #[test]
+    fn generators_count_their_messages_from_their_grids() {
+        use crate::mpi::Generator;
+        use crate::units::{Bytes, Duration};
+        let t = Duration(crate::SimTime::ZERO);
+        let b = Bytes(1.0);
+        // 8 ranks in 2 x 2 x 2: each has 7 neighbours (3 faces, 3 edges, 1 corner): 56, and
+        // one allreduce.
+        let halo = Generator::Halo3d {
+            iterations: 1,
+            face: b,
+            edge: b,
+            corner: b,
+            compute: t,
+        };
+        assert_eq!(halo.messages_per_iteration(8), (56.0, 1));
+        // 27 ranks in 3 x 3 x 3: 7^3 - 27 = 316 (the centre has 26, a corner 7).
+        assert_eq!(halo.messages_per_iteration(27).0, 316.0);
+        // 6 ranks in 3 x 2: 2 x 2 x 2 (along the 3) + 2 x 1 x 3 (along the 2) = 14 pairs,
+        // in 1 large and 4 small rounds: 70.
+        let stencil = Generator::Stencil {
+            iterations: 1,
+            large: b,
+            small: b,
+            small_exchanges: 4,
+            compute: t,
+        };
+        assert_eq!(stencil.messages_per_iteration(6), (70.0, 0));
+        // Each of 4 sweeps sends downstream once per block: 7 per sweep on 3 x 2.
+        let sweep = Generator::Sweep {
+            iterations: 1,
+            bytes: b,
+            blocks: 2,
+            compute: t,
+        };
+        assert_eq!(sweep.messages_per_iteration(6), (56.0, 0));
     }
 }

@@ -62,6 +62,31 @@ pub enum Placement {
     Explicit(Vec<String>),
 }
 
+/// The most nearly equal factorisation of `n` into `d` factors, largest first (as
+/// MPI_Dims_create does).
+pub fn dims_create(n: u32, d: usize) -> Vec<u32> {
+    let mut dims = vec![1u32; d];
+    let mut factors = Vec::new();
+    let (mut m, mut f) = (n, 2);
+    while m > 1 {
+        while m.is_multiple_of(f) {
+            factors.push(f);
+            m /= f;
+        }
+        f += 1;
+        if f * f > m && m > 1 {
+            factors.push(m);
+            break;
+        }
+    }
+    for f in factors.into_iter().rev() {
+        let smallest = (0..d).min_by_key(|&i| dims[i]).expect("d > 0");
+        dims[smallest] *= f;
+    }
+    dims.sort_unstable_by(|a, b| b.cmp(a));
+    dims
+}
+
 /// Where the rank programs come from.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum ProgramSpec {
@@ -233,6 +258,61 @@ impl Default for ProtocolSpec {
             control_size: default_control_size(),
             call_overhead: Duration::default(),
             copy_queues: default_copy_queues(),
+        }
+    }
+}
+
+impl Generator {
+    /// The variant's name, as written in a scenario.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Generator::Halo3d { .. } => "Halo3d",
+            Generator::Sweep { .. } => "Sweep",
+            Generator::Stencil { .. } => "Stencil",
+            Generator::Solver { .. } => "Solver",
+        }
+    }
+
+    /// The iteration count.
+    pub fn iterations(&self) -> u32 {
+        match self {
+            Generator::Halo3d { iterations, .. }
+            | Generator::Sweep { iterations, .. }
+            | Generator::Stencil { iterations, .. }
+            | Generator::Solver { iterations, .. } => *iterations,
+        }
+    }
+
+    /// Point-to-point messages of one iteration over all `p` ranks, and the allreduces it
+    /// calls: counted from the grid the generator builds (non-periodic, so a rank at an
+    /// edge has fewer neighbours). Summed over a grid, each axis of length d contributes
+    /// d + 2(d - 1) own-or-neighbour positions: the 26-neighbour stencil has
+    /// prod(3d - 2) - p pairs, the 4-neighbour one sum over axes of 2(d - 1) p / d.
+    pub fn messages_per_iteration(&self, p: u32) -> (f64, u32) {
+        let cross = |dims: &[u32]| -> f64 {
+            dims.iter()
+                .map(|&d| 2.0 * (d as f64 - 1.0) * p as f64 / d as f64)
+                .sum()
+        };
+        match self {
+            Generator::Halo3d { .. } => {
+                let dims = dims_create(p, 3);
+                let boxes: f64 = dims.iter().map(|&d| 3.0 * d as f64 - 2.0).product();
+                (boxes - p as f64, 1)
+            }
+            Generator::Sweep { blocks, .. } => {
+                // Four sweeps, each sending downstream along both axes once per block.
+                (4.0 * *blocks as f64 * cross(&dims_create(p, 2)) / 2.0, 0)
+            }
+            Generator::Stencil {
+                small_exchanges, ..
+            } => (
+                (1.0 + *small_exchanges as f64) * cross(&dims_create(p, 2)),
+                0,
+            ),
+            Generator::Solver { levels, .. } => {
+                (*levels as f64 * cross(&dims_create(p, 2)), *levels)
+            }
         }
     }
 }

@@ -10,30 +10,7 @@ use hetsim_schema::mpi::Generator;
 
 use super::program::{Coll, Loc, Op, Program, Step};
 
-/// The most nearly equal factorisation of `n` into `d` factors, largest first (as
-/// MPI_Dims_create does).
-pub fn dims_create(n: u32, d: usize) -> Vec<u32> {
-    let mut dims = vec![1u32; d];
-    let mut factors = Vec::new();
-    let (mut m, mut f) = (n, 2);
-    while m > 1 {
-        while m.is_multiple_of(f) {
-            factors.push(f);
-            m /= f;
-        }
-        f += 1;
-        if f * f > m && m > 1 {
-            factors.push(m);
-            break;
-        }
-    }
-    for f in factors.into_iter().rev() {
-        let smallest = (0..d).min_by_key(|&i| dims[i]).expect("d > 0");
-        dims[smallest] *= f;
-    }
-    dims.sort_unstable_by(|a, b| b.cmp(a));
-    dims
-}
+pub use hetsim_schema::mpi::dims_create;
 
 fn coords(r: u32, dims: &[u32]) -> Vec<i64> {
     let mut c = vec![0i64; dims.len()];
@@ -97,22 +74,13 @@ fn four_neighbours(r: u32, dims: &[u32]) -> Vec<u32> {
 /// The generator's name and the counts it needs at least one of (iterations first, then
 /// blocks or levels).
 fn counts(g: &Generator) -> (&'static str, Vec<(&'static str, u32)>) {
+    let mut counts = vec![("iterations", g.iterations())];
     match g {
-        Generator::Halo3d { iterations, .. } => ("Halo3d", vec![("iterations", *iterations)]),
-        Generator::Sweep {
-            iterations, blocks, ..
-        } => (
-            "Sweep",
-            vec![("iterations", *iterations), ("blocks", *blocks)],
-        ),
-        Generator::Stencil { iterations, .. } => ("Stencil", vec![("iterations", *iterations)]),
-        Generator::Solver {
-            iterations, levels, ..
-        } => (
-            "Solver",
-            vec![("iterations", *iterations), ("levels", *levels)],
-        ),
+        Generator::Sweep { blocks, .. } => counts.push(("blocks", *blocks)),
+        Generator::Solver { levels, .. } => counts.push(("levels", *levels)),
+        Generator::Halo3d { .. } | Generator::Stencil { .. } => {}
     }
+    (g.name(), counts)
 }
 
 /// A count of zero would run something other than what was asked, silently.
@@ -271,6 +239,55 @@ fn iteration(g: &Generator, r: u32, p: u32) -> Vec<Op> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_budgets_message_count_is_the_generated_programs() {
+        let t = hetsim_schema::units::Duration(hetsim_schema::SimTime::ZERO);
+        let b = hetsim_schema::units::Bytes(1.0);
+        let gens = [
+            Generator::Halo3d {
+                iterations: 1,
+                face: b,
+                edge: b,
+                corner: b,
+                compute: t,
+            },
+            Generator::Sweep {
+                iterations: 1,
+                bytes: b,
+                blocks: 3,
+                compute: t,
+            },
+            Generator::Stencil {
+                iterations: 1,
+                large: b,
+                small: b,
+                small_exchanges: 2,
+                compute: t,
+            },
+            Generator::Solver {
+                iterations: 1,
+                largest: b,
+                smallest: b,
+                levels: 3,
+                compute: t,
+            },
+        ];
+        for g in &gens {
+            for p in [1, 2, 5, 6, 8, 12, 27, 30, 64] {
+                let (sends, allreduces) = generate(g, p).iter().fold((0, 0), |(s, a), prog| {
+                    let count = |f: fn(&Op) -> bool| prog.steps.iter().filter(|x| f(&x.op)).count();
+                    (
+                        s + count(|o| matches!(o, Op::Isend { .. } | Op::Send { .. })),
+                        a + count(|o| matches!(o, Op::Coll(Coll::Allreduce { .. }))),
+                    )
+                });
+                let (want, per_rank) = g.messages_per_iteration(p);
+                assert_eq!(sends as f64, want.round(), "{} on {p} ranks", g.name());
+                assert_eq!(allreduces, per_rank as usize * p as usize, "{}", g.name());
+            }
+        }
+    }
 
     #[test]
     fn dims_are_balanced_like_mpi_dims_create() {
