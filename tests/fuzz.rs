@@ -1,0 +1,322 @@
+//! A fuzz harness over what users type: scenario files, flow cases, MPI traces and `--set`
+//! values, with edge values (0, negative, NaN, inf, 1e300, 1e-300, huge counts). Whatever
+//! comes in, hetsim must not panic: it refuses the input with a message, or it runs and its
+//! result keeps the invariants of the model (no flow ends before its start plus its route's
+//! latency or faster than its bottleneck allows; `sim_time_s` is the last event; bytes are
+//! conserved).
+//!
+//! CI runs 1,000 cases per property (under a second). For a longer run:
+//! `PROPTEST_CASES=20000 cargo test --release --test fuzz`.
+
+use proptest::prelude::*;
+use std::path::Path;
+
+use hetsim::schema::load::parse_scenario;
+use hetsim::{Error, RunOptions};
+
+/// A number as a user might write it, edge values included.
+fn number() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => (1u32..5000).prop_map(|v| v.to_string()),
+        2 => (0.001f64..1e4).prop_map(|v| format!("{v}")),
+        1 => prop::sample::select(vec![
+            "0", "-1", "-0.5", "NaN", "nan", "inf", "-inf", "1e300", "1e-300", "4e9",
+            "18446744073709551616", "1e20", "0.0000001",
+        ])
+        .prop_map(String::from),
+    ]
+}
+
+fn size() -> impl Strategy<Value = String> {
+    (
+        number(),
+        prop::sample::select(vec!["B", "kB", "MB", "GB", "KiB", "", " B", "TB"]),
+    )
+        .prop_map(|(v, u)| format!("{v}{u}"))
+}
+
+fn bandwidth() -> impl Strategy<Value = String> {
+    (
+        number(),
+        prop::sample::select(vec!["GB/s", "B/s", "MB/s", "Gbps", "GB"]),
+    )
+        .prop_map(|(v, u)| format!("{v}{u}"))
+}
+
+fn duration() -> impl Strategy<Value = String> {
+    (
+        number(),
+        prop::sample::select(vec!["us", "ns", "s", "ms", "h", ""]),
+    )
+        .prop_map(|(v, u)| format!("{v}{u}"))
+}
+
+/// Options of a fuzzed run: no progress display.
+fn opts() -> RunOptions {
+    RunOptions {
+        disable: Vec::new(),
+        progress: false,
+    }
+}
+
+/// A scenario of explicit links and flows whose values are all fuzzed.
+#[derive(Debug, Clone)]
+struct FlowScenario {
+    links: Vec<(String, String)>,
+    flows: Vec<(Vec<usize>, String, String)>,
+}
+
+impl FlowScenario {
+    fn text(&self) -> String {
+        let links: Vec<String> = self
+            .links
+            .iter()
+            .enumerate()
+            .map(|(i, (bw, lat))| {
+                format!(r#"NamedLink(name: "l{i}", bandwidth: "{bw}", latency: "{lat}")"#)
+            })
+            .collect();
+        let flows: Vec<String> = self
+            .flows
+            .iter()
+            .enumerate()
+            .map(|(i, (route, size, start))| {
+                let route: Vec<String> = route.iter().map(|l| format!(r#""l{l}""#)).collect();
+                format!(
+                    r#"FlowSpec(id: "f{i}", route: [{}], size: "{size}", start: "{start}")"#,
+                    route.join(", ")
+                )
+            })
+            .collect();
+        format!(
+            "Scenario(name: \"fuzz\", platform: Explicit(links: [{}]), workload: Flows([{}]), limits: (max_events: 100000))",
+            links.join(", "),
+            flows.join(", ")
+        )
+    }
+}
+
+fn flow_scenario() -> impl Strategy<Value = FlowScenario> {
+    prop::collection::vec((bandwidth(), duration()), 1..4).prop_flat_map(|links| {
+        let n = links.len();
+        let flow = (
+            prop::collection::vec(0..n, 0..4),
+            size(),
+            prop_oneof![3 => Just("0s".to_string()), 1 => duration()],
+        );
+        prop::collection::vec(flow, 0..5).prop_map(move |flows| FlowScenario {
+            links: links.clone(),
+            flows,
+        })
+    })
+}
+
+/// The invariants of a finished flows run, from the scenario as the loader read it.
+fn check_flows_run(s: &hetsim::schema::scenario::Scenario, report: &hetsim::output::Report) {
+    use hetsim::schema::scenario::{PlatformSpec, Workload};
+    let PlatformSpec::Explicit(platform) = &s.platform else {
+        unreachable!()
+    };
+    let Workload::Flows(specs) = &s.workload else {
+        unreachable!()
+    };
+    let link = |name: &str| platform.links.iter().find(|l| l.name == name).unwrap();
+    let mut last = 0.0f64;
+    let mut bytes = 0.0;
+    for (spec, row) in specs.iter().zip(&report.flows) {
+        let route = spec.route.as_ref().unwrap();
+        let latency: f64 = route.iter().map(|l| link(l).latency.0.as_secs_f64()).sum();
+        let slowest = route
+            .iter()
+            .map(|l| link(l).bandwidth.0)
+            .fold(f64::INFINITY, f64::min);
+        let start = spec.start.0.as_secs_f64();
+        assert!(row.end_s.is_finite(), "{row:?}");
+        // Flows carry whole bytes: a size is rounded to the nearest byte.
+        let size = spec.size.0.round();
+        assert_eq!(row.bytes, size, "bytes conserved: {row:?}");
+        let floor = start + latency + size / slowest;
+        assert!(
+            row.end_s >= floor * (1.0 - 1e-9) - 1e-12,
+            "{row:?} ends before start + latency + size / bottleneck = {floor}"
+        );
+        last = last.max(row.end_s);
+        bytes += row.bytes;
+    }
+    let sim = report.summary["sim_time_s"].as_f64().unwrap();
+    assert!(
+        (sim - last).abs() <= 1e-9 * last.max(1.0),
+        "sim_time_s {sim} is the last flow's end {last}"
+    );
+    let total = report.summary["flows"]["bytes"].as_f64().unwrap();
+    assert!(
+        (total - bytes).abs() <= 1e-9 * bytes.max(1.0),
+        "{total} vs {bytes}"
+    );
+}
+
+/// A random TI trace for 2 ranks: any op, any argument, in any order.
+fn trace() -> impl Strategy<Value = String> {
+    let op = prop::sample::select(vec![
+        "init",
+        "finalize",
+        "compute",
+        "sleep",
+        "send",
+        "isend",
+        "recv",
+        "irecv",
+        "wait",
+        "waitall",
+        "barrier",
+        "bcast",
+        "reduce",
+        "allreduce",
+        "allgather",
+        "alltoall",
+        "reduce_scatter",
+        "sendrecv",
+        "frobnicate",
+    ]);
+    let arg = prop_oneof![
+        4 => (0u32..3).prop_map(|v| v.to_string()),
+        2 => number(),
+        1 => Just("device".to_string()),
+        1 => Just("host".to_string()),
+    ];
+    let line = (0u32..3, op, prop::collection::vec(arg, 0..4))
+        .prop_map(|(r, op, args)| format!("{r} {op} {}", args.join(" ")));
+    prop::collection::vec(line, 0..12).prop_map(|l| l.join("\n"))
+}
+
+const PLATFORM: &str = r#"Cluster(nodes: 2, node: NodeSpec(cpu_cores: 4, gpus: 1, gpu: GpuSpec(name: "G", memory: "16GiB", speed: "10TFlop/s"), nics: 1, nic: NicSpec(bandwidth: "100Gb/s", latency: "500ns")), network: Star(bandwidth: "100Gb/s", latency: "100ns"))"#;
+
+/// The scenario of a fuzzed trace.
+fn trace_scenario(text: &str) -> String {
+    format!(
+        "Scenario(name: \"t\", platform: {PLATFORM}, workload: Mpi(ranks: 2, gpus_per_node: 1, program: TraceText([(\"t.ti\", {text:?})])), limits: (max_events: 100000))"
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1000))]
+
+    /// Scenario files of explicit links and flows.
+    #[test]
+    fn a_flows_scenario_is_refused_or_keeps_its_invariants(case in flow_scenario()) {
+        let text = case.text();
+        let Ok(s) = parse_scenario(&text, "fuzz.ron", Path::new("."), &[]) else {
+            return Ok(());
+        };
+        match hetsim::simulate_report(&s, &opts()) {
+            Ok(report) => check_flows_run(&s, &report),
+            Err(Error::Input(e) | Error::Run(e)) => prop_assert!(!e.is_empty()),
+        }
+    }
+
+    /// Flow cases (JSON numbers: no NaN or inf, but 0, negatives and 1e300 are there).
+    #[test]
+    fn a_flow_case_is_refused_or_ends_no_flow_too_early(
+        links in prop::collection::vec(
+            (prop::sample::select(vec![1.0, 1e9, 0.0, -1.0, 1e300, 1e-300, 125e6]),
+             prop::sample::select(vec![0.0, 1e-6, -1e-3, 1e300, 1e-300])),
+            1..4),
+        flows in prop::collection::vec(
+            (prop::collection::vec(0usize..4, 0..4),
+             prop::sample::select(vec![0.0, 1.0, 1e6, -5.0, 1e300, 1e20]),
+             prop::sample::select(vec![0.0, 0.5, -1.0, 1e300])),
+            0..5),
+    ) {
+        let links_json: Vec<String> = links
+            .iter()
+            .enumerate()
+            .map(|(i, (bw, lat))| format!(r#"{{"id": "l{i}", "bandwidth": {bw:e}, "latency": {lat:e}}}"#))
+            .collect();
+        let flows_json: Vec<String> = flows
+            .iter()
+            .enumerate()
+            .map(|(i, (route, size, start))| {
+                let route: Vec<String> = route.iter().map(|l| format!(r#""l{l}""#)).collect();
+                format!(r#"{{"id": "f{i}", "route": [{}], "size": {size:e}, "start": {start:e}}}"#, route.join(", "))
+            })
+            .collect();
+        let text = format!(r#"{{"links": [{}], "flows": [{}]}}"#, links_json.join(", "), flows_json.join(", "));
+        if let Ok(r) = hetsim::flowcase::solve(&text, "case.json", &opts()) {
+            for (i, (route, size, start)) in flows.iter().enumerate() {
+                let end = r.ends[&format!("f{i}")];
+                let latency: f64 = route.iter().map(|&l| links[l].1).sum();
+                let slowest = route.iter().map(|&l| links[l].0).fold(f64::INFINITY, f64::min);
+                prop_assert!(end.is_finite());
+                prop_assert!(end >= (start + latency + size / slowest) * (1.0 - 1e-9) - 1e-12,
+                    "f{i} ends at {end}: {text}");
+            }
+        }
+    }
+
+    /// Traces of any op with any arguments, on 2 ranks and 2 GPUs.
+    #[test]
+    fn a_trace_is_refused_or_runs_to_a_finite_end(text in trace()) {
+        let Ok(s) = parse_scenario(&trace_scenario(&text), "t.ron", Path::new("."), &[]) else {
+            return Ok(());
+        };
+        if let Ok(report) = hetsim::simulate_report(&s, &opts()) {
+            let sim = report.summary["sim_time_s"].as_f64().unwrap();
+            prop_assert!(sim.is_finite() && sim >= 0.0);
+        }
+    }
+
+    /// `--set` of any value on the fields users change most, on the embedded what-if files.
+    #[test]
+    fn a_set_value_is_refused_or_builds(
+        file in prop::sample::select(vec!["halo.ron", "allreduce.ron", "cholesky.ron"]),
+        field in prop::sample::select(vec![
+            "platform.nodes", "platform.node.gpus", "platform.node.cpu_cores",
+            "platform.network.bandwidth", "platform.network.latency", "platform.node.gpu.speed",
+            "workload.Mpi.ranks", "workload.Mpi.gpus_per_node",
+            "workload.Mpi.program.Generator.Halo3d.iterations",
+            "workload.Mpi.program.Generator.Halo3d.compute",
+            "workload.Mpi.program.Generator.Halo3d.face",
+            "workload.Cuda.repeat", "workload.Cuda.launch_overhead",
+            "workload.n", "workload.tile", "workload.scheduler",
+            "limits.max_memory", "limits.max_events", "output.width", "seed", "name",
+        ]),
+        value in prop_oneof![number(), size(), duration(), bandwidth()],
+    ) {
+        let text = hetsim::embedded::FILES
+            .iter()
+            .find(|(name, _)| name.ends_with(file))
+            .map(|(_, text)| *text)
+            .unwrap();
+        let read = |name: &str| {
+            hetsim::embedded::FILES
+                .iter()
+                .find(|(n, _)| n.ends_with(name.trim_start_matches("../")))
+                .map(|(n, t)| (n.to_string(), t.to_string()))
+                .ok_or_else(|| format!("no embedded file {name}"))
+        };
+        let set = format!("{field}={value}");
+        let loaded = hetsim::schema::load::parse_scenario_with(text, file, &read, &[set]);
+        if let Ok(s) = loaded {
+            // Building runs every start-up check; its result may be an error, never a panic.
+            let _ = hetsim::build_app(&s, &opts());
+        }
+    }
+}
+
+/// The properties above return early on refused input: the shapes they start from must be
+/// valid, or they would test only the parser's first error.
+#[test]
+fn the_fuzzed_shapes_are_valid_when_their_values_are() {
+    let flows = FlowScenario {
+        links: vec![("1GB/s".into(), "1us".into())],
+        flows: vec![(vec![0], "1MB".into(), "0s".into())],
+    };
+    let s = parse_scenario(&flows.text(), "f.ron", Path::new("."), &[]).unwrap();
+    let report = hetsim::simulate_report(&s, &opts()).unwrap();
+    check_flows_run(&s, &report);
+    assert_eq!(report.flows[0].end_s, 1e-6 + 1e-3);
+    let t = trace_scenario("0 init\n1 init\n0 send 1 1000\n1 recv 0 1000\n0 finalize\n1 finalize");
+    let s = parse_scenario(&t, "t.ron", Path::new("."), &[]).unwrap();
+    let report = hetsim::simulate_report(&s, &opts()).unwrap();
+    assert!(report.summary["sim_time_s"].as_f64().unwrap() > 0.0);
+}
