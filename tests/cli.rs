@@ -560,11 +560,45 @@ fn long_runs_are_exact_and_times_out_of_range_are_errors() {
     );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["flows"]["a"], 31536000.0);
-    // A link of 1e-300 B/s would take 1e305 s: out of range, exit code 1, no result.
+    // A link of 1e-300 B/s would take 1e305 s alone: an input error naming the size, before
+    // the run.
     let o = case(
         "tiny.json",
         r#"{"links": [{"id": "l0", "bandwidth": 1e-300, "latency": 0}],
             "flows": [{"id": "a", "size": 1e5, "route": ["l0"]}]}"#,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(o.stdout.is_empty());
+    let e = stderr(&o);
+    assert!(
+        e.contains("workload.Flows[0].size") && e.contains("beyond"),
+        "{e}"
+    );
+    // Work that alone would end past the range: input errors at their field or line.
+    rejects(
+        &with_workload(r#"Cuda(program: [Kernel(flops: 1e40)])"#),
+        &[],
+        &["workload.Cuda.program[0].Kernel", "beyond"],
+    );
+    rejects(
+        &with_workload(
+            r#"Mpi(ranks: 2, gpus_per_node: 1, program: TraceText([("t.ti", "0 compute 1e40\n1 compute 5")]))"#,
+        ),
+        &[],
+        &["t.ti:1 (compute)", "beyond"],
+    );
+    rejects(
+        &GOOD.replace(r#"size: "1MB""#, r#"size: "1e30B""#),
+        &[],
+        &["workload.Flows[0].size", "beyond"],
+    );
+    // Two flows of 1e9 B on 1 B/s fit alone (1e9 s of the 1.2e9 s range) but not together
+    // (2e9 s): the run finds it and stops, exit code 1, no result.
+    let o = case(
+        "shared.json",
+        r#"{"links": [{"id": "l0", "bandwidth": 1, "latency": 0}],
+            "flows": [{"id": "a", "size": 1e9, "route": ["l0"]},
+                      {"id": "b", "size": 1e9, "route": ["l0"]}]}"#,
     );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(o.stdout.is_empty());

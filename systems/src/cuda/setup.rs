@@ -28,6 +28,14 @@ pub fn build(spec: CudaSpec, cluster: &Cluster) -> Result<Gpus, String> {
     }
     check_program(&spec.program, "workload.Cuda.program", false, n)?;
     check_graphs(&spec.program, "workload.Cuda.program")?;
+    check_kernel_times(
+        &spec.program,
+        "workload.Cuda.program",
+        (
+            cluster.node.gpu.speed.0,
+            cluster.node.gpu.memory_bandwidth.0,
+        ),
+    )?;
     check_nccl_spec(&spec.nccl)?;
     check_forced_algo(&spec)?;
     let per = cluster.node.gpus;
@@ -81,6 +89,33 @@ pub fn device_name(gpu: &Endpoint) -> String {
 /// Streams a GPU may use: enough for any real program, few enough that a typo in a stream
 /// number does not allocate billions of queues.
 pub const MAX_STREAMS: u32 = 1024;
+
+/// Each kernel's duration from its work (flops over the GPU's speed, bytes over its memory
+/// bandwidth) is within simulated time: `flops: 1e40` is an input error, not the end of time.
+fn check_kernel_times(
+    ops: &[CudaOp],
+    path: &str,
+    (speed, mem_bw): (f64, f64),
+) -> Result<(), String> {
+    let max = SimTime::MAX.as_secs_f64();
+    for (i, op) in ops.iter().enumerate() {
+        match op {
+            CudaOp::Kernel(k) if k.time.is_none() => {
+                let t = (k.flops.unwrap_or(0.0) / speed).max(k.bytes.map_or(0.0, |b| b.0) / mem_bw);
+                if t.is_nan() || t >= max {
+                    return Err(format!(
+                        "{path}[{i}].Kernel: its work takes {t:e} s on this GPU, beyond the {max:.3e} s hetsim simulates"
+                    ));
+                }
+            }
+            CudaOp::Capture { ops, .. } => {
+                check_kernel_times(ops, &format!("{path}[{i}].Capture.ops"), (speed, mem_bw))?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
 
 /// Every launched graph was captured before its first launch, in program order.
 fn check_graphs(ops: &[CudaOp], path: &str) -> Result<(), String> {

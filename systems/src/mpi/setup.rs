@@ -41,9 +41,10 @@ pub fn build(
         .zip(programs)
         .map(|(&(node, gpu), program)| {
             let speed = speeds.get(&(node, gpu)).copied().unwrap_or(1e12);
-            RankRt::new(program, node, gpu, speed)
+            check_compute_times(&program, speed)?;
+            Ok(RankRt::new(program, node, gpu, speed))
         })
-        .collect();
+        .collect::<Result<_, String>>()?;
     let policy = policy_of(&cfg.collectives)?;
     if cfg.protocol.copy_queues == 0 {
         return Err("workload.Mpi.protocol.copy_queues: expected at least 1".into());
@@ -76,6 +77,26 @@ fn policy_of(spec: &CollectiveSpec) -> Result<collectives::Policy, String> {
         force,
         reduce_cost: spec.reduce_cost.0,
     })
+}
+
+/// Every compute step's time at its GPU's speed is within simulated time: `compute 1e40` in
+/// a trace is an input error at its line, not the end of time.
+fn check_compute_times(program: &program::Program, speed: f64) -> Result<(), String> {
+    let max = hetsim_schema::SimTime::MAX.as_secs_f64();
+    for (i, step) in program.steps.iter().enumerate() {
+        let secs = match step.op {
+            program::Op::Compute { flops } => flops / speed,
+            program::Op::ComputeFor { secs } | program::Op::Sleep { secs } => secs,
+            _ => continue,
+        };
+        if secs.is_nan() || secs >= max {
+            return Err(format!(
+                "workload.Mpi.program: {}: takes {secs:e} s, beyond the {max:.3e} s hetsim simulates",
+                program.at(i)
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// (node, gpu) of each rank.

@@ -3,6 +3,7 @@
 
 use bevy_app::{App, Plugin};
 use bevy_ecs::prelude::*;
+use hetsim_schema::SimTime;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -55,7 +56,10 @@ fn spawn_flows(
             ));
             continue;
         }
-        match route_of(&mut topo, spec, &path) {
+        match route_of(&mut topo, spec, &path).and_then(|r| {
+            check_in_range(&topo, spec, &r.0, &path)?;
+            Ok(r)
+        }) {
             Ok((route, src, dst)) => starts.push(FlowRequest {
                 id,
                 src,
@@ -84,6 +88,34 @@ fn spawn_flows(
 }
 
 /// The route of one flow and the names of its ends.
+/// The flow alone on its route ends within simulated time (start + latency + size over the
+/// bottleneck): a 1e20-byte flow or a 1e-300 B/s link is an input error naming the size, not
+/// a run that stops at the end of time. Sharing can only make a flow later, which the run
+/// reports if it happens.
+fn check_in_range(
+    topo: &Topology,
+    spec: &FlowSpec,
+    route: &Route,
+    path: &str,
+) -> Result<(), String> {
+    let bottleneck = topo.bottleneck(route);
+    let alone = spec.start.0.as_secs_f64()
+        + route.latency.as_secs_f64()
+        + if bottleneck.is_finite() {
+            spec.size.0.round() / bottleneck
+        } else {
+            0.0
+        };
+    let max = SimTime::MAX.as_secs_f64();
+    if alone.is_finite() && alone < max {
+        return Ok(());
+    }
+    Err(format!(
+        "{path}.size: {} B over a bottleneck of {bottleneck:e} B/s would end at {alone:e} s, beyond the {max:.3e} s hetsim simulates",
+        spec.size.0
+    ))
+}
+
 fn route_of(
     topo: &mut Topology,
     spec: &FlowSpec,
