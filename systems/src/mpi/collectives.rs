@@ -7,8 +7,9 @@
 //!
 //! Algorithms (costs in MPICH's alpha-beta-gamma terms: Thakur, Rabenseifner and Gropp,
 //! IJHPCA 2005): bcast binomial, binary tree (TraceR), scatter + recursive-doubling or ring
-//! allgather (van de Geijn); reduce binomial, binary tree, Rabenseifner (reduce-scatter +
-//! gather); allreduce recursive doubling, Rabenseifner, ring, binary tree (TraceR: reduce
+//! allgather (van de Geijn); reduce binomial, binary tree, Rabenseifner (MPICH's
+//! reduce_scatter_gather: recursive-halving reduce-scatter, then the reverse pairs gather
+//! to the root); allreduce recursive doubling, Rabenseifner, ring, binary tree (TraceR: reduce
 //! then bcast); allgather ring, recursive doubling, Bruck; alltoall pairwise, Bruck,
 //! scattered (all at once); reduce_scatter recursive halving, pairwise; barrier
 //! dissemination, or a 0-byte binary-tree allreduce (TraceR). Algorithms for powers of two
@@ -143,11 +144,7 @@ pub fn expand(coll: Coll, me: u32, p: u32, seq: u64, policy: &Policy) -> Vec<Op>
         },
         Coll::Reduce { bytes, root, .. } => match algo {
             Algo::BinaryTree => binary_reduce(&mut s, root, bytes),
-            Algo::Rabenseifner => {
-                // Reduce-scatter by pairwise exchange, then a binomial gather to the root.
-                pairwise_reduce_scatter(&mut s, bytes);
-                binomial_gather(&mut s, root, bytes);
-            }
+            Algo::Rabenseifner => reduce_scatter_gather(&mut s, root, bytes),
             _ => binomial_reduce(&mut s, root, bytes),
         },
         Coll::Allreduce { bytes, .. } => match algo {
@@ -249,6 +246,61 @@ fn folded(s: &mut Steps, bytes: f64, core: impl FnOnce(&mut Steps, u32, u32)) {
     core(s, v, q);
     if me < 2 * rem {
         s.send(me - 1, bytes);
+    }
+}
+
+/// MPICH's reduce for long vectors (Rabenseifner's reduce-scatter + gather). Beyond the
+/// largest power of two q <= p, the first 2(p-q) ranks pair up: each odd one hands its
+/// vector to the even one below it and drops out. The q left (virtual rank v: the even ones
+/// as v = rank / 2, the others as rank - (p - q)) reduce-scatter by recursive halving, the
+/// partner at distance 1 first, exchanging n/2, n/4, ... n/q; then gather to the root's
+/// virtual rank by the same pairs in reverse (distance q/2 first, n/q, 2n/q, ... n/2
+/// travelling towards the root). A root that dropped out gets the result from the even rank
+/// that stood for it.
+fn reduce_scatter_gather(s: &mut Steps, root: u32, bytes: f64) {
+    let (me, p) = (s.me, s.p);
+    let q = prev_pow2(p);
+    let rem = p - q;
+    let real = |v: u32| if v < rem { 2 * v } else { v + rem };
+    let virt = |r: u32| if r < 2 * rem { r / 2 } else { r - rem };
+    let root_out = root < 2 * rem && root % 2 == 1;
+    if me < 2 * rem && me % 2 == 1 {
+        s.send(me - 1, bytes);
+        if me == root {
+            s.recv(root - 1, bytes);
+        }
+        return;
+    }
+    if me < 2 * rem {
+        s.recv(me + 1, bytes);
+        s.reduce(bytes);
+    }
+    let v = virt(me);
+    let mut mask = 1;
+    let mut size = bytes / 2.0;
+    while mask < q {
+        let peer = real(v ^ mask);
+        s.exchange(peer, size, peer, size);
+        s.reduce(size);
+        size /= 2.0;
+        mask <<= 1;
+    }
+    let vroot = virt(root);
+    let rel = v ^ vroot;
+    let mut mask = q / 2;
+    let mut size = bytes / q as f64;
+    while mask > 0 {
+        let peer = real(v ^ mask);
+        if rel & mask != 0 {
+            s.send(peer, size);
+            return;
+        }
+        s.recv(peer, size);
+        size *= 2.0;
+        mask >>= 1;
+    }
+    if root_out {
+        s.send(root, bytes);
     }
 }
 
@@ -388,27 +440,6 @@ fn binomial_scatter(s: &mut Steps, root: u32, bytes: f64) {
     }
 }
 
-/// The reverse of the scatter: subtrees' shares travel up to the root.
-fn binomial_gather(s: &mut Steps, root: u32, bytes: f64) {
-    let (me, p) = (s.me, s.p);
-    let rel = (me + p - root) % p;
-    let share = |lo: u32, m: u32| bytes * ((lo + m).min(p) - lo) as f64 / p as f64;
-    let mut mask = 1;
-    while mask < p && rel & mask == 0 {
-        mask <<= 1;
-    }
-    let mut c = 1;
-    while c < mask {
-        if rel + c < p {
-            s.recv((rel + c + root) % p, share(rel + c, c));
-        }
-        c <<= 1;
-    }
-    if rel != 0 {
-        s.send((rel - mask + root) % p, share(rel, mask));
-    }
-}
-
 /// TraceR's binary (heap) tree: children 2i+1 and 2i+2 of relative index i.
 fn binary_bcast(s: &mut Steps, root: u32, bytes: f64) {
     let (me, p) = (s.me, s.p);
@@ -507,6 +538,76 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A rank's sends ('s') and receives ('r'), in order, with their peer and size.
+    fn transfers(coll: Coll, me: u32, p: u32, policy: &Policy) -> Vec<(char, i64, f64)> {
+        expand(coll, me, p, 0, policy)
+            .into_iter()
+            .filter_map(|op| match op {
+                Op::Isend { dst, bytes, .. } | Op::Send { dst, bytes, .. } => {
+                    Some(('s', dst as i64, bytes))
+                }
+                Op::Irecv { src, bytes, .. } | Op::Recv { src, bytes, .. } => {
+                    Some(('r', src, bytes))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rabenseifner_reduce_halves_then_gathers_as_mpich_does() {
+        // MPICH's reduce_scatter_gather on 5 ranks, root 1, n = 1 MB: q = 4, rank 1 (odd,
+        // among the first 2(p - q) = 2) hands its vector to rank 0 and drops out; virtual
+        // ranks 0..3 are ranks 0, 2, 3, 4. Halving: distance 1 (0<->2, 3<->4) n/2, then
+        // distance 2 (0<->3, 2<->4) n/4. Gather to virtual 0 (standing for root 1):
+        // distance 2 first (3->0, 4->2: n/4), then distance 1 (2->0: n/2); rank 0 sends
+        // the result to rank 1.
+        let policy = Policy {
+            force: vec![("reduce".to_string(), Algo::Rabenseifner)],
+            ..Default::default()
+        };
+        let n = 1e6;
+        let coll = Coll::Reduce {
+            bytes: n,
+            flops: 0.0,
+            root: 1,
+        };
+        let t = |me| transfers(coll, me, 5, &policy);
+        assert_eq!(t(1), [('s', 0, n), ('r', 0, n)]);
+        let (h, q) = (n / 2.0, n / 4.0);
+        assert_eq!(
+            t(0),
+            [
+                ('r', 1, n),
+                ('s', 2, h),
+                ('r', 2, h),
+                ('s', 3, q),
+                ('r', 3, q),
+                ('r', 3, q),
+                ('r', 2, h),
+                ('s', 1, n)
+            ]
+        );
+        assert_eq!(
+            t(4),
+            [
+                ('s', 3, h),
+                ('r', 3, h),
+                ('s', 2, q),
+                ('r', 2, q),
+                ('s', 2, q)
+            ]
+        );
+        // log2 q rounds each way instead of p - 1: 32 ranks take 5 exchanges and at most
+        // 5 gather steps.
+        let coll = Coll::Reduce {
+            bytes: n,
+            flops: 0.0,
+            root: 0,
+        };
+        assert_eq!(transfers(coll, 0, 32, &policy).len(), 2 * 5 + 5);
     }
 
     #[test]
