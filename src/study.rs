@@ -39,6 +39,13 @@ pub struct Shard {
     pub count: usize,
 }
 
+impl Shard {
+    /// Whether grid run `run` belongs to this shard (runs are dealt round-robin).
+    pub fn contains(self, run: usize) -> bool {
+        run % self.count == self.index - 1
+    }
+}
+
 impl std::str::FromStr for Shard {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
@@ -299,7 +306,7 @@ pub fn run_study(
         ))
     })?;
     if let Some(s) = opts.shard {
-        runs.retain(|r| r.run % s.count == s.index - 1);
+        runs.retain(|r| s.contains(r.run));
     }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.jobs.max(1))
@@ -451,7 +458,7 @@ fn check_rows(
             )
         })?;
         if let Some(s) = shard
-            && row.run % s.count != s.index - 1
+            && !s.contains(row.run)
         {
             return Err(format!(
                 "run {} is not in shard {}/{}",

@@ -30,9 +30,7 @@ static STAGING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 /// What the process does on SIGINT or SIGTERM: waits for a publication under way, removes
 /// this process's staging folders and exits with 130 (the shell's code for an interrupt).
 pub fn interrupt() -> ! {
-    let staging = STAGING
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let staging = registry();
     for dir in staging.iter() {
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use hetsim_engine::record::ResId;
 use hetsim_schema::SimTime;
-use hetsim_schema::cuda::{CudaOp, CudaSpec, NcclCall};
+use hetsim_schema::cuda::{CudaOp, CudaSpec, Kernel, NcclCall};
 
 use crate::platform::Endpoint;
 
@@ -275,4 +275,32 @@ pub fn event_id(dev: &mut Device, name: &str) -> u32 {
 
 pub fn secs(s: f64) -> SimTime {
     SimTime::from_secs_saturating(s)
+}
+
+/// A kernel's duration: its `time`, or its work against the GPU's peaks (flops over the
+/// speed, bytes over the memory bandwidth, whichever takes longer: a roofline).
+pub fn kernel_secs(k: &Kernel, speed: f64, mem_bw: f64) -> f64 {
+    k.time.map(|t| t.0.as_secs_f64()).unwrap_or_else(|| {
+        let f = k.flops.unwrap_or(0.0) / speed;
+        let b = k.bytes.map_or(0.0, |b| b.0) / mem_bw;
+        f.max(b)
+    })
+}
+
+/// The stream a host call enqueues on (a graph launch: its launch stream), if it enqueues.
+pub fn enqueues_on(op: &CudaOp) -> Option<u32> {
+    match op {
+        CudaOp::Kernel(k) => Some(k.stream),
+        CudaOp::Copy(c) => Some(c.stream),
+        CudaOp::Nccl(c) => Some(c.stream),
+        CudaOp::Record { stream, .. }
+        | CudaOp::Wait { stream, .. }
+        | CudaOp::Group { stream, .. }
+        | CudaOp::Launch { stream, .. } => Some(*stream),
+        CudaOp::StreamSync(_)
+        | CudaOp::DeviceSync
+        | CudaOp::Host(_)
+        | CudaOp::Mark(_)
+        | CudaOp::Capture { .. } => None,
+    }
 }

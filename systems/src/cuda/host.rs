@@ -4,7 +4,9 @@
 use hetsim_schema::SimTime;
 use hetsim_schema::cuda::{CopyKind, CudaOp, NcclCall};
 
-use super::device::{Effect, Gpus, HostState, Item, MAX_PENDING, Work, event_id, secs};
+use super::device::{
+    Effect, Gpus, HostState, Item, MAX_PENDING, Work, enqueues_on, event_id, kernel_secs, secs,
+};
 use crate::platform::Endpoint;
 
 impl Gpus {
@@ -99,11 +101,7 @@ impl Gpus {
         let dev = &mut self.devs[d as usize];
         let (stream, work) = match op {
             CudaOp::Kernel(k) => {
-                let t = k.time.map(|t| t.0.as_secs_f64()).unwrap_or_else(|| {
-                    let f = k.flops.unwrap_or(0.0) / speed;
-                    let b = k.bytes.map_or(0.0, |b| b.0) / mem_bw;
-                    f.max(b)
-                });
+                let t = kernel_secs(k, speed, mem_bw);
                 (
                     k.stream,
                     Work::Kernel {
@@ -165,23 +163,5 @@ impl Gpus {
             self.colls.push(calls);
         }
         Work::Nccl(k)
-    }
-}
-
-/// The stream a host call enqueues on (a graph launch: its launch stream), if it enqueues.
-fn enqueues_on(op: &CudaOp) -> Option<u32> {
-    match op {
-        CudaOp::Kernel(k) => Some(k.stream),
-        CudaOp::Copy(c) => Some(c.stream),
-        CudaOp::Nccl(c) => Some(c.stream),
-        CudaOp::Record { stream, .. }
-        | CudaOp::Wait { stream, .. }
-        | CudaOp::Group { stream, .. }
-        | CudaOp::Launch { stream, .. } => Some(*stream),
-        CudaOp::StreamSync(_)
-        | CudaOp::DeviceSync
-        | CudaOp::Host(_)
-        | CudaOp::Mark(_)
-        | CudaOp::Capture { .. } => None,
     }
 }

@@ -7,7 +7,7 @@ use hetsim_schema::SimTime;
 use hetsim_schema::cuda::{Coll, CopyKind, CudaOp, CudaSpec, NcclCall};
 use hetsim_schema::scenario::Cluster;
 
-use super::device::{Device, DeviceTotals, Gpus, HostState, Stream};
+use super::device::{Device, DeviceTotals, Gpus, HostState, Stream, enqueues_on, kernel_secs};
 use crate::nccl;
 use crate::platform::Endpoint;
 
@@ -101,7 +101,7 @@ fn check_kernel_times(
     for (i, op) in ops.iter().enumerate() {
         match op {
             CudaOp::Kernel(k) if k.time.is_none() => {
-                let t = (k.flops.unwrap_or(0.0) / speed).max(k.bytes.map_or(0.0, |b| b.0) / mem_bw);
+                let t = kernel_secs(k, speed, mem_bw);
                 if t.is_nan() || t >= max {
                     return Err(format!(
                         "{path}[{i}].Kernel: its work takes {t:e} s on this GPU, beyond the {max:.3e} s hetsim simulates"
@@ -296,16 +296,9 @@ pub fn uses_nccl(ops: &[CudaOp]) -> bool {
 pub fn max_stream(ops: &[CudaOp]) -> u32 {
     ops.iter()
         .map(|op| match op {
-            CudaOp::Kernel(k) => k.stream,
-            CudaOp::Copy(c) => c.stream,
-            CudaOp::Record { stream, .. }
-            | CudaOp::Wait { stream, .. }
-            | CudaOp::StreamSync(stream)
-            | CudaOp::Group { stream, .. }
-            | CudaOp::Launch { stream, .. } => *stream,
-            CudaOp::Nccl(c) => c.stream,
+            CudaOp::StreamSync(stream) => *stream,
             CudaOp::Capture { ops, .. } => max_stream(ops),
-            _ => 0,
+            op => enqueues_on(op).unwrap_or(0),
         })
         .max()
         .unwrap_or(0)

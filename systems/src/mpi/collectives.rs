@@ -478,15 +478,10 @@ mod tests {
         let mut sent = vec![vec![0.0f64; p as usize]; p as usize];
         let mut recv = vec![vec![0.0f64; p as usize]; p as usize];
         for me in 0..p {
-            for op in expand(coll, me, p, 0, policy) {
-                match op {
-                    Op::Isend { dst, bytes, .. } | Op::Send { dst, bytes, .. } => {
-                        sent[me as usize][dst as usize] += bytes
-                    }
-                    Op::Irecv { src, bytes, .. } | Op::Recv { src, bytes, .. } => {
-                        recv[src as usize][me as usize] += bytes
-                    }
-                    _ => {}
+            for (kind, peer, bytes) in transfers(coll, me, p, policy) {
+                match kind {
+                    's' => sent[me as usize][peer as usize] += bytes,
+                    _ => recv[peer as usize][me as usize] += bytes,
                 }
             }
         }
