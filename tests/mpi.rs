@@ -158,6 +158,82 @@ fn ping_pong_grows_linearly_and_gpudirect_wins_by_the_copy_cost() {
     assert!(gap > 0.0);
 }
 
+/// Each rank's end (s) after running `trace` one rank per node with more workload fields.
+fn rank_ends(trace: &str, ranks: u32, disable: &[&str], extra: &str) -> Vec<f64> {
+    let workload = format!(
+        r#"ranks: {ranks}, gpus_per_node: 1, program: TraceText([("inline", {trace:?})]), {extra}"#
+    );
+    let opts = RunOptions {
+        disable: disable.iter().map(|s| s.to_string()).collect(),
+        progress: false,
+    };
+    let report = simulate_report(&star8(&workload, "").unwrap(), &opts).unwrap();
+    report.mpi.unwrap().ranks.iter().map(|r| r.end_s).collect()
+}
+
+#[test]
+fn eager_sends_complete_at_injection_and_share_the_root_nic() {
+    // Rank 0 sends 3 eager messages of S in a row (host buffers). Each send is done once its
+    // data is injected, so rank 0 ends at 0 and the three flows share its NIC: each gets
+    // B_host / 3 and all arrive at L_host + 3 S / B_host (8.7 us). Completing a send on
+    // delivery would serialise them: 3 (L_host + S / B_host) = 11.7 us.
+    let s = 30000.0;
+    let trace = format!(
+        "0 send 1 {s} host\n0 send 2 {s} host\n0 send 3 {s} host\n\
+         1 recv 0 {s} host\n2 recv 0 {s} host\n3 recv 0 {s} host\n"
+    );
+    let ends = rank_ends(&trace, 4, &[], "");
+    let arrive = L_HOST + 3.0 * s / B_HOST;
+    assert_eq!(ends[0], 0.0);
+    for (r, &end) in ends.iter().enumerate().skip(1) {
+        assert!(close(end, arrive), "rank {r}: {end} vs {arrive}");
+    }
+}
+
+#[test]
+fn an_eager_hostcopy_send_completes_after_its_copy_out() {
+    // Device buffers without GPUDirect: a blocking send is done once its data is copied to a
+    // host buffer, so rank 0's second send starts its copy at copy(S) and rank 0 ends at
+    // 2 copy(S); each message then travels and is copied in at its receiver.
+    let s = 30000.0;
+    let trace = format!("0 send 1 {s}\n0 send 2 {s}\n1 recv 0 {s}\n2 recv 0 {s}\n");
+    let ends = rank_ends(&trace, 3, &["gpudirect"], "");
+    let want = [
+        2.0 * copy(s),
+        copy(s) + L_HOST + s / B_HOST + copy(s),
+        2.0 * copy(s) + L_HOST + s / B_HOST + copy(s),
+    ];
+    for (got, want) in ends.iter().zip(want) {
+        assert!(close(*got, want), "{ends:?} vs {want}");
+    }
+}
+
+#[test]
+fn a_sender_out_of_eager_credits_waits_for_a_receive() {
+    // Two eager buffers per peer: of 3 messages to rank 1, two go at once and share the NIC
+    // (arriving at L_host + 2 S / B_host); the third takes the buffer of the first receive
+    // then, and rank 0's third send is done at that moment.
+    let s = 30000.0;
+    let trace = format!(
+        "0 send 1 {s} host\n0 send 1 {s} host\n0 send 1 {s} host\n\
+         1 irecv 0 {s} host\n1 irecv 0 {s} host\n1 irecv 0 {s} host\n1 waitall\n"
+    );
+    let ends = rank_ends(&trace, 2, &[], "protocol: (eager_credits: 2)");
+    let first_two = L_HOST + 2.0 * s / B_HOST;
+    assert!(close(ends[0], first_two), "{} vs {first_two}", ends[0]);
+    let third = first_two + L_HOST + s / B_HOST;
+    assert!(close(ends[1], third), "{} vs {third}", ends[1]);
+    // With the default 64, the three share the NIC from the start.
+    let ends = rank_ends(&trace, 2, &[], "");
+    assert!(close(ends[1], L_HOST + 3.0 * s / B_HOST), "{ends:?}");
+    let e = run_with(&trace, 2, 1, &[], "protocol: (eager_credits: 0)").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("workload.Mpi.protocol.eager_credits: expected at least 1"),
+        "{e}"
+    );
+}
+
 #[test]
 fn compute_runs_at_the_gpu_speed() {
     // 1e9 flops at 10 TFlop/s = 100 us.

@@ -215,6 +215,16 @@ pub struct ProtocolSpec {
     /// more wait their turn.
     #[serde(default = "default_copy_queues")]
     pub copy_queues: u32,
+    /// Eager buffers a receiver keeps for each sender (per-peer credits): an eager message
+    /// holds one from the start of its data phase until its receive completes; a sender out
+    /// of credits queues its eager data until one returns. Default 64, Open MPI's per-peer
+    /// receive queue for 64 KiB eager buffers (`receive_queues = P,65536,64`).
+    #[serde(default = "default_eager_credits")]
+    pub eager_credits: u32,
+}
+
+fn default_eager_credits() -> u32 {
+    64
 }
 
 fn default_copy_queues() -> u32 {
@@ -258,6 +268,7 @@ impl Default for ProtocolSpec {
             control_size: default_control_size(),
             call_overhead: Duration::default(),
             copy_queues: default_copy_queues(),
+            eager_credits: default_eager_credits(),
         }
     }
 }

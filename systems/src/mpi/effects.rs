@@ -1,12 +1,12 @@
 //! What the MPI leaves ask of the world, in the order they ask it. The coordinator
-//! (`mod.rs`) turns each into a calendar event, a flow, an entity or a timeline record, in
+//! (`mod.rs`) turns each into a calendar event, a flow or a timeline record, in
 //! that order, so runs stay deterministic.
 
 use hetsim_engine::record::ResId;
 use hetsim_schema::SimTime;
 use hetsim_schema::cuda::NcclCall;
 
-use super::protocol::{Message, Stage};
+use super::protocol::Stage;
 use crate::platform::Endpoint;
 
 #[derive(Debug, Clone)]
@@ -19,14 +19,17 @@ pub enum Effect {
     /// re-share every link of its route twice for nothing.
     Control {
         msg: u32,
+        serial: u64,
         stage: Stage,
         from: Endpoint,
         to: Endpoint,
         bytes: f64,
     },
-    /// A flow for a stage of message `msg`, drawn between two rows.
+    /// A flow for a stage of message `msg` (its slot; `serial` names it), drawn between two
+    /// rows.
     Flow {
         msg: u32,
+        serial: u64,
         stage: Stage,
         from: Endpoint,
         to: Endpoint,
@@ -36,8 +39,6 @@ pub enum Effect {
     },
     /// Rank `rank` is busy until `at`.
     Wake { at: SimTime, rank: u32 },
-    /// A message was sent (its entity).
-    Message(Message),
     /// A period on a rank's timeline row.
     Interval {
         row: ResId,

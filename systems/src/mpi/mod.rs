@@ -13,17 +13,27 @@
 //!
 //! Matching follows MPI: by source, tag and communicator (one: world), in posting order, with
 //! an unexpected-message queue. An envelope is matched when it is sent (so messages between
-//! two ranks never overtake); the data then takes its protocol's time. Eager messages (up to
-//! `eager_limit`, switch `eager_protocol`) go at once and wait at the receiver if unmatched;
-//! rendezvous sends a control message (RTS), the receiver answers (CTS) once matched, then the
-//! data moves. Control messages go between the two hosts and pay latency plus size over the
-//! bottleneck, without sharing bandwidth.
+//! two ranks never overtake); the data then takes its protocol's time.
+//!
+//! Completion follows MPI libraries, not delivery:
+//! - eager messages (up to `eager_limit`, switch `eager_protocol`): the send is done once its
+//!   data is injected (after the device-to-host copy on HostCopy), so a rank sending several
+//!   in a row has them in flight together; the data wait at the receiver if unmatched. Each
+//!   holds one of the receiver's eager buffers for its sender (`eager_credits`, 64 per peer)
+//!   until its receive completes; a sender out of buffers queues its eager data until one
+//!   returns (a blocking send then blocks, as with MVAPICH's backlog);
+//! - rendezvous: a control message (RTS), the receiver answers (CTS) once matched, then the
+//!   data moves; the send is done when the data transfer ends (the RDMA completion). Control
+//!   messages go between the two hosts and pay latency plus size over the bottleneck, without
+//!   sharing bandwidth. SMPI charges no handshake; real libraries pay it, so we keep it;
+//! - a receive is done when its data is in the user buffer (after the host-to-device copy on
+//!   HostCopy).
 //!
 //! Intra-node GPU-to-GPU transfers use at most `copy_queues` at once per node (TraceR's
 //! node_copy_queues, 4); each MPI call may cost `call_overhead` first.
 //!
-//! Simplified: a send completes when its data is delivered (no local buffering), one
-//! communicator, no probe/test/cancel, HostCopy copies are not limited by copy engines.
+//! Simplified: one communicator, no probe/test/cancel, HostCopy copies are not limited by copy
+//! engines, eager buffers return to the sender without a message of their own.
 //!
 //! Layout: this file is the coordinator (events, systems, and the one place that touches
 //! the calendar, the network and the recorder); the leaves take plain data and return
@@ -62,7 +72,7 @@ use crate::platform::topology::Layout;
 use effects::Effect;
 use rank::Job;
 
-pub use protocol::{Message, Path, Stage};
+pub use protocol::{Path, Stage};
 pub use rank::RankTotals;
 
 /// The MPI job to run (inserted by whoever assembles the app).
@@ -190,7 +200,7 @@ impl Plugin for MpiPlugin {
             )
             .describe_model(
                 "mpi",
-                "ranks on GPUs run traced programs; p2p matching with an unexpected queue, eager and rendezvous (RTS/CTS control messages: latency + size, unshared), NVLink, GPUDirect and HostCopy paths; collectives expanded into p2p steps (dissemination barrier, binomial bcast/reduce, recursive-doubling or ring allreduce, ring allgather/reduce_scatter, pairwise alltoall); nccl_* actions run NCCL collectives over the ranks' GPUs. Simplified: sends complete on delivery, one communicator, HostCopy copies not limited by copy engines",
+                "ranks on GPUs run traced programs; p2p matching with an unexpected queue, eager (send done at injection, per-peer eager credits) and rendezvous (RTS/CTS control messages: latency + size, unshared; send done when the data transfer ends), NVLink, GPUDirect and HostCopy paths; collectives expanded into p2p steps (dissemination barrier, binomial bcast/reduce, recursive-doubling or ring allreduce, ring allgather/reduce_scatter, pairwise alltoall); nccl_* actions run NCCL collectives over the ranks' GPUs. Simplified: one communicator, HostCopy copies not limited by copy engines, credits return without a message",
             )
             .init_resource::<Mpi>()
             .add_systems(SimStartup, spawn_ranks.in_set(StartupSet::Workload))
@@ -357,6 +367,7 @@ impl Mpi {
                 Effect::Wake { at, rank } => sinks.cal.schedule(at, RankWake(rank)),
                 Effect::Control {
                     msg,
+                    serial,
                     stage,
                     from,
                     to,
@@ -372,10 +383,11 @@ impl Mpi {
                         let at = now.saturating_add(route.latency).saturating_add(transfer);
                         sinks.cal.schedule(at, MsgTimer { msg, stage });
                     }
-                    Err(e) => sinks.errors.0.push(format!("mpi: message {msg}: {e}")),
+                    Err(e) => sinks.errors.0.push(format!("mpi: message {serial}: {e}")),
                 },
                 Effect::Flow {
                     msg,
+                    serial,
                     stage,
                     from,
                     to,
@@ -385,7 +397,7 @@ impl Mpi {
                 } => match sinks.topo.route(from, to) {
                     Ok(route) => {
                         let req = FlowRequest {
-                            id: format!("m{msg}.{}", stage.name()),
+                            id: format!("m{serial}.{}", stage.name()),
                             src: src_row,
                             dst: dst_row,
                             route,
@@ -397,11 +409,8 @@ impl Mpi {
                             .launch
                             .start_for(&mut sinks.cal, req, FlowEnd { msg, stage });
                     }
-                    Err(e) => sinks.errors.0.push(format!("mpi: message {msg}: {e}")),
+                    Err(e) => sinks.errors.0.push(format!("mpi: message {serial}: {e}")),
                 },
-                Effect::Message(m) => {
-                    sinks.launch.commands().spawn(m);
-                }
                 Effect::Interval {
                     row,
                     state,

@@ -3,7 +3,7 @@
 //! flow). Plain state in, [`Effect`]s and [`Notice`]s out: the coordinator turns effects into
 //! calendar events and flows, and the rank interpreter applies notices to requests.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use hetsim_schema::SimTime;
 use hetsim_schema::mpi::{CopyAt, ProtocolSpec};
@@ -12,17 +12,6 @@ use super::effects::Effect;
 use super::matching::{Envelope, Posted, Queues};
 use super::program::Loc;
 use crate::platform::Endpoint;
-
-/// A message's entity: who sends what to whom, and how.
-#[derive(bevy_ecs::component::Component, Debug, Clone)]
-pub struct Message {
-    pub src: u32,
-    pub dst: u32,
-    pub tag: i64,
-    pub bytes: f64,
-    pub path: Path,
-    pub rendezvous: bool,
-}
 
 /// How a message's data travels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,7 +84,7 @@ impl Stage {
 pub enum Notice {
     /// Matched with its peer (for stall reports).
     Matched { rank: u32, req: u32 },
-    /// Complete: the data left (send) or arrived (receive).
+    /// Complete: the send's buffer is free again, or the receive's data is there.
     Done { rank: u32, req: u32 },
 }
 
@@ -122,9 +111,11 @@ pub struct Switches {
     pub copy_contention: bool,
 }
 
-/// A message's run state.
+/// A message's run state. Its slot is reused once the message is received; `serial` names
+/// it in outputs (`m12.data`) and never repeats.
 #[derive(Debug, Clone)]
 struct MsgRt {
+    serial: u64,
     src: u32,
     dst: u32,
     bytes: f64,
@@ -136,19 +127,36 @@ struct MsgRt {
     recv_req: Option<u32>,
     data_arrived: bool,
     rts_arrived: bool,
+    /// The send's request is complete (its notice went out).
+    send_done: bool,
+}
+
+/// The eager buffers one receiver keeps for one sender: how many are in use, and the eager
+/// messages waiting for one, in send order.
+#[derive(Debug, Default)]
+struct Credits {
+    used: u32,
+    backlog: VecDeque<u32>,
 }
 
 /// Every message of the job, the ranks' matching queues and the nodes' copy queues.
 #[derive(Debug, Default)]
 pub struct Messages {
     msgs: Vec<MsgRt>,
+    /// Slots of received messages, for the next ones.
+    free: Vec<u32>,
+    serials: u64,
     queues: Vec<Queues>,
     ends: Vec<RankEnds>,
+    /// Each rank's timeline row (`node[0].rank[3]`), so that flows link rank to rank.
+    rows: Vec<String>,
     spec: ProtocolSpec,
     switches: Option<Switches>,
     /// Per node: NVLink transfers in flight, and messages waiting for a copy queue.
     nv_active: Vec<u32>,
     nv_waiting: Vec<VecDeque<u32>>,
+    /// Per (sender, receiver) pair with eager buffers in use.
+    credits: HashMap<(u32, u32), Credits>,
     /// Messages and bytes per path, in [`Path::ALL`] order.
     pub messages: [u64; 4],
     pub bytes: [f64; 4],
@@ -158,6 +166,9 @@ impl Messages {
     pub fn new(spec: ProtocolSpec, ends: Vec<RankEnds>, nodes: usize, switches: Switches) -> Self {
         Messages {
             queues: vec![Queues::default(); ends.len()],
+            rows: (0..ends.len())
+                .map(|r| format!("node[{}].rank[{r}]", ends[r].node))
+                .collect(),
             ends,
             spec,
             switches: Some(switches),
@@ -194,8 +205,8 @@ impl Messages {
             (Loc::Host, _) => Path::Host,
         };
         let rendezvous = path == Path::GpuDirect || bytes > self.spec.eager_limit.0 || !sw.eager;
-        let m = self.msgs.len() as u32;
-        self.msgs.push(MsgRt {
+        let msg = MsgRt {
+            serial: self.serials,
             src: r,
             dst,
             bytes,
@@ -207,18 +218,22 @@ impl Messages {
             recv_req: None,
             data_arrived: false,
             rts_arrived: false,
-        });
+            send_done: false,
+        };
+        self.serials += 1;
+        let m = match self.free.pop() {
+            Some(m) => {
+                self.msgs[m as usize] = msg;
+                m
+            }
+            None => {
+                self.msgs.push(msg);
+                self.msgs.len() as u32 - 1
+            }
+        };
         let k = Path::ALL.iter().position(|&p| p == path).unwrap_or(0);
         self.messages[k] += 1;
         self.bytes[k] += bytes;
-        out.fx.push(Effect::Message(Message {
-            src: r,
-            dst,
-            tag,
-            bytes,
-            path,
-            rendezvous,
-        }));
         let env = Envelope {
             msg: m,
             src: r,
@@ -231,7 +246,7 @@ impl Messages {
             let (a, b) = (self.ends[r as usize].host, self.ends[dst as usize].host);
             self.control(m, Stage::Rts, a, b, out);
         } else {
-            self.begin_data(m, now, out);
+            self.take_credit(m, now, out);
         }
     }
 
@@ -256,10 +271,13 @@ impl Messages {
     fn matched(&mut self, m: u32, r: u32, req: u32, loc: Loc, now: SimTime, out: &mut Out) {
         let msg = &mut self.msgs[m as usize];
         out.notices.push(Notice::Matched { rank: r, req });
-        out.notices.push(Notice::Matched {
-            rank: msg.src,
-            req: msg.send_req,
-        });
+        // An eager send may be complete (and its request gone) before its receive is posted.
+        if !msg.send_done {
+            out.notices.push(Notice::Matched {
+                rank: msg.src,
+                req: msg.send_req,
+            });
+        }
         msg.recv_req = Some(req);
         msg.dst_loc = loc;
         if msg.rendezvous {
@@ -268,6 +286,35 @@ impl Messages {
             }
         } else if msg.data_arrived {
             self.deliver(m, now, out);
+        }
+    }
+
+    /// An eager message takes one of its receiver's buffers for its sender, or waits for one.
+    fn take_credit(&mut self, m: u32, now: SimTime, out: &mut Out) {
+        let msg = &self.msgs[m as usize];
+        let credits = self.credits.entry((msg.src, msg.dst)).or_default();
+        if credits.used < self.spec.eager_credits {
+            credits.used += 1;
+            self.begin_data(m, now, out);
+        } else {
+            credits.backlog.push_back(m);
+        }
+    }
+
+    /// An eager message was received: its buffer serves the next message waiting for one.
+    fn return_credit(&mut self, src: u32, dst: u32, now: SimTime, out: &mut Out) {
+        let key = (src, dst);
+        let Some(credits) = self.credits.get_mut(&key) else {
+            return;
+        };
+        match credits.backlog.pop_front() {
+            Some(next) => self.begin_data(next, now, out),
+            None => {
+                credits.used -= 1;
+                if credits.used == 0 {
+                    self.credits.remove(&key);
+                }
+            }
         }
     }
 
@@ -284,6 +331,7 @@ impl Messages {
     fn control(&self, m: u32, stage: Stage, from: Endpoint, to: Endpoint, out: &mut Out) {
         out.fx.push(Effect::Control {
             msg: m,
+            serial: self.msgs[m as usize].serial,
             stage,
             from,
             to,
@@ -323,6 +371,8 @@ impl Messages {
         out.fx.push(Effect::Timer { at, msg: m, stage });
     }
 
+    /// The data is injected: its flow starts, and an eager send is complete (its data sits
+    /// in the network or in the receiver's eager buffer; the sender's buffer is free).
     fn data_flow(&mut self, m: u32, out: &mut Out) {
         let msg = &self.msgs[m as usize];
         if msg.path == Path::Nvlink {
@@ -340,20 +390,22 @@ impl Messages {
             Path::HostCopy | Path::Host => (s.host, d.host),
         };
         self.flow(m, Stage::Data, a, b, out);
+        if !self.msgs[m as usize].rendezvous {
+            self.finish_send(m, out);
+        }
     }
 
     fn flow(&self, m: u32, stage: Stage, from: Endpoint, to: Endpoint, out: &mut Out) {
         let msg = &self.msgs[m as usize];
-        // The ranks' timeline rows, so that traces link rank to rank.
-        let row = |r: u32| format!("node[{}].rank[{r}]", self.ends[r as usize].node);
         out.fx.push(Effect::Flow {
             msg: m,
+            serial: msg.serial,
             stage,
             from,
             to,
             bytes: msg.bytes,
-            src_row: row(msg.src),
-            dst_row: row(msg.dst),
+            src_row: self.rows[msg.src as usize].clone(),
+            dst_row: self.rows[msg.dst as usize].clone(),
         });
     }
 
@@ -366,16 +418,36 @@ impl Messages {
         if copy_in {
             self.copy(m, Stage::CopyIn, now, out);
         } else {
-            self.finish_recv(m, out);
+            self.finish_recv(m, now, out);
         }
     }
 
-    fn finish_recv(&self, m: u32, out: &mut Out) {
+    fn finish_send(&mut self, m: u32, out: &mut Out) {
+        let msg = &mut self.msgs[m as usize];
+        msg.send_done = true;
+        out.notices.push(Notice::Done {
+            rank: msg.src,
+            req: msg.send_req,
+        });
+    }
+
+    /// The receive is complete: the message's last step. An eager buffer returns to its
+    /// sender, and the slot is free.
+    fn finish_recv(&mut self, m: u32, now: SimTime, out: &mut Out) {
         let msg = &self.msgs[m as usize];
+        debug_assert!(
+            msg.send_done,
+            "a message is received after its send is done"
+        );
         out.notices.push(Notice::Done {
             rank: msg.dst,
             req: msg.recv_req.expect("a delivered message is matched"),
         });
+        let (src, dst, eager) = (msg.src, msg.dst, !msg.rendezvous);
+        self.free.push(m);
+        if eager {
+            self.return_credit(src, dst, now, out);
+        }
     }
 
     /// A timer or flow of message `m` is over.
@@ -405,15 +477,17 @@ impl Messages {
                         self.data_flow(next, out);
                     }
                 }
+                // A rendezvous send completes with its data transfer (the RDMA completion).
+                if self.msgs[m as usize].rendezvous {
+                    self.finish_send(m, out);
+                }
                 let msg = &mut self.msgs[m as usize];
                 msg.data_arrived = true;
-                let (src, req, matched) = (msg.src, msg.send_req, msg.recv_req.is_some());
-                out.notices.push(Notice::Done { rank: src, req });
-                if matched {
+                if msg.recv_req.is_some() {
                     self.deliver(m, now, out);
                 }
             }
-            Stage::CopyIn => self.finish_recv(m, out),
+            Stage::CopyIn => self.finish_recv(m, now, out),
         }
     }
 }
@@ -448,7 +522,6 @@ mod tests {
                 } => {
                     format!("flow {} {from:?}->{to:?}", stage.name())
                 }
-                Effect::Message(m) => format!("message {}", m.path.name()),
                 other => format!("{other:?}"),
             })
             .collect()
@@ -460,7 +533,7 @@ mod tests {
         let mut out = Out::default();
         let t = SimTime(1_000);
         p.send(0, 1, 7, 1e6, Loc::Device, 0, t, &mut out);
-        assert_eq!(kinds(&mut out), ["message gpudirect", "control rts"]);
+        assert_eq!(kinds(&mut out), ["control rts"]);
         // The RTS arrives before the receive: nothing until it is posted, then the CTS.
         p.on_stage_done(0, Stage::Rts, t, &mut out);
         assert!(out.fx.is_empty());
@@ -507,24 +580,20 @@ mod tests {
             .saturating_add(SimTime::from_secs_saturating(
                 100.0 * spec.gpu_copy_per_byte.0,
             ));
-        assert_eq!(
-            kinds(&mut out),
-            [
-                "message hostcopy".to_string(),
-                format!("timer d2h at {}", copy.0)
-            ]
-        );
+        assert_eq!(kinds(&mut out), [format!("timer d2h at {}", copy.0)]);
+        // The copy into the host's buffer is over: the data flow starts and the send is done.
         p.on_stage_done(0, Stage::CopyOut, copy, &mut out);
         assert_eq!(
             kinds(&mut out),
             ["flow data Host { node: 0 }->Host { node: 1 }"]
         );
-        p.on_stage_done(0, Stage::Data, copy, &mut out);
-        // The send is done; the receive, posted later, finds the data and copies them in.
         assert_eq!(
             out.notices.drain(..).collect::<Vec<_>>(),
             [Notice::Done { rank: 0, req: 0 }]
         );
+        // The data arrive unmatched; the receive, posted later, finds them and copies them in.
+        p.on_stage_done(0, Stage::Data, copy, &mut out);
+        assert!(out.notices.is_empty());
         p.recv(1, 0, 0, Loc::Device, 5, copy, &mut out);
         assert_eq!(
             kinds(&mut out),
@@ -532,5 +601,68 @@ mod tests {
         );
         p.on_stage_done(0, Stage::CopyIn, copy, &mut out);
         assert_eq!(out.notices.last(), Some(&Notice::Done { rank: 1, req: 5 }));
+    }
+
+    #[test]
+    fn a_received_message_frees_its_slot_and_names_stay_unique() {
+        let mut p = two_nodes(false);
+        let mut out = Out::default();
+        let mut names = Vec::new();
+        for i in 0..3 {
+            p.recv(1, 0, 0, Loc::Host, i, SimTime::ZERO, &mut out);
+            p.send(0, 1, 0, 100.0, Loc::Host, i, SimTime::ZERO, &mut out);
+            for fx in out.fx.drain(..) {
+                if let Effect::Flow { msg, serial, .. } = fx {
+                    names.push((msg, serial));
+                }
+            }
+            p.on_stage_done(0, Stage::Data, SimTime::ZERO, &mut out);
+        }
+        // One slot serves the three messages in turn; their flows are m0, m1, m2.
+        assert_eq!(names, [(0, 0), (0, 1), (0, 2)]);
+        assert_eq!((p.msgs.len(), p.free.len()), (1, 1));
+        assert!(p.credits.is_empty(), "every eager buffer came back");
+    }
+
+    #[test]
+    fn a_sender_out_of_eager_buffers_queues_until_a_receive_completes() {
+        let mut p = two_nodes(false);
+        p.spec = ProtocolSpec {
+            eager_credits: 2,
+            ..Default::default()
+        };
+        let mut out = Out::default();
+        for req in 0..3 {
+            p.send(0, 1, 0, 100.0, Loc::Host, req, SimTime::ZERO, &mut out);
+        }
+        // Two flows start and their sends are done; the third waits for a buffer.
+        assert_eq!(kinds(&mut out).len(), 2);
+        let done = |out: &mut Out| -> Vec<Notice> { out.notices.drain(..).collect() };
+        assert_eq!(
+            done(&mut out),
+            [
+                Notice::Done { rank: 0, req: 0 },
+                Notice::Done { rank: 0, req: 1 }
+            ]
+        );
+        p.on_stage_done(0, Stage::Data, SimTime(5), &mut out);
+        assert!(
+            out.fx.is_empty(),
+            "arrived but not received: the buffer is held"
+        );
+        p.recv(1, 0, 0, Loc::Host, 7, SimTime(6), &mut out);
+        // The receive completes, the buffer goes to the third message: its flow, its send.
+        assert_eq!(
+            kinds(&mut out),
+            ["flow data Host { node: 0 }->Host { node: 1 }"]
+        );
+        assert_eq!(
+            done(&mut out),
+            [
+                Notice::Matched { rank: 1, req: 7 },
+                Notice::Done { rank: 1, req: 7 },
+                Notice::Done { rank: 0, req: 2 }
+            ]
+        );
     }
 }

@@ -17,13 +17,33 @@ use super::program::{ANY, Loc, Op, Program};
 use super::protocol::{Messages, Notice, Out, Stage};
 use crate::platform::Endpoint;
 
-/// An MPI request of a rank.
-#[derive(Debug, Clone)]
+/// An MPI request of a rank. Its slot is reused once the rank has waited for it.
+#[derive(Debug, Clone, Copy)]
 struct Request {
     done: bool,
-    /// For stall reports: `send to 3 tag 0 (4096 B)`.
-    what: String,
+    what: What,
     matched: bool,
+}
+
+/// What a request is, for stall reports: `send to 3 tag 0 (4096 B)`.
+#[derive(Debug, Clone, Copy)]
+struct What {
+    send: bool,
+    /// The destination, or the source ([`ANY`]: any source).
+    peer: i64,
+    tag: i64,
+    bytes: f64,
+}
+
+impl std::fmt::Display for What {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (tag, bytes) = (self.tag, self.bytes);
+        match (self.send, self.peer) {
+            (true, to) => write!(f, "send to {to} tag {tag} ({bytes} B)"),
+            (false, ANY) => write!(f, "recv from any source tag {tag} ({bytes} B)"),
+            (false, from) => write!(f, "recv from {from} tag {tag} ({bytes} B)"),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +92,8 @@ pub struct RankRt {
     /// The MPI call overhead of the next operation is paid.
     overhead_paid: bool,
     reqs: Vec<Request>,
+    /// Slots of requests waited for, for the next ones.
+    free_reqs: Vec<u32>,
     outstanding: Vec<u32>,
     waiting: Vec<u32>,
     since: SimTime,
@@ -102,6 +124,7 @@ impl RankRt {
             busy: Busy::Compute,
             overhead_paid: false,
             reqs: Vec::new(),
+            free_reqs: Vec::new(),
             outstanding: Vec::new(),
             waiting: Vec::new(),
             since: SimTime::ZERO,
@@ -391,7 +414,13 @@ impl Job {
     }
 
     fn isend(&mut self, r: u32, dst: u32, tag: i64, bytes: f64, loc: Loc, now: SimTime) -> u32 {
-        let req = self.new_request(r, format!("send to {dst} tag {tag} ({bytes} B)"));
+        let what = What {
+            send: true,
+            peer: dst as i64,
+            tag,
+            bytes,
+        };
+        let req = self.new_request(r, what);
         self.msgs
             .send(r, dst, tag, bytes, loc, req, now, &mut self.out);
         self.apply_notices(now);
@@ -399,12 +428,13 @@ impl Job {
     }
 
     fn irecv(&mut self, r: u32, src: i64, tag: i64, bytes: f64, loc: Loc, now: SimTime) -> u32 {
-        let from = if src == ANY {
-            "any source".to_string()
-        } else {
-            src.to_string()
+        let what = What {
+            send: false,
+            peer: src,
+            tag,
+            bytes,
         };
-        let req = self.new_request(r, format!("recv from {from} tag {tag} ({bytes} B)"));
+        let req = self.new_request(r, what);
         self.msgs.recv(r, src, tag, loc, req, now, &mut self.out);
         self.apply_notices(now);
         req
@@ -429,13 +459,18 @@ impl Job {
         self.out.fx.push(Effect::Wake { at: end, rank: r });
     }
 
-    /// Blocks rank `r` until `reqs` are done; false if they already are.
+    /// Blocks rank `r` until `reqs` are done; false if they already are. Requests done are
+    /// waited for: their slots are free.
     fn block_on(&mut self, r: u32, reqs: Vec<u32>, now: SimTime) -> bool {
         let rank = &mut self.ranks[r as usize];
-        let pending: Vec<u32> = reqs
-            .into_iter()
-            .filter(|&q| !rank.reqs[q as usize].done)
-            .collect();
+        let mut pending = reqs;
+        pending.retain(|&q| {
+            let done = rank.reqs[q as usize].done;
+            if done {
+                rank.free_reqs.push(q);
+            }
+            !done
+        });
         if pending.is_empty() {
             return false;
         }
@@ -445,22 +480,36 @@ impl Job {
         true
     }
 
-    fn new_request(&mut self, r: u32, what: String) -> u32 {
+    fn new_request(&mut self, r: u32, what: What) -> u32 {
         let rank = &mut self.ranks[r as usize];
-        rank.reqs.push(Request {
+        let req = Request {
             done: false,
             what,
             matched: false,
-        });
-        rank.reqs.len() as u32 - 1
+        };
+        match rank.free_reqs.pop() {
+            Some(q) => {
+                rank.reqs[q as usize] = req;
+                q
+            }
+            None => {
+                rank.reqs.push(req);
+                rank.reqs.len() as u32 - 1
+            }
+        }
     }
 
-    /// Marks a request done; wakes its rank when it was the last one it waited for.
+    /// Marks a request done; wakes its rank when it was the last one it waited for. A
+    /// request waited for is over: its slot is free.
     fn complete(&mut self, r: u32, req: u32, now: SimTime) {
         let rank = &mut self.ranks[r as usize];
         rank.reqs[req as usize].done = true;
-        if rank.state == RankState::Blocked {
-            rank.waiting.retain(|&q| q != req);
+        if rank.state != RankState::Blocked {
+            return;
+        }
+        if let Some(i) = rank.waiting.iter().position(|&q| q == req) {
+            rank.waiting.remove(i);
+            rank.free_reqs.push(req);
             if rank.waiting.is_empty() {
                 rank.comm_s += now.saturating_sub(rank.since).as_secs_f64();
                 if let Some(row) = rank.row {

@@ -49,6 +49,9 @@ pub fn build(
     if cfg.protocol.copy_queues == 0 {
         return Err("workload.Mpi.protocol.copy_queues: expected at least 1".into());
     }
+    if cfg.protocol.eager_credits == 0 {
+        return Err("workload.Mpi.protocol.eager_credits: expected at least 1".into());
+    }
     let ends = ranks
         .iter()
         .map(|r| RankEnds {
