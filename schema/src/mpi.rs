@@ -37,6 +37,19 @@ pub struct CollectiveSpec {
     /// Time to reduce one byte (a sum of doubles on the GPU), on top of a trace's flops.
     #[serde(default)]
     pub reduce_cost: PerByte,
+    /// Where collective buffers live: on the ranks' GPUs (CUDA-aware MPI) or in host memory.
+    #[serde(default)]
+    pub buffers: Buffers,
+}
+
+/// Where a collective's buffers live.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Buffers {
+    /// On each rank's GPU: messages take the NVLink, GPUDirect or HostCopy path.
+    #[default]
+    Device,
+    /// In host memory: messages go host to host.
+    Host,
 }
 
 /// Which library's choices collectives follow.

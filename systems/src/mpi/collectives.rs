@@ -18,7 +18,7 @@
 //! Selection: `Mpich` (MPICH 3.4's default thresholds), `Tracer` (TraceR's choices), or an
 //! algorithm forced per collective.
 
-use super::program::{Coll, Loc, Op};
+use super::program::{Coll, Op};
 use super::selection::prev_pow2;
 pub use super::selection::{Algo, Policy};
 
@@ -46,7 +46,7 @@ impl Steps<'_> {
             dst,
             tag: self.tag,
             bytes,
-            loc: Loc::Device,
+            loc: self.policy.loc,
         });
     }
     fn irecv(&mut self, src: u32, bytes: f64) {
@@ -54,7 +54,7 @@ impl Steps<'_> {
             src: src as i64,
             tag: self.tag,
             bytes,
-            loc: Loc::Device,
+            loc: self.policy.loc,
         });
     }
     fn send(&mut self, dst: u32, bytes: f64) {
@@ -62,7 +62,7 @@ impl Steps<'_> {
             dst,
             tag: self.tag,
             bytes,
-            loc: Loc::Device,
+            loc: self.policy.loc,
         });
     }
     fn recv(&mut self, src: u32, bytes: f64) {
@@ -70,7 +70,7 @@ impl Steps<'_> {
             src: src as i64,
             tag: self.tag,
             bytes,
-            loc: Loc::Device,
+            loc: self.policy.loc,
         });
     }
     /// Send to one rank and receive from another at the same time.
@@ -132,12 +132,12 @@ pub fn expand(coll: Coll, me: u32, p: u32, seq: u64, policy: &Policy) -> Vec<Op>
         Coll::Bcast { bytes, root } => match algo {
             Algo::BinaryTree => binary_bcast(&mut s, root, bytes),
             Algo::ScatterRdAllgather | Algo::ScatterRingAllgather => {
-                binomial_scatter(&mut s, root, bytes);
-                let block = bytes / p as f64;
+                let parts = Parts::new(bytes, p);
+                binomial_scatter(&mut s, root, parts);
                 if algo == Algo::ScatterRdAllgather && p.is_power_of_two() {
-                    rd_allgather(&mut s, block);
+                    bcast_rd_allgather(&mut s, root, parts);
                 } else {
-                    ring_allgather(&mut s, block);
+                    bcast_ring_allgather(&mut s, root, parts);
                 }
             }
             _ => binomial_bcast(&mut s, root, bytes),
@@ -157,8 +157,7 @@ pub fn expand(coll: Coll, me: u32, p: u32, seq: u64, policy: &Policy) -> Vec<Op>
                 ring_allgather(&mut s, bytes / p as f64);
             }
             Algo::Rabenseifner => folded(&mut s, bytes, |s, v, q| {
-                halving_reduce_scatter(s, v, q, bytes);
-                doubling_allgather(s, v, q, bytes);
+                reduce_scatter_allgather(s, v, q, bytes)
             }),
             _ => folded(&mut s, bytes, |s, v, q| {
                 let mut d = 1;
@@ -317,15 +316,121 @@ fn halving_reduce_scatter(s: &mut Steps, v: u32, q: u32, bytes: f64) {
     }
 }
 
-/// Recursive doubling allgather among `q` virtual ranks of a vector split in q blocks.
-fn doubling_allgather(s: &mut Steps, v: u32, q: u32, bytes: f64) {
-    let mut d = 1;
-    let mut size = bytes / q as f64;
-    while d < q {
-        let peer = real_of(v ^ d, s.p, q);
-        s.exchange(peer, size, peer, size);
-        size *= 2.0;
-        d *= 2;
+/// MPICH's allreduce for long vectors among `q` virtual ranks (a power of two): the vector
+/// in q blocks of whole bytes (the last takes the remainder); recursive halving, the partner
+/// at distance 1 first, each step keeping half of the blocks still held and reducing them;
+/// then recursive doubling in reverse (distance q/2 first) gathering the blocks back.
+fn reduce_scatter_allgather(s: &mut Steps, v: u32, q: u32, bytes: f64) {
+    let blocks = Blocks::new(bytes, q);
+    let (mut send_idx, mut recv_idx, mut last_idx) = (0, 0, q);
+    let mut mask = 1;
+    while mask < q {
+        let partner = v ^ mask;
+        let peer = real_of(partner, s.p, q);
+        let half = q / (2 * mask);
+        let (send, recv) = if v < partner {
+            send_idx = recv_idx + half;
+            (
+                blocks.sum(send_idx, last_idx),
+                blocks.sum(recv_idx, send_idx),
+            )
+        } else {
+            recv_idx = send_idx + half;
+            (
+                blocks.sum(send_idx, recv_idx),
+                blocks.sum(recv_idx, last_idx),
+            )
+        };
+        s.exchange(peer, send, peer, recv);
+        s.reduce(recv);
+        send_idx = recv_idx;
+        mask <<= 1;
+        if mask < q {
+            last_idx = recv_idx + q / mask;
+        }
+    }
+    mask >>= 1;
+    while mask > 0 {
+        let partner = v ^ mask;
+        let peer = real_of(partner, s.p, q);
+        let half = q / (2 * mask);
+        let (send, recv) = if v < partner {
+            if mask != q / 2 {
+                last_idx += half;
+            }
+            recv_idx = send_idx + half;
+            (
+                blocks.sum(send_idx, recv_idx),
+                blocks.sum(recv_idx, last_idx),
+            )
+        } else {
+            recv_idx = send_idx - half;
+            (
+                blocks.sum(send_idx, last_idx),
+                blocks.sum(recv_idx, send_idx),
+            )
+        };
+        s.exchange(peer, send, peer, recv);
+        if v > partner {
+            send_idx = recv_idx;
+        }
+        mask >>= 1;
+    }
+}
+
+/// A vector of whole bytes in `k` blocks as MPICH splits it for allreduce: `floor(n/k)` each,
+/// the last one the remainder.
+#[derive(Debug, Clone, Copy)]
+struct Blocks {
+    n: f64,
+    k: u32,
+    each: f64,
+}
+
+impl Blocks {
+    fn new(n: f64, k: u32) -> Blocks {
+        let n = n.round();
+        Blocks {
+            n,
+            k,
+            each: (n / k as f64).floor(),
+        }
+    }
+
+    /// Bytes of blocks `a..b`.
+    fn sum(&self, a: u32, b: u32) -> f64 {
+        let disp = |i: u32| {
+            if i >= self.k {
+                self.n
+            } else {
+                i as f64 * self.each
+            }
+        };
+        disp(b) - disp(a)
+    }
+}
+
+/// A vector of whole bytes as MPICH scatters it for bcast: `ceil(n/p)` bytes per rank, so
+/// the last ranks may get less, or nothing.
+#[derive(Debug, Clone, Copy)]
+struct Parts {
+    n: f64,
+    each: f64,
+}
+
+impl Parts {
+    fn new(n: f64, p: u32) -> Parts {
+        let n = n.round();
+        Parts {
+            n,
+            each: (n / p as f64).ceil(),
+        }
+    }
+
+    /// Bytes of the parts of relative ranks `lo..lo + m`.
+    fn of(&self, lo: u32, m: u32) -> f64 {
+        let end = ((lo + m) as f64 * self.each).min(self.n);
+        (end - lo as f64 * self.each).max(0.0)
     }
 }
 
@@ -418,25 +523,59 @@ fn binomial_reduce(s: &mut Steps, root: u32, bytes: f64) {
     }
 }
 
-/// Root's subtree parts: each node receives its subtree's share from its parent, then hands
-/// each child the share of the child's subtree.
-fn binomial_scatter(s: &mut Steps, root: u32, bytes: f64) {
+/// MPICH's scatter for bcast: each rank receives its subtree's parts from its parent, then
+/// hands each child the parts of the child's subtree, farthest child first. Empty parts are
+/// neither sent nor received.
+fn binomial_scatter(s: &mut Steps, root: u32, parts: Parts) {
     let (me, p) = (s.me, s.p);
     let rel = (me + p - root) % p;
-    let share = |lo: u32, m: u32| bytes * ((lo + m).min(p) - lo) as f64 / p as f64;
     let mut mask = 1;
     while mask < p && rel & mask == 0 {
         mask <<= 1;
     }
-    if rel != 0 {
-        s.recv((rel - mask + root) % p, share(rel, mask));
+    let mine = parts.of(rel, mask);
+    if rel != 0 && mine > 0.0 {
+        s.recv((rel - mask + root) % p, mine);
     }
     let mut c = mask >> 1;
     while c > 0 {
-        if rel + c < p {
-            s.send((rel + c + root) % p, share(rel + c, c));
+        let part = parts.of(rel + c, c);
+        if rel + c < p && part > 0.0 {
+            s.send((rel + c + root) % p, part);
         }
         c >>= 1;
+    }
+}
+
+/// The recursive-doubling allgather of a scattered bcast (p a power of two): each step swaps
+/// the parts of the two halves of a group twice as large (empty parts still make a message).
+fn bcast_rd_allgather(s: &mut Steps, root: u32, parts: Parts) {
+    let (me, p) = (s.me, s.p);
+    let rel = (me + p - root) % p;
+    let mut mask = 1;
+    while mask < p {
+        let mine = rel & !(mask - 1);
+        let theirs = mine ^ mask;
+        let peer = (rel ^ mask) + root;
+        s.exchange(
+            peer % p,
+            parts.of(mine, mask),
+            peer % p,
+            parts.of(theirs, mask),
+        );
+        mask <<= 1;
+    }
+}
+
+/// The ring allgather of a scattered bcast: p - 1 steps, each passing one rank's part to the
+/// right (empty parts still make a message).
+fn bcast_ring_allgather(s: &mut Steps, root: u32, parts: Parts) {
+    let (me, p) = (s.me, s.p);
+    let rel = (me + p - root) % p;
+    for i in 0..p - 1 {
+        let send = parts.of((rel + p - i) % p, 1);
+        let recv = parts.of((rel + 2 * p - i - 1) % p, 1);
+        s.exchange((me + 1) % p, send, (me + p - 1) % p, recv);
     }
 }
 
@@ -638,5 +777,85 @@ mod tests {
         assert_eq!(t.choose(&Coll::Allgather { bytes: 1e4 }, 16), Algo::Bruck);
         assert_eq!(t.choose(&Coll::Allgather { bytes: 1e5 }, 16), Algo::Ring);
         assert_eq!(t.choose(&Coll::Alltoall { bytes: 1e3 }, 16), Algo::Pairwise);
+    }
+
+    #[test]
+    fn a_scattered_bcast_splits_into_whole_bytes_and_skips_empty_parts() {
+        // MPICH: 8 B over 16 ranks in parts of ceil(8/16) = 1 B; ranks 8..15 get nothing, so
+        // the root's farthest child (rank 8) is not sent to: the root sends 4 B to rank 4,
+        // 2 B to rank 2, 1 B to rank 1. Rank 8 only joins the allgather: 0 B with rank 9
+        // first, then its group's parts (still empty) with 10, 12 and 0 (which sends 8 B).
+        let policy = Policy {
+            force: vec![("bcast".to_string(), Algo::ScatterRdAllgather)],
+            ..Default::default()
+        };
+        let coll = Coll::Bcast {
+            bytes: 8.0,
+            root: 0,
+        };
+        let t = |me| transfers(coll, me, 16, &policy);
+        assert_eq!(t(0)[..3], [('s', 4, 4.0), ('s', 2, 2.0), ('s', 1, 1.0)]);
+        assert_eq!(
+            t(8),
+            [
+                ('s', 9, 0.0),
+                ('r', 9, 0.0),
+                ('s', 10, 0.0),
+                ('r', 10, 0.0),
+                ('s', 12, 0.0),
+                ('r', 12, 0.0),
+                ('s', 0, 0.0),
+                ('r', 0, 8.0)
+            ]
+        );
+        // 1000 B over 3 ranks: parts of 334, 334 and 332 B.
+        let coll = Coll::Bcast {
+            bytes: 1000.0,
+            root: 0,
+        };
+        let ring = Policy {
+            force: vec![("bcast".to_string(), Algo::ScatterRingAllgather)],
+            ..Default::default()
+        };
+        assert_eq!(
+            transfers(coll, 0, 3, &ring),
+            [
+                ('s', 2, 332.0),
+                ('s', 1, 334.0),
+                ('s', 1, 334.0),
+                ('r', 2, 332.0),
+                ('s', 1, 332.0),
+                ('r', 2, 334.0)
+            ]
+        );
+    }
+
+    #[test]
+    fn rabenseifner_allreduce_halves_from_distance_one_in_whole_blocks() {
+        // MPICH's reduce_scatter_allgather on 4 ranks, n = 10 B: blocks 2, 2, 2, 4 B. Rank 1:
+        // distance 1 (rank 0) first, sending its lower half (blocks 0-1, 4 B) and receiving
+        // the upper (6 B); then distance 2 (rank 3) sending block 3 (4 B) and receiving block
+        // 2 (2 B); the allgather reverses it: distance 2 then 1.
+        let policy = Policy {
+            force: vec![("allreduce".to_string(), Algo::Rabenseifner)],
+            ..Default::default()
+        };
+        let coll = Coll::Allreduce {
+            bytes: 10.0,
+            flops: 0.0,
+        };
+        assert_eq!(
+            transfers(coll, 1, 4, &policy),
+            [
+                ('s', 0, 4.0),
+                ('r', 0, 6.0),
+                ('s', 3, 4.0),
+                ('r', 3, 2.0),
+                ('s', 3, 2.0),
+                ('r', 3, 4.0),
+                ('s', 0, 6.0),
+                ('r', 0, 4.0)
+            ]
+        );
     }
 }

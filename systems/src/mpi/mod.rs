@@ -194,6 +194,11 @@ impl Plugin for MpiPlugin {
                 "messages up to eager_limit go eagerly; off: every message by rendezvous",
             )
             .register_switch(
+                "rendezvous_handshake",
+                true,
+                "a rendezvous message sends RTS and waits for CTS (each a control message) before its data; off: its data start once both sides are there, as SMPI models it",
+            )
+            .register_switch(
                 "pcie_copy_contention",
                 false,
                 "HostCopy copies are flows on the PCIe links after their fixed delay; off: fixed delay + bytes x per-byte cost",
@@ -250,6 +255,7 @@ fn setup(world: &mut World, cfg: &MpiSpec) -> Result<(), String> {
         gpudirect: sw.is_on("gpudirect"),
         eager: sw.is_on("eager_protocol"),
         copy_contention: sw.is_on("pcie_copy_contention"),
+        handshake: sw.is_on("rendezvous_handshake"),
     };
     let mut job = setup::build(cfg, shape, &speeds, switches)?;
     let on = world.resource::<Recorder>().is_on();

@@ -34,9 +34,10 @@
 //! rank (file i holds rank i's lines; their RANK field must say i).
 
 /// Where a message buffer lives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum Loc {
     Host,
+    #[default]
     Device,
 }
 

@@ -109,6 +109,9 @@ pub struct Switches {
     pub gpudirect: bool,
     pub eager: bool,
     pub copy_contention: bool,
+    /// Rendezvous sends RTS and waits for CTS; off: the data start once both sides are
+    /// there (SMPI's rendezvous).
+    pub handshake: bool,
 }
 
 /// A message's run state. Its slot is reused once the message is received; `serial` names
@@ -242,7 +245,12 @@ impl Messages {
         if let Some(p) = self.queues[dst as usize].arrive(env) {
             self.matched(m, dst, p.req, p.loc, now, out);
         }
-        if rendezvous {
+        if rendezvous && !sw.handshake {
+            self.msgs[m as usize].rts_arrived = true;
+            if self.msgs[m as usize].recv_req.is_some() {
+                self.begin_data(m, now, out);
+            }
+        } else if rendezvous {
             let (a, b) = (self.ends[r as usize].host, self.ends[dst as usize].host);
             self.control(m, Stage::Rts, a, b, out);
         } else {
@@ -269,6 +277,7 @@ impl Messages {
     }
 
     fn matched(&mut self, m: u32, r: u32, req: u32, loc: Loc, now: SimTime, out: &mut Out) {
+        let handshake = self.switches().handshake;
         let msg = &mut self.msgs[m as usize];
         out.notices.push(Notice::Matched { rank: r, req });
         // An eager send may be complete (and its request gone) before its receive is posted.
@@ -281,8 +290,10 @@ impl Messages {
         msg.recv_req = Some(req);
         msg.dst_loc = loc;
         if msg.rendezvous {
-            if msg.rts_arrived {
+            if msg.rts_arrived && handshake {
                 self.send_cts(m, out);
+            } else if msg.rts_arrived {
+                self.begin_data(m, now, out);
             }
         } else if msg.data_arrived {
             self.deliver(m, now, out);
@@ -507,6 +518,7 @@ mod tests {
             gpudirect,
             eager: true,
             copy_contention: false,
+            handshake: true,
         };
         Messages::new(ProtocolSpec::default(), vec![end(0), end(1)], 2, switches)
     }

@@ -3,7 +3,7 @@
 
 use hetsim_schema::mpi::Select;
 
-use super::program::Coll;
+use super::program::{Coll, Loc};
 
 /// A collective algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,6 +94,8 @@ pub struct Policy {
     pub force: Vec<(String, Algo)>,
     /// Seconds per byte reduced.
     pub reduce_cost: f64,
+    /// Where the collectives' buffers live.
+    pub loc: Loc,
 }
 
 impl Policy {

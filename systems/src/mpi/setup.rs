@@ -4,11 +4,11 @@
 use std::collections::HashMap;
 use std::collections::HashSet;
 
-use hetsim_schema::mpi::{CollectiveSpec, MpiSpec, Placement, ProgramSpec};
+use hetsim_schema::mpi::{Buffers, CollectiveSpec, MpiSpec, Placement, ProgramSpec};
 
 use super::collectives;
 use super::generators;
-use super::program;
+use super::program::{self, Loc};
 use super::protocol::{Messages, RankEnds, Switches};
 use super::rank::{Job, RankRt};
 use crate::platform::Endpoint;
@@ -79,6 +79,10 @@ fn policy_of(spec: &CollectiveSpec) -> Result<collectives::Policy, String> {
         select: spec.select,
         force,
         reduce_cost: spec.reduce_cost.0,
+        loc: match spec.buffers {
+            Buffers::Device => Loc::Device,
+            Buffers::Host => Loc::Host,
+        },
     })
 }
 
