@@ -9,6 +9,7 @@ pub mod flowcase;
 pub mod nccltests;
 pub mod p2p;
 pub mod study;
+pub mod tracestats;
 pub mod whatif;
 
 use bevy_app::App;

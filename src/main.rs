@@ -166,6 +166,14 @@ enum Command {
         #[arg(long = "set", value_name = "PATH=VALUE")]
         set: Vec<String>,
     },
+    /// What time-independent traces hold, before running them: message sizes, partners,
+    /// bytes per phase, collectives, computation.
+    #[command(name = "trace-stats")]
+    TraceStats {
+        /// One trace with every rank's lines, or one file per rank (rank order).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
     /// List the switches (model components that --disable can turn off) and the models.
     Systems,
     /// Solve a flow case (JSON) and print each flow's completion time in seconds.
@@ -208,6 +216,9 @@ fn main() -> ExitCode {
             quiet,
         } => run(scenario.as_deref(), out, &set, disable, quiet),
         Command::Validate { scenario, set } => validate(&scenario, &set),
+        Command::TraceStats { files } => hetsim::tracestats::stats(&files).map(|s| {
+            print!("{}", hetsim::tracestats::report(&s));
+        }),
         Command::Study {
             study,
             out,

@@ -1001,3 +1001,30 @@ fn a_bad_per_level_value_says_what_is_wrong_with_it() {
         stderr(&o)
     );
 }
+
+#[test]
+fn trace_stats_shows_what_a_trace_holds_and_refuses_a_bad_line() {
+    // scenarios/traces/ring-8.ti: 8 ranks, each sending 256 KiB to its right neighbour in 3
+    // phases, 3 allreduces of 64 KiB and a barrier (the file's lines).
+    let o = hetsim(&["trace-stats", "scenarios/traces/ring-8.ti"], &repo());
+    let out = common::ok(&o);
+    for want in [
+        "ranks: 8",
+        "point-to-point: 24 messages, 6 MiB in all",
+        "[256 KiB, 512 KiB)             24  100.0%",
+        "partners per rank (distinct destinations): min 1, mean 1.0, max 1",
+        "allreduce              24 calls (3 per rank), 1.5 MiB",
+        "barrier                 8 calls (1 per rank)",
+    ] {
+        assert!(out.contains(want), "missing `{want}` in:\n{out}");
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("bad.ti"), "0 send 1 8\n1 recv 0 eight\n").unwrap();
+    let o = hetsim(&["trace-stats", "bad.ti"], tmp.path());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("bad.ti:2: size `eight` is not a number"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -275,16 +275,17 @@ mod tests {
         ];
         for g in &gens {
             for p in [1, 2, 5, 6, 8, 12, 27, 30, 64] {
-                let (sends, allreduces) = generate(g, p).iter().fold((0, 0), |(s, a), prog| {
-                    let count = |f: fn(&Op) -> bool| prog.steps.iter().filter(|x| f(&x.op)).count();
-                    (
-                        s + count(|o| matches!(o, Op::Isend { .. } | Op::Send { .. })),
-                        a + count(|o| matches!(o, Op::Coll(Coll::Allreduce { .. }))),
-                    )
-                });
+                // What `hetsim trace-stats` would report of the generated programs.
+                let stats = super::super::stats::summarise(&generate(g, p));
+                let allreduces = stats.collectives.get("allreduce").map_or(0, |c| c.0);
                 let (want, per_rank) = g.messages_per_iteration(p);
-                assert_eq!(sends as f64, want.round(), "{} on {p} ranks", g.name());
-                assert_eq!(allreduces, per_rank as usize * p as usize, "{}", g.name());
+                assert_eq!(
+                    stats.messages as f64,
+                    want.round(),
+                    "{} on {p} ranks",
+                    g.name()
+                );
+                assert_eq!(allreduces, per_rank as u64 * p as u64, "{}", g.name());
             }
         }
     }

@@ -40,7 +40,8 @@
 //! [`effects::Effect`]s: `setup.rs` (placement, programs, checks), `rank.rs` (the
 //! interpreter), `protocol.rs` (paths and stages of a message), `matching.rs` (posted and
 //! unexpected queues), `collectives.rs` (collectives as point-to-point steps), `program.rs`
-//! (the trace grammar), `generators.rs` (the proxy applications).
+//! (the trace grammar), `generators.rs` (the proxy applications), `stats.rs` (what programs
+//! hold, for `hetsim trace-stats`).
 
 pub mod collectives;
 mod effects;
@@ -51,6 +52,7 @@ mod protocol;
 mod rank;
 mod selection;
 mod setup;
+pub mod stats;
 
 use bevy_app::{App, Plugin};
 use bevy_ecs::prelude::*;

@@ -56,6 +56,19 @@ pub enum Coll {
 }
 
 impl Coll {
+    /// The size the trace line gives (0 for a barrier).
+    pub fn bytes(&self) -> f64 {
+        match *self {
+            Coll::Barrier => 0.0,
+            Coll::Bcast { bytes, .. }
+            | Coll::Reduce { bytes, .. }
+            | Coll::Allreduce { bytes, .. }
+            | Coll::Allgather { bytes }
+            | Coll::Alltoall { bytes }
+            | Coll::ReduceScatter { bytes, .. } => bytes,
+        }
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             Coll::Barrier => "barrier",
@@ -168,6 +181,30 @@ impl Program {
             None => self.source.to_string(),
         }
     }
+}
+
+/// How many ranks trace texts are for: one per file when there are several, else the
+/// largest RANK field of the one file plus one.
+pub fn trace_ranks(texts: &[(String, String)]) -> Result<u32, String> {
+    if texts.len() > 1 {
+        return Ok(texts.len() as u32);
+    }
+    let mut ranks = 0;
+    for (label, text) in texts {
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let r = rank_of(line.split_whitespace().next(), "rank", u32::MAX, false)
+                .map_err(|e| format!("{label}:{}: {e}: `{line}`", n + 1))?;
+            ranks = ranks.max(r as u32 + 1);
+        }
+    }
+    if ranks == 0 {
+        return Err("the trace has no action line".into());
+    }
+    Ok(ranks)
 }
 
 /// Reads TI trace texts into one program per rank; errors name the file and line.

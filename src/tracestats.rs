@@ -1,0 +1,135 @@
+//! `hetsim trace-stats FILE.ti...`: what time-independent traces hold, before running them:
+//! the message-size histogram, partners per rank, bytes per communication phase, the
+//! collectives and the computation.
+
+use std::fmt::Write;
+use std::path::PathBuf;
+
+use hetsim_systems::mpi::program::{parse_traces, trace_ranks};
+use hetsim_systems::mpi::stats::{TraceStats, bucket_range, summarise};
+
+use crate::Error;
+
+/// Reads the traces (one file with every rank's lines, or one file per rank) and
+/// summarises them.
+pub fn stats(files: &[PathBuf]) -> Result<TraceStats, Error> {
+    let texts = files
+        .iter()
+        .map(|f| {
+            std::fs::read_to_string(f)
+                .map(|t| (f.display().to_string(), t))
+                .map_err(|e| Error::Input(format!("{}: {e}", f.display())))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let ranks = trace_ranks(&texts).map_err(Error::Input)?;
+    let programs = parse_traces(&texts, ranks).map_err(Error::Input)?;
+    Ok(summarise(&programs))
+}
+
+/// Bytes in binary units: `512 B`, `4 KiB`, `1.5 MiB`.
+fn size(b: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if v.fract() == 0.0 {
+        format!("{v} {}", UNITS[u])
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// The report `hetsim trace-stats` prints.
+pub fn report(s: &TraceStats) -> String {
+    let mut out = String::new();
+    let w = &mut out;
+    let _ = writeln!(w, "ranks: {}", s.ranks);
+    let _ = writeln!(
+        w,
+        "point-to-point: {} messages, {} in all",
+        s.messages,
+        size(s.bytes)
+    );
+    if s.messages > 0 {
+        let _ = writeln!(
+            w,
+            "  {:<22} {:>10} {:>7} {:>12}",
+            "size", "messages", "share", "bytes"
+        );
+        for (k, &(n, bytes)) in s.buckets.iter().enumerate() {
+            if n == 0 {
+                continue;
+            }
+            let (lo, hi) = bucket_range(k);
+            let range = if k == 0 {
+                "0 B".to_string()
+            } else {
+                format!("[{}, {})", size(lo), size(hi))
+            };
+            let share = n as f64 / s.messages as f64;
+            let bar = "#".repeat((share * 40.0).round() as usize);
+            let _ = writeln!(
+                w,
+                "  {range:<22} {n:>10} {:>6.1}% {:>12} {bar}",
+                100.0 * share,
+                size(bytes)
+            );
+        }
+    }
+    let (lo, mean, hi) = s.partners;
+    let _ = writeln!(
+        w,
+        "partners per rank (distinct destinations): min {lo}, mean {mean:.1}, max {hi}"
+    );
+    if !s.phase_bytes.is_empty() {
+        let n = s.phase_bytes.len();
+        let max = s.phase_bytes.iter().copied().fold(0.0, f64::max);
+        let shown: Vec<String> = s.phase_bytes.iter().take(12).map(|&b| size(b)).collect();
+        let more = if n > 12 { ", ..." } else { "" };
+        let _ = writeln!(
+            w,
+            "communication phases (point-to-point between computations and collectives): {n}, \
+             bytes of all ranks per phase: mean {}, max {}; {}{more}",
+            size(s.bytes / n as f64),
+            size(max),
+            shown.join(", ")
+        );
+    }
+    if s.collectives.is_empty() {
+        let _ = writeln!(w, "collectives: none");
+    } else {
+        let _ = writeln!(
+            w,
+            "collectives (calls of all ranks, bytes as the lines give):"
+        );
+        for (name, &(n, bytes)) in &s.collectives {
+            let per_rank = n as f64 / s.ranks.max(1) as f64;
+            let _ = writeln!(
+                w,
+                "  {name:<16} {n:>8} calls ({per_rank:.0} per rank), {}",
+                size(bytes)
+            );
+        }
+    }
+    let _ = writeln!(
+        w,
+        "computation per rank: {:.3e} flops mean, {:.3e} max; timed work and sleeps {:.3e} s mean, {:.3e} s max",
+        s.flops.0, s.flops.1, s.seconds.0, s.seconds.1
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_in_binary_units() {
+        assert_eq!(size(512.0), "512 B");
+        assert_eq!(size(4096.0), "4 KiB");
+        assert_eq!(size(1.5 * 1024.0 * 1024.0), "1.5 MiB");
+    }
+}
