@@ -132,7 +132,7 @@ pub fn expand(coll: Coll, me: u32, p: u32, seq: u64, policy: &Policy) -> Vec<Op>
         Coll::Bcast { bytes, root } => match algo {
             Algo::BinaryTree => binary_bcast(&mut s, root, bytes),
             Algo::ScatterRdAllgather | Algo::ScatterRingAllgather => {
-                let parts = Parts::new(bytes, p);
+                let parts = Split::ceil(bytes, p);
                 binomial_scatter(&mut s, root, parts);
                 if algo == Algo::ScatterRdAllgather && p.is_power_of_two() {
                     bcast_rd_allgather(&mut s, root, parts);
@@ -321,7 +321,7 @@ fn halving_reduce_scatter(s: &mut Steps, v: u32, q: u32, bytes: f64) {
 /// at distance 1 first, each step keeping half of the blocks still held and reducing them;
 /// then recursive doubling in reverse (distance q/2 first) gathering the blocks back.
 fn reduce_scatter_allgather(s: &mut Steps, v: u32, q: u32, bytes: f64) {
-    let blocks = Blocks::new(bytes, q);
+    let blocks = Split::floor(bytes, q);
     let (mut send_idx, mut recv_idx, mut last_idx) = (0, 0, q);
     let mut mask = 1;
     while mask < q {
@@ -331,14 +331,14 @@ fn reduce_scatter_allgather(s: &mut Steps, v: u32, q: u32, bytes: f64) {
         let (send, recv) = if v < partner {
             send_idx = recv_idx + half;
             (
-                blocks.sum(send_idx, last_idx),
-                blocks.sum(recv_idx, send_idx),
+                blocks.bytes(send_idx, last_idx),
+                blocks.bytes(recv_idx, send_idx),
             )
         } else {
             recv_idx = send_idx + half;
             (
-                blocks.sum(send_idx, recv_idx),
-                blocks.sum(recv_idx, last_idx),
+                blocks.bytes(send_idx, recv_idx),
+                blocks.bytes(recv_idx, last_idx),
             )
         };
         s.exchange(peer, send, peer, recv);
@@ -360,14 +360,14 @@ fn reduce_scatter_allgather(s: &mut Steps, v: u32, q: u32, bytes: f64) {
             }
             recv_idx = send_idx + half;
             (
-                blocks.sum(send_idx, recv_idx),
-                blocks.sum(recv_idx, last_idx),
+                blocks.bytes(send_idx, recv_idx),
+                blocks.bytes(recv_idx, last_idx),
             )
         } else {
             recv_idx = send_idx - half;
             (
-                blocks.sum(send_idx, last_idx),
-                blocks.sum(recv_idx, send_idx),
+                blocks.bytes(send_idx, last_idx),
+                blocks.bytes(recv_idx, send_idx),
             )
         };
         s.exchange(peer, send, peer, recv);
@@ -378,59 +378,44 @@ fn reduce_scatter_allgather(s: &mut Steps, v: u32, q: u32, bytes: f64) {
     }
 }
 
-/// A vector of whole bytes in `k` blocks as MPICH splits it for allreduce: `floor(n/k)` each,
-/// the last one the remainder.
+/// A vector of whole bytes cut into `k` pieces as MPICH cuts it: for allreduce `floor(n/k)`
+/// bytes each and the last one the remainder ([`Split::floor`]); for a bcast's scatter
+/// `ceil(n/k)` each, so the last ones may get less, or nothing ([`Split::ceil`]).
 #[derive(Debug, Clone, Copy)]
-struct Blocks {
+struct Split {
     n: f64,
     k: u32,
     each: f64,
 }
 
-impl Blocks {
-    fn new(n: f64, k: u32) -> Blocks {
+impl Split {
+    fn floor(n: f64, k: u32) -> Split {
         let n = n.round();
-        Blocks {
-            n,
-            k,
-            each: (n / k as f64).floor(),
-        }
+        let each = (n / k as f64).floor();
+        Split { n, k, each }
     }
 
-    /// Bytes of blocks `a..b`.
-    fn sum(&self, a: u32, b: u32) -> f64 {
-        let disp = |i: u32| {
+    fn ceil(n: f64, k: u32) -> Split {
+        let n = n.round();
+        let each = (n / k as f64).ceil();
+        Split { n, k, each }
+    }
+
+    /// Bytes of pieces `a..b`.
+    fn bytes(&self, a: u32, b: u32) -> f64 {
+        let end = |i: u32| {
             if i >= self.k {
                 self.n
             } else {
-                i as f64 * self.each
+                (i as f64 * self.each).min(self.n)
             }
         };
-        disp(b) - disp(a)
-    }
-}
-
-/// A vector of whole bytes as MPICH scatters it for bcast: `ceil(n/p)` bytes per rank, so
-/// the last ranks may get less, or nothing.
-#[derive(Debug, Clone, Copy)]
-struct Parts {
-    n: f64,
-    each: f64,
-}
-
-impl Parts {
-    fn new(n: f64, p: u32) -> Parts {
-        let n = n.round();
-        Parts {
-            n,
-            each: (n / p as f64).ceil(),
-        }
+        (end(b) - end(a)).max(0.0)
     }
 
-    /// Bytes of the parts of relative ranks `lo..lo + m`.
+    /// Bytes of the pieces of relative ranks `lo..lo + m`.
     fn of(&self, lo: u32, m: u32) -> f64 {
-        let end = ((lo + m) as f64 * self.each).min(self.n);
-        (end - lo as f64 * self.each).max(0.0)
+        self.bytes(lo, lo + m)
     }
 }
 
@@ -526,7 +511,7 @@ fn binomial_reduce(s: &mut Steps, root: u32, bytes: f64) {
 /// MPICH's scatter for bcast: each rank receives its subtree's parts from its parent, then
 /// hands each child the parts of the child's subtree, farthest child first. Empty parts are
 /// neither sent nor received.
-fn binomial_scatter(s: &mut Steps, root: u32, parts: Parts) {
+fn binomial_scatter(s: &mut Steps, root: u32, parts: Split) {
     let (me, p) = (s.me, s.p);
     let rel = (me + p - root) % p;
     let mut mask = 1;
@@ -549,7 +534,7 @@ fn binomial_scatter(s: &mut Steps, root: u32, parts: Parts) {
 
 /// The recursive-doubling allgather of a scattered bcast (p a power of two): each step swaps
 /// the parts of the two halves of a group twice as large (empty parts still make a message).
-fn bcast_rd_allgather(s: &mut Steps, root: u32, parts: Parts) {
+fn bcast_rd_allgather(s: &mut Steps, root: u32, parts: Split) {
     let (me, p) = (s.me, s.p);
     let rel = (me + p - root) % p;
     let mut mask = 1;
@@ -569,7 +554,7 @@ fn bcast_rd_allgather(s: &mut Steps, root: u32, parts: Parts) {
 
 /// The ring allgather of a scattered bcast: p - 1 steps, each passing one rank's part to the
 /// right (empty parts still make a message).
-fn bcast_ring_allgather(s: &mut Steps, root: u32, parts: Parts) {
+fn bcast_ring_allgather(s: &mut Steps, root: u32, parts: Split) {
     let (me, p) = (s.me, s.p);
     let rel = (me + p - root) % p;
     for i in 0..p - 1 {
