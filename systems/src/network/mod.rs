@@ -1,5 +1,9 @@
 //! The network plugin: fluid flows sharing link bandwidth with max-min fairness, as in
-//! SimGrid's CM02 model (TCP-gamma off, latency and bandwidth factors 1).
+//! SimGrid's CM02 model (TCP-gamma off, latency and bandwidth factors 1) with one
+//! simplification: every flow weighs the same, where CM02 divides a link in inverse
+//! proportion to each flow's route latency. The two agree whenever the flows that meet on a
+//! link have routes of equal latency (tests/smpi_oracle.rs lists the fat-tree cases where
+//! they do not).
 //!
 //! Every model moves bytes through one entry point, [`Launch::start`] (or
 //! [`Launch::start_for`] when it waits for the end): the network spawns the flow's entity,
@@ -306,7 +310,7 @@ impl Plugin for NetworkPlugin {
             )
             .describe_model(
                 "network",
-                "fluid flows: each pays its route latency, then shares bandwidth with exact max-min fairness (SimGrid CM02 without TCP-gamma, latency or bandwidth factors), re-shared at every start and end (or, with network_model.quantum > 0, once per quantum: flows join and leave at its multiples). Simplified: no packet-level effects, no congestion control, no slow start",
+                "fluid flows: each pays its route latency, then shares bandwidth with exact max-min fairness (SimGrid CM02 without TCP-gamma, latency or bandwidth factors), re-shared at every start and end (or, with network_model.quantum > 0, once per quantum: flows join and leave at its multiples). Simplified: equal weights (CM02 weights each flow by 1/route latency), no packet-level effects, no congestion control, no slow start",
             )
             .init_resource::<Network>()
             .add_systems(SimStartup, build_constraints.in_set(StartupSet::Models))
