@@ -246,10 +246,8 @@ impl Messages {
             self.matched(m, dst, p.req, p.loc, now, out);
         }
         if rendezvous && !sw.handshake {
-            self.msgs[m as usize].rts_arrived = true;
-            if self.msgs[m as usize].recv_req.is_some() {
-                self.begin_data(m, now, out);
-            }
+            // No RTS to send: the receiver knows of the message at once.
+            self.rts_arrives(m, now, out);
         } else if rendezvous {
             let (a, b) = (self.ends[r as usize].host, self.ends[dst as usize].host);
             self.control(m, Stage::Rts, a, b, out);
@@ -277,7 +275,6 @@ impl Messages {
     }
 
     fn matched(&mut self, m: u32, r: u32, req: u32, loc: Loc, now: SimTime, out: &mut Out) {
-        let handshake = self.switches().handshake;
         let msg = &mut self.msgs[m as usize];
         out.notices.push(Notice::Matched { rank: r, req });
         // An eager send may be complete (and its request gone) before its receive is posted.
@@ -290,10 +287,8 @@ impl Messages {
         msg.recv_req = Some(req);
         msg.dst_loc = loc;
         if msg.rendezvous {
-            if msg.rts_arrived && handshake {
-                self.send_cts(m, out);
-            } else if msg.rts_arrived {
-                self.begin_data(m, now, out);
+            if msg.rts_arrived {
+                self.answer_rts(m, now, out);
             }
         } else if msg.data_arrived {
             self.deliver(m, now, out);
@@ -326,6 +321,24 @@ impl Messages {
                     self.credits.remove(&key);
                 }
             }
+        }
+    }
+
+    /// A rendezvous message's RTS is at its receiver: a posted receive answers it.
+    fn rts_arrives(&mut self, m: u32, now: SimTime, out: &mut Out) {
+        self.msgs[m as usize].rts_arrived = true;
+        if self.msgs[m as usize].recv_req.is_some() {
+            self.answer_rts(m, now, out);
+        }
+    }
+
+    /// The receiver has both the RTS and its receive: it sends CTS, or without the handshake
+    /// the data start.
+    fn answer_rts(&mut self, m: u32, now: SimTime, out: &mut Out) {
+        if self.switches().handshake {
+            self.send_cts(m, out);
+        } else {
+            self.begin_data(m, now, out);
         }
     }
 
@@ -464,12 +477,7 @@ impl Messages {
     /// A timer or flow of message `m` is over.
     pub fn on_stage_done(&mut self, m: u32, stage: Stage, now: SimTime, out: &mut Out) {
         match stage {
-            Stage::Rts => {
-                self.msgs[m as usize].rts_arrived = true;
-                if self.msgs[m as usize].recv_req.is_some() {
-                    self.send_cts(m, out);
-                }
-            }
+            Stage::Rts => self.rts_arrives(m, now, out),
             Stage::Cts => self.begin_data(m, now, out),
             Stage::Pinned | Stage::CopyOut => self.data_flow(m, out),
             Stage::CopyOutFlow => {
