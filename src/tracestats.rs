@@ -5,6 +5,7 @@
 use std::fmt::Write;
 use std::path::PathBuf;
 
+use hetsim_output::headline::binary_bytes as size;
 use hetsim_systems::mpi::program::{parse_traces, trace_ranks};
 use hetsim_systems::mpi::stats::{TraceStats, bucket_range, summarise};
 
@@ -24,22 +25,6 @@ pub fn stats(files: &[PathBuf]) -> Result<TraceStats, Error> {
     let ranks = trace_ranks(&texts).map_err(Error::Input)?;
     let programs = parse_traces(&texts, ranks).map_err(Error::Input)?;
     Ok(summarise(&programs))
-}
-
-/// Bytes in binary units: `512 B`, `4 KiB`, `1.5 MiB`.
-fn size(b: f64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if v.fract() == 0.0 {
-        format!("{v} {}", UNITS[u])
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
 }
 
 /// The report `hetsim trace-stats` prints.
@@ -120,16 +105,4 @@ pub fn report(s: &TraceStats) -> String {
         s.flops.0, s.flops.1, s.seconds.0, s.seconds.1
     );
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_read_in_binary_units() {
-        assert_eq!(size(512.0), "512 B");
-        assert_eq!(size(4096.0), "4 KiB");
-        assert_eq!(size(1.5 * 1024.0 * 1024.0), "1.5 MiB");
-    }
 }

@@ -266,7 +266,7 @@ fn setup(world: &mut World, cfg: &MpiSpec) -> Result<(), String> {
         .ranks
         .iter()
         .enumerate()
-        .map(|(r, rank)| format!("node[{}].rank[{r}]", rank.node))
+        .map(|(r, rank)| protocol::rank_row(rank.node, r))
         .collect();
     for (r, rank) in job.ranks.iter_mut().enumerate() {
         let name = names[r].clone();

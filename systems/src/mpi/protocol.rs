@@ -96,6 +96,11 @@ pub struct RankEnds {
     pub host: Endpoint,
 }
 
+/// Rank `r`'s name: its timeline row, its entity's name, and the row its flows link.
+pub fn rank_row(node: u32, r: usize) -> String {
+    format!("node[{node}].rank[{r}]")
+}
+
 /// What a protocol step produced, in order.
 #[derive(Debug, Default)]
 pub struct Out {
@@ -169,9 +174,7 @@ impl Messages {
     pub fn new(spec: ProtocolSpec, ends: Vec<RankEnds>, nodes: usize, switches: Switches) -> Self {
         Messages {
             queues: vec![Queues::default(); ends.len()],
-            rows: (0..ends.len())
-                .map(|r| format!("node[{}].rank[{r}]", ends[r].node))
-                .collect(),
+            rows: (0..ends.len()).map(|r| rank_row(ends[r].node, r)).collect(),
             ends,
             spec,
             switches: Some(switches),
