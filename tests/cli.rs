@@ -694,6 +694,21 @@ fn summary(dir: &Path) -> String {
 }
 
 /// Each scenario's files and summary when run alone into a folder.
+/// What a run published in `dir`: its files and its summary.
+fn outputs(dir: &Path) -> (Vec<String>, String) {
+    (published(dir), summary(dir))
+}
+
+/// Starts `hetsim run SCENARIO --quiet --out o` in `cwd`, its stderr kept off the test's.
+fn spawn_run(scenario: &str, cwd: &Path) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_hetsim"))
+        .args(["run", scenario, "--quiet", "--out", "o"])
+        .current_dir(cwd)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 fn reference_outputs(scenarios: &[&str]) -> Vec<(Vec<String>, String)> {
     let tmp = tempfile::tempdir().unwrap();
     scenarios
@@ -701,10 +716,9 @@ fn reference_outputs(scenarios: &[&str]) -> Vec<(Vec<String>, String)> {
         .map(|s| {
             let o = hetsim(&["run", s, "--quiet", "--out", "o"], tmp.path());
             assert!(o.status.success(), "{}", stderr(&o));
-            let files = published(&tmp.path().join("o"));
-            let summary = summary(&tmp.path().join("o"));
+            let state = outputs(&tmp.path().join("o"));
             std::fs::remove_dir_all(tmp.path().join("o")).unwrap();
-            (files, summary)
+            state
         })
         .collect()
 }
@@ -716,14 +730,7 @@ fn an_interrupt_leaves_the_previous_outputs_or_the_new_ones_and_no_litter() {
     let (demo, lu) = (demo.to_str().unwrap(), lu.to_str().unwrap());
     let refs = reference_outputs(&[demo, lu]);
     let tmp = tempfile::tempdir().unwrap();
-    let run = |s: &str| {
-        Command::new(env!("CARGO_BIN_EXE_hetsim"))
-            .args(["run", s, "--quiet", "--out", "o"])
-            .current_dir(tmp.path())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
+    let run = |s: &str| spawn_run(s, tmp.path());
     // How long the LU run takes here, so the interrupts spread over all of it, the output
     // writing included.
     let started = std::time::Instant::now();
@@ -739,12 +746,10 @@ fn an_interrupt_leaves_the_previous_outputs_or_the_new_ones_and_no_litter() {
             .args(["-INT", &child.id().to_string()])
             .status();
         let code = child.wait().unwrap().code();
-        let files = published(&tmp.path().join("o"));
-        let summary = summary(&tmp.path().join("o"));
+        let state = outputs(&tmp.path().join("o"));
         // No code: the signal came before the handler was set, and the default action ended
         // the process before it wrote anything. 130: interrupted, either before the
         // publication (the folder as it was) or after it (the new run's, whole); never a mix.
-        let state = (files, summary);
         match code {
             None => assert_eq!(state, refs[0], "killed at start: as before"),
             Some(130) => assert!(refs.contains(&state), "interrupted: one run's files"),
@@ -771,22 +776,16 @@ fn concurrent_runs_into_one_folder_leave_one_runs_files() {
     for _ in 0..4 {
         let children: Vec<_> = [lu, demo, lu, demo]
             .iter()
-            .map(|s| {
-                Command::new(env!("CARGO_BIN_EXE_hetsim"))
-                    .args(["run", s, "--quiet", "--out", "o"])
-                    .current_dir(tmp.path())
-                    .spawn()
-                    .unwrap()
-            })
+            .map(|s| spawn_run(s, tmp.path()))
             .collect();
         for mut c in children {
             assert!(c.wait().unwrap().success());
         }
-        let files = published(&tmp.path().join("o"));
-        let summary = summary(&tmp.path().join("o"));
+        let state = outputs(&tmp.path().join("o"));
         assert!(
-            refs.contains(&(files.clone(), summary)),
-            "one run's files and summary, not a mix: {files:?}"
+            refs.contains(&state),
+            "one run's files and summary, not a mix: {:?}",
+            state.0
         );
     }
 }

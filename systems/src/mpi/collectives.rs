@@ -648,10 +648,7 @@ mod tests {
         ];
         for coll in colls {
             for &algo in Algo::for_collective(coll.name()) {
-                let policy = Policy {
-                    force: vec![(coll.name().to_string(), algo)],
-                    ..Default::default()
-                };
+                let policy = forcing(coll.name(), algo);
                 for p in [2, 3, 4, 5, 8, 12, 16] {
                     balanced(coll, p, &policy);
                 }
@@ -660,6 +657,14 @@ mod tests {
     }
 
     /// A rank's sends ('s') and receives ('r'), in order, with their peer and size.
+    /// The default policy with `algo` forced for collective `coll`.
+    fn forcing(coll: &str, algo: Algo) -> Policy {
+        Policy {
+            force: vec![(coll.to_string(), algo)],
+            ..Default::default()
+        }
+    }
+
     fn transfers(coll: Coll, me: u32, p: u32, policy: &Policy) -> Vec<(char, i64, f64)> {
         expand(coll, me, p, 0, policy)
             .into_iter()
@@ -683,10 +688,7 @@ mod tests {
         // distance 2 (0<->3, 2<->4) n/4. Gather to virtual 0 (standing for root 1):
         // distance 2 first (3->0, 4->2: n/4), then distance 1 (2->0: n/2); rank 0 sends
         // the result to rank 1.
-        let policy = Policy {
-            force: vec![("reduce".to_string(), Algo::Rabenseifner)],
-            ..Default::default()
-        };
+        let policy = forcing("reduce", Algo::Rabenseifner);
         let n = 1e6;
         let coll = Coll::Reduce {
             bytes: n,
@@ -731,10 +733,7 @@ mod tests {
 
     #[test]
     fn binomial_bcast_reaches_everyone_once_in_ceil_log2_p_sends_from_the_root() {
-        let policy = Policy {
-            force: vec![("bcast".to_string(), Algo::Binomial)],
-            ..Default::default()
-        };
+        let policy = forcing("bcast", Algo::Binomial);
         for p in [2u32, 3, 5, 8, 13] {
             let root = 2 % p;
             let root_sends = expand(Coll::Bcast { bytes: 8.0, root }, root, p, 0, &policy)
@@ -770,10 +769,7 @@ mod tests {
         // the root's farthest child (rank 8) is not sent to: the root sends 4 B to rank 4,
         // 2 B to rank 2, 1 B to rank 1. Rank 8 only joins the allgather: 0 B with rank 9
         // first, then its group's parts (still empty) with 10, 12 and 0 (which sends 8 B).
-        let policy = Policy {
-            force: vec![("bcast".to_string(), Algo::ScatterRdAllgather)],
-            ..Default::default()
-        };
+        let policy = forcing("bcast", Algo::ScatterRdAllgather);
         let coll = Coll::Bcast {
             bytes: 8.0,
             root: 0,
@@ -798,10 +794,7 @@ mod tests {
             bytes: 1000.0,
             root: 0,
         };
-        let ring = Policy {
-            force: vec![("bcast".to_string(), Algo::ScatterRingAllgather)],
-            ..Default::default()
-        };
+        let ring = forcing("bcast", Algo::ScatterRingAllgather);
         assert_eq!(
             transfers(coll, 0, 3, &ring),
             [
@@ -821,10 +814,7 @@ mod tests {
         // distance 1 (rank 0) first, sending its lower half (blocks 0-1, 4 B) and receiving
         // the upper (6 B); then distance 2 (rank 3) sending block 3 (4 B) and receiving block
         // 2 (2 B); the allgather reverses it: distance 2 then 1.
-        let policy = Policy {
-            force: vec![("allreduce".to_string(), Algo::Rabenseifner)],
-            ..Default::default()
-        };
+        let policy = forcing("allreduce", Algo::Rabenseifner);
         let coll = Coll::Allreduce {
             bytes: 10.0,
             flops: 0.0,
