@@ -275,7 +275,7 @@ proptest! {
             "workload.Mpi.ranks", "workload.Mpi.gpus_per_node",
             "workload.Mpi.program.Generator.Halo3d.iterations",
             "workload.Mpi.program.Generator.Halo3d.compute",
-            "workload.Mpi.program.Generator.Halo3d.face",
+            "workload.Mpi.program.Generator.Halo3d.side",
             "workload.Cuda.repeat", "workload.Cuda.launch_overhead",
             "workload.n", "workload.tile", "workload.scheduler",
             "limits.max_memory", "limits.max_events", "output.width", "seed", "name",

@@ -224,18 +224,18 @@ mod tests {
         use crate::units::{Bytes, Duration};
         let t = Duration(crate::SimTime::ZERO);
         let b = Bytes(1.0);
-        // 8 ranks in 2 x 2 x 2: each has 7 neighbours (3 faces, 3 edges, 1 corner): 56, and
-        // one allreduce.
+        // 8 ranks in 2 x 2 x 2: each has 7 neighbours (3 faces, 3 edges, 1 corner) for the
+        // forces and the positions, 3 faces for the gradients: 8 x 17 = 136, and one
+        // allreduce.
         let halo = Generator::Halo3d {
             iterations: 1,
-            face: b,
-            edge: b,
-            corner: b,
+            side: 1,
             compute: t,
         };
-        assert_eq!(halo.messages_per_iteration(8), (56.0, 1));
-        // 27 ranks in 3 x 3 x 3: 7^3 - 27 = 316 (the centre has 26, a corner 7).
-        assert_eq!(halo.messages_per_iteration(27).0, 316.0);
+        assert_eq!(halo.messages_per_iteration(8), (136.0, 1));
+        // 27 ranks in 3 x 3 x 3: 2 x (7^3 - 27) = 632 (the centre has 26, a corner 7), and
+        // 3 axes x 2 x 2 x 9 = 108 face messages.
+        assert_eq!(halo.messages_per_iteration(27).0, 740.0);
         // 6 ranks in 3 x 2: 2 x 2 x 2 (along the 3) + 2 x 1 x 3 (along the 2) = 14 pairs,
         // in 1 large and 4 small rounds: 70.
         let stencil = Generator::Stencil {

@@ -112,22 +112,25 @@ pub enum ProgramSpec {
     Generator(Generator),
 }
 
-/// Synthetic applications after the four of the TraceR-CODES GPUDirect study. Each iteration
-/// is a communication pattern plus `compute` (the GPU kernel time per iteration), which sets
-/// the communication share. Ranks form the most nearly cubic (3-D) or square (2-D) grid, as
-/// MPI_Dims_create does; boundaries are not periodic.
+/// Synthetic applications after the four of the TraceR-CODES GPUDirect study, shaped by the
+/// workload facts the study reports (`tests/data/mpi-apps.md`): message sizes and counts,
+/// partners and collectives per iteration. `compute` (the GPU kernel time per iteration) sets
+/// the communication share; the shipped scenarios set it so that the MPI share under HostCopy
+/// on Lassen lands in the range measured on Lassen. Ranks form the most nearly cubic (3-D) or
+/// square (2-D) grid, as MPI_Dims_create does; boundaries are not periodic.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub enum Generator {
-    /// LULESH-like: a 3-D halo exchange with up to 26 neighbours (6 faces, 12 edges,
-    /// 8 corners), then an 8-byte allreduce (the time step).
+    /// LULESH-like: a domain of `side`^3 elements per rank (LULESH's `-s`) and LULESH's three
+    /// exchanges per iteration, each after a third of `compute`: the nodal forces (3 fields)
+    /// and the nodal positions and velocities (6 fields) with up to 26 neighbours (faces of
+    /// (side+1)^2 nodes, edges of side+1, corners of 1), and the element gradients of the
+    /// monotonic Q (3 fields, side^2 elements) with the 6 face neighbours; then an 8-byte
+    /// allreduce (the time step). 8-byte values.
     Halo3d {
         iterations: u32,
-        #[serde(default = "mb1")]
-        face: Bytes,
-        #[serde(default = "kb32")]
-        edge: Bytes,
-        #[serde(default = "kb1")]
-        corner: Bytes,
+        #[serde(default = "lulesh_side")]
+        side: u32,
         compute: Duration,
     },
     /// Minisweep-like: a KBA wavefront sweep over a 2-D grid, four sweeps (one per corner)
@@ -141,29 +144,35 @@ pub enum Generator {
         blocks: u32,
         compute: Duration,
     },
-    /// SW4lite-like: a 2-D stencil exchanging one large message with each of 4 neighbours, and
-    /// `small_exchanges` rounds of small ones, per iteration.
+    /// SW4lite-like: a 2-D stencil exchanging, per iteration, one large message (the
+    /// solution's ghost planes) and `small_exchanges` rounds of small ones with each of its
+    /// 4 neighbours, then computing.
     Stencil {
         iterations: u32,
-        #[serde(default = "mb12")]
+        #[serde(default = "sw4_large")]
         large: Bytes,
         #[serde(default = "kb64")]
         small: Bytes,
-        #[serde(default = "four")]
+        #[serde(default = "one")]
         small_exchanges: u32,
         compute: Duration,
     },
-    /// AmgX-like: a multigrid solver cycle; on each of `levels` levels a 4-neighbour exchange
-    /// (from `largest` on the finest level, divided by 4 per level, at least `smallest`) and
-    /// an 8-byte allreduce (a dot product).
+    /// AmgX-like: one preconditioned Krylov iteration with a multigrid V-cycle of `levels`
+    /// levels over a 4-neighbour 2-D grid. Down the cycle each level smooths (one exchange,
+    /// then its share of `compute`), up the cycle each level but the coarsest smooths again;
+    /// the messages start at `largest` and divide by `coarsening` per coarser level, and the
+    /// work by `coarsening`^1.5 (a 3-D volume behind a 2-D face). Then `allreduces` 8-byte
+    /// allreduces (the Krylov dot products).
     Solver {
         iterations: u32,
-        #[serde(default = "kb500")]
+        #[serde(default = "kb600")]
         largest: Bytes,
-        #[serde(default = "kb1")]
-        smallest: Bytes,
-        #[serde(default = "five")]
+        #[serde(default = "two")]
+        coarsening: f64,
+        #[serde(default = "eleven")]
         levels: u32,
+        #[serde(default = "two_u32")]
+        allreduces: u32,
         compute: Duration,
     },
 }
@@ -171,32 +180,31 @@ pub enum Generator {
 fn one() -> u32 {
     1
 }
-fn four() -> u32 {
-    4
+fn two_u32() -> u32 {
+    2
 }
-fn five() -> u32 {
-    5
+fn eleven() -> u32 {
+    11
 }
-fn kb1() -> Bytes {
-    Bytes(1e3)
+fn two() -> f64 {
+    2.0
 }
-fn kb32() -> Bytes {
-    Bytes(32e3)
+/// The study's LULESH mesh, 144^3 elements per rank.
+fn lulesh_side() -> u32 {
+    144
 }
 fn kb64() -> Bytes {
     Bytes(64e3)
 }
-fn kb500() -> Bytes {
-    Bytes(500e3)
-}
-fn mb1() -> Bytes {
-    Bytes(1e6)
+fn kb600() -> Bytes {
+    Bytes(600e3)
 }
 fn mb4() -> Bytes {
     Bytes(4e6)
 }
-fn mb12() -> Bytes {
-    Bytes(12e6)
+/// The top of SW4lite's large message class in the study (680 KB to 11.5 MB).
+fn sw4_large() -> Bytes {
+    Bytes(11.5e6)
 }
 
 /// The point-to-point protocol's figures (defaults: the TraceR-CODES GPU extension's Table I).
@@ -307,36 +315,40 @@ impl Generator {
         }
     }
 
-    /// Point-to-point messages of one iteration over all `p` ranks, and the allreduces it
-    /// calls: counted from the grid the generator builds (non-periodic, so a rank at an
+    /// Point-to-point messages of one iteration over all `p` ranks, and the allreduces each
+    /// rank calls: counted from the grid the generator builds (non-periodic, so a rank at an
     /// edge has fewer neighbours). Summed over a grid, each axis of length d contributes
     /// d + 2(d - 1) own-or-neighbour positions: the 26-neighbour stencil has
-    /// prod(3d - 2) - p pairs, the 4-neighbour one sum over axes of 2(d - 1) p / d.
+    /// prod(3d - 2) - p pairs, the face-neighbour one sum over axes of 2(d - 1) p / d.
     pub fn messages_per_iteration(&self, p: u32) -> (f64, u32) {
-        let cross = |dims: &[u32]| -> f64 {
+        let faces = |dims: &[u32]| -> f64 {
             dims.iter()
                 .map(|&d| 2.0 * (d as f64 - 1.0) * p as f64 / d as f64)
                 .sum()
         };
         match self {
             Generator::Halo3d { .. } => {
+                // Forces and positions with every neighbour, gradients with the faces.
                 let dims = dims_create(p, 3);
                 let boxes: f64 = dims.iter().map(|&d| 3.0 * d as f64 - 2.0).product();
-                (boxes - p as f64, 1)
+                (2.0 * (boxes - p as f64) + faces(&dims), 1)
             }
             Generator::Sweep { blocks, .. } => {
                 // Four sweeps, each sending downstream along both axes once per block.
-                (4.0 * *blocks as f64 * cross(&dims_create(p, 2)) / 2.0, 0)
+                (4.0 * *blocks as f64 * faces(&dims_create(p, 2)) / 2.0, 0)
             }
             Generator::Stencil {
                 small_exchanges, ..
             } => (
-                (1.0 + *small_exchanges as f64) * cross(&dims_create(p, 2)),
+                (1.0 + *small_exchanges as f64) * faces(&dims_create(p, 2)),
                 0,
             ),
-            Generator::Solver { levels, .. } => {
-                (*levels as f64 * cross(&dims_create(p, 2)), *levels)
-            }
+            Generator::Solver {
+                levels, allreduces, ..
+            } => (
+                (2 * *levels).saturating_sub(1) as f64 * faces(&dims_create(p, 2)),
+                *allreduces,
+            ),
         }
     }
 }

@@ -1,8 +1,9 @@
 //! Synthetic rank programs with the message profiles of the four applications of the
 //! TraceR-CODES GPUDirect study (LULESH, Minisweep, SW4lite, AmgX). One iteration is built per
 //! rank and repeated; see [`hetsim_schema::mpi::Generator`] for the patterns.
-//! Simplified: the patterns keep the sizes and neighbour structure of those codes, not their
-//! exact call sequences or load imbalance.
+//! Simplified: the patterns keep the sizes, counts and neighbour structure of those codes and
+//! the order of their exchanges, not their exact call sequences, kernel overlap or load
+//! imbalance; compute is a fixed time per iteration.
 
 use std::sync::Arc;
 
@@ -42,6 +43,55 @@ fn neighbour(r: u32, dims: &[u32], offset: &[i64]) -> Option<u32> {
     rank_at(&c, dims)
 }
 
+/// One of LULESH's halo exchanges: how many 8-byte fields it carries, whether they live on
+/// nodes (a face of (side+1)^2) or elements (side^2), and whether it reaches the edge and
+/// corner neighbours too.
+struct LuleshExchange {
+    fields: u32,
+    nodal: bool,
+    faces_only: bool,
+}
+
+impl LuleshExchange {
+    /// The message to the neighbour at `offset`: the points of the shared face, edge or
+    /// corner, times the fields.
+    fn bytes(&self, side: u32, offset: &[i64]) -> f64 {
+        let n = side as f64 + if self.nodal { 1.0 } else { 0.0 };
+        let shared = offset.iter().filter(|&&o| o == 0).count() as i32;
+        8.0 * self.fields as f64 * n.powi(shared)
+    }
+}
+
+/// LULESH 2.0's exchanges per time step, in order (lulesh-comm: CommSBN of the forces,
+/// CommSyncPosVel, CommMonoQ).
+const LULESH_EXCHANGES: [LuleshExchange; 3] = [
+    LuleshExchange {
+        fields: 3,
+        nodal: true,
+        faces_only: false,
+    },
+    LuleshExchange {
+        fields: 6,
+        nodal: true,
+        faces_only: false,
+    },
+    LuleshExchange {
+        fields: 3,
+        nodal: false,
+        faces_only: true,
+    },
+];
+
+/// The offsets of a rank's 3-D neighbours: the 6 faces, or all 26.
+fn halo_offsets(faces_only: bool) -> impl Iterator<Item = [i64; 3]> {
+    (0..27)
+        .map(|i| [i / 9 - 1, i / 3 % 3 - 1, i % 3 - 1])
+        .filter(move |o| {
+            let nonzero = o.iter().filter(|&&v| v != 0).count();
+            nonzero == 1 || (nonzero > 1 && !faces_only)
+        })
+}
+
 /// Posts every receive, then every send, then waits: a halo exchange.
 fn exchange(ops: &mut Vec<Op>, peers: &[(u32, f64)], tag: i64) {
     for &(peer, bytes) in peers {
@@ -72,25 +122,34 @@ fn four_neighbours(r: u32, dims: &[u32]) -> Vec<u32> {
 }
 
 /// The generator's name and the counts it needs at least one of (iterations first, then
-/// blocks or levels).
+/// side, blocks or levels).
 fn counts(g: &Generator) -> (&'static str, Vec<(&'static str, u32)>) {
     let mut counts = vec![("iterations", g.iterations())];
     match g {
+        Generator::Halo3d { side, .. } => counts.push(("side", *side)),
         Generator::Sweep { blocks, .. } => counts.push(("blocks", *blocks)),
         Generator::Solver { levels, .. } => counts.push(("levels", *levels)),
-        Generator::Halo3d { .. } | Generator::Stencil { .. } => {}
+        Generator::Stencil { .. } => {}
     }
     (g.name(), counts)
 }
 
-/// A count of zero would run something other than what was asked, silently.
+/// A count of zero would run something other than what was asked, silently; so would a
+/// multigrid whose coarser levels grow.
 pub fn check(g: &Generator) -> Result<(), String> {
     let (name, counts) = counts(g);
-    match counts.iter().find(|(_, v)| *v == 0) {
-        Some((field, _)) => Err(format!(
+    if let Some((field, _)) = counts.iter().find(|(_, v)| *v == 0) {
+        return Err(format!(
             "program.Generator.{name}.{field}: expected at least 1, got 0"
-        )),
-        None => Ok(()),
+        ));
+    }
+    match g {
+        Generator::Solver { coarsening, .. } if !(*coarsening >= 1.0 && coarsening.is_finite()) => {
+            Err(format!(
+                "program.Generator.{name}.coarsening: expected a finite factor of at least 1 (messages shrink by it per coarser level), got {coarsening}"
+            ))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -115,35 +174,19 @@ pub fn generate(g: &Generator, ranks: u32) -> Vec<Program> {
 fn iteration(g: &Generator, r: u32, p: u32) -> Vec<Op> {
     let mut ops = Vec::new();
     match g {
-        Generator::Halo3d {
-            face,
-            edge,
-            corner,
-            compute,
-            ..
-        } => {
+        Generator::Halo3d { side, compute, .. } => {
             let dims = dims_create(p, 3);
-            let mut peers = Vec::new();
-            for dx in -1..=1i64 {
-                for dy in -1..=1i64 {
-                    for dz in -1..=1i64 {
-                        let nonzero = [dx, dy, dz].iter().filter(|&&v| v != 0).count();
-                        let bytes = match nonzero {
-                            1 => face.0,
-                            2 => edge.0,
-                            3 => corner.0,
-                            _ => continue,
-                        };
-                        if let Some(n) = neighbour(r, &dims, &[dx, dy, dz]) {
-                            peers.push((n, bytes));
-                        }
-                    }
-                }
+            let third = compute.0.as_secs_f64() / 3.0;
+            for (tag, phase) in LULESH_EXCHANGES.iter().enumerate() {
+                ops.push(Op::ComputeFor { secs: third });
+                let peers: Vec<(u32, f64)> = halo_offsets(phase.faces_only)
+                    .filter_map(|o| {
+                        let n = neighbour(r, &dims, &o)?;
+                        Some((n, phase.bytes(*side, &o)))
+                    })
+                    .collect();
+                exchange(&mut ops, &peers, tag as i64);
             }
-            exchange(&mut ops, &peers, 0);
-            ops.push(Op::ComputeFor {
-                secs: compute.0.as_secs_f64(),
-            });
             ops.push(Op::Coll(Coll::Allreduce {
                 bytes: 8.0,
                 flops: 0.0,
@@ -208,24 +251,30 @@ fn iteration(g: &Generator, r: u32, p: u32) -> Vec<Op> {
         }
         Generator::Solver {
             largest,
-            smallest,
+            coarsening,
             levels,
+            allreduces,
             compute,
             ..
         } => {
             let dims = dims_create(p, 2);
             let n = four_neighbours(r, &dims);
-            let levels = (*levels).max(1);
-            // Work shrinks by 4 per coarser level (a 2-D multigrid hierarchy).
-            let weights: Vec<f64> = (0..levels).map(|l| 0.25f64.powi(l as i32)).collect();
-            let total: f64 = weights.iter().sum();
-            for (l, w) in weights.iter().enumerate() {
-                let bytes = (largest.0 * 0.25f64.powi(l as i32)).max(smallest.0);
+            let levels = (*levels).max(1) as i32;
+            let work: Vec<f64> = (0..levels)
+                .map(|l| coarsening.powf(-1.5 * l as f64))
+                .collect();
+            // Down the V-cycle, then up it without the coarsest level again.
+            let visits = (0..levels).chain((0..levels - 1).rev());
+            let total: f64 = visits.clone().map(|l| work[l as usize]).sum();
+            for l in visits {
+                let bytes = largest.0 * coarsening.powi(-l);
                 let peers: Vec<(u32, f64)> = n.iter().map(|&x| (x, bytes)).collect();
-                exchange(&mut ops, &peers, 0);
+                exchange(&mut ops, &peers, l as i64);
                 ops.push(Op::ComputeFor {
-                    secs: compute.0.as_secs_f64() * w / total,
+                    secs: compute.0.as_secs_f64() * work[l as usize] / total,
                 });
+            }
+            for _ in 0..*allreduces {
                 ops.push(Op::Coll(Coll::Allreduce {
                     bytes: 8.0,
                     flops: 0.0,
@@ -247,9 +296,7 @@ mod tests {
         let gens = [
             Generator::Halo3d {
                 iterations: 1,
-                face: b,
-                edge: b,
-                corner: b,
+                side: 4,
                 compute: t,
             },
             Generator::Sweep {
@@ -268,8 +315,9 @@ mod tests {
             Generator::Solver {
                 iterations: 1,
                 largest: b,
-                smallest: b,
+                coarsening: 2.0,
                 levels: 3,
+                allreduces: 2,
                 compute: t,
             },
         ];
@@ -299,35 +347,137 @@ mod tests {
         assert_eq!(dims_create(1, 3), vec![1, 1, 1]);
     }
 
+    fn halo(side: u32) -> Generator {
+        Generator::Halo3d {
+            iterations: 1,
+            side,
+            compute: hetsim_schema::units::Duration(hetsim_schema::SimTime::from_nanos(3000)),
+        }
+    }
+
+    fn sizes_sent(prog: &Program) -> Vec<f64> {
+        prog.steps
+            .iter()
+            .filter_map(|s| match s.op {
+                Op::Isend { bytes, .. } => Some(bytes),
+                _ => None,
+            })
+            .collect()
+    }
+
     #[test]
     fn an_interior_halo_rank_has_26_neighbours_and_sends_match_receives() {
-        let g = Generator::Halo3d {
-            iterations: 1,
-            face: hetsim_schema::units::Bytes(1e6),
-            edge: hetsim_schema::units::Bytes(3e4),
-            corner: hetsim_schema::units::Bytes(1e3),
-            compute: hetsim_schema::units::Duration::default(),
-        };
-        let progs = generate(&g, 27);
-        let sends = |r: usize| {
-            progs[r]
-                .steps
-                .iter()
-                .filter(|s| matches!(s.op, Op::Isend { .. }))
-                .count()
-        };
-        assert_eq!(sends(13), 26, "the centre of 3x3x3");
-        assert_eq!(sends(0), 7, "a corner");
-        // Every send has its receive at the peer with the same size.
+        let progs = generate(&halo(144), 27);
+        let sends = |r: usize| sizes_sent(&progs[r]).len();
+        // Forces and positions to 26 neighbours, gradients to 6 faces.
+        assert_eq!(sends(13), 26 + 26 + 6, "the centre of 3x3x3");
+        assert_eq!(sends(0), 7 + 7 + 3, "a corner");
+        // Every send has its receive at the peer with the same size and tag.
         for (r, p) in progs.iter().enumerate() {
             for s in &p.steps {
-                if let Op::Isend { dst, bytes, .. } = s.op {
+                if let Op::Isend {
+                    dst, bytes, tag, ..
+                } = s.op
+                {
                     assert!(progs[dst as usize].steps.iter().any(|t| matches!(
                         t.op,
-                        Op::Irecv { src, bytes: b, .. } if src == r as i64 && b == bytes
+                        Op::Irecv { src, bytes: b, tag: u, .. } if src == r as i64 && b == bytes && u == tag
                     )));
                 }
             }
         }
+    }
+
+    #[test]
+    fn halo_messages_have_lulesh_sizes_at_144_cubed() {
+        // LULESH -s 144: 145 nodes along an edge, 8-byte values. Forces (3 fields): faces
+        // 145^2 * 24 = 504,600 B, edges 145 * 24 = 3,480 B, corners 24 B; positions and
+        // velocities (6 fields) twice that; gradients (3 fields on 144^2 elements) 497,664 B.
+        let mut sizes = sizes_sent(&generate(&halo(144), 27)[13]);
+        sizes.sort_by(f64::total_cmp);
+        sizes.dedup();
+        assert_eq!(
+            sizes,
+            [
+                24.0,
+                48.0,
+                3480.0,
+                6960.0,
+                497_664.0,
+                504_600.0,
+                1_009_200.0
+            ]
+        );
+        // A third of the compute before each exchange, the time step's allreduce last.
+        let prog = &generate(&halo(144), 27)[13];
+        let computes: Vec<f64> = prog
+            .steps
+            .iter()
+            .filter_map(|s| match s.op {
+                Op::ComputeFor { secs } => Some(secs),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(computes.len(), 3);
+        assert!(computes.iter().all(|&c| (c - 1e-6).abs() < 1e-18));
+        assert!(matches!(
+            prog.steps.last().map(|s| &s.op),
+            Some(Op::Coll(Coll::Allreduce { .. }))
+        ));
+    }
+
+    #[test]
+    fn a_solver_cycle_goes_down_and_up_its_levels() {
+        let g = Generator::Solver {
+            iterations: 1,
+            largest: hetsim_schema::units::Bytes(8000.0),
+            coarsening: 2.0,
+            levels: 3,
+            allreduces: 2,
+            compute: hetsim_schema::units::Duration(hetsim_schema::SimTime::from_nanos(1000)),
+        };
+        // Rank 0 of 2 x 2 has two neighbours; levels 0, 1, 2, 1, 0.
+        let prog = &generate(&g, 4)[0];
+        let sizes = sizes_sent(prog);
+        assert_eq!(
+            sizes,
+            [
+                8000.0, 8000.0, 4000.0, 4000.0, 2000.0, 2000.0, 4000.0, 4000.0, 8000.0, 8000.0
+            ]
+        );
+        // Work per level 1, 2^-1.5, 2^-3, visited 2, 2 and 1 times.
+        let unit = 1e-6 / (2.0 + 2.0 * 2f64.powf(-1.5) + 0.125);
+        let computes: Vec<f64> = prog
+            .steps
+            .iter()
+            .filter_map(|s| match s.op {
+                Op::ComputeFor { secs } => Some(secs),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(computes.len(), 5);
+        assert!((computes[2] - unit * 0.125).abs() < 1e-18);
+        assert!((computes.iter().sum::<f64>() - 1e-6).abs() < 1e-18);
+        let allreduces = prog
+            .steps
+            .iter()
+            .filter(|s| matches!(s.op, Op::Coll(Coll::Allreduce { .. })))
+            .count();
+        assert_eq!(allreduces, 2);
+    }
+
+    #[test]
+    fn a_growing_multigrid_is_refused_with_its_field() {
+        let g = Generator::Solver {
+            iterations: 1,
+            largest: hetsim_schema::units::Bytes(8000.0),
+            coarsening: 0.5,
+            levels: 3,
+            allreduces: 2,
+            compute: hetsim_schema::units::Duration::default(),
+        };
+        let e = check(&g).unwrap_err();
+        assert!(e.starts_with("program.Generator.Solver.coarsening:"), "{e}");
+        assert!(check(&halo(0)).unwrap_err().contains("Halo3d.side"));
     }
 }
