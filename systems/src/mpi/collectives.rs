@@ -248,85 +248,80 @@ fn folded(s: &mut Steps, bytes: f64, core: impl FnOnce(&mut Steps, u32, u32)) {
     }
 }
 
-/// MPICH's reduce for long vectors (Rabenseifner's reduce-scatter + gather). Beyond the
-/// largest power of two q <= p, the first 2(p-q) ranks pair up: each odd one hands its
-/// vector to the even one below it and drops out. The q left (virtual rank v: the even ones
-/// as v = rank / 2, the others as rank - (p - q)) reduce-scatter by recursive halving, the
-/// partner at distance 1 first, exchanging n/2, n/4, ... n/q; then gather to the root's
-/// virtual rank by the same pairs in reverse (distance q/2 first, n/q, 2n/q, ... n/2
-/// travelling towards the root). A root that dropped out gets the result from the even rank
-/// that stood for it.
+/// MPICH's reduce_scatter_gather (reduce_intra_reduce_scatter_gather.c): the odd ranks
+/// below 2(p - q) hand their vector to the even rank below them; the q others halve it in
+/// whole-byte blocks (the remainder one byte each to the first blocks), then gather the
+/// blocks back in reverse to the root. An odd root that dropped out takes the place of
+/// virtual rank 0, which first hands it block 0.
 fn reduce_scatter_gather(s: &mut Steps, root: u32, bytes: f64) {
     let (me, p) = (s.me, s.p);
     let q = prev_pow2(p);
     let rem = p - q;
     let real = |v: u32| if v < rem { 2 * v } else { v + rem };
-    let virt = |r: u32| if r < 2 * rem { r / 2 } else { r - rem };
-    let root_out = root < 2 * rem && root % 2 == 1;
-    if me < 2 * rem && me % 2 == 1 {
+    let blocks = Split::front(bytes, q);
+    let mut virt = if me < 2 * rem && me % 2 == 1 {
         s.send(me - 1, bytes);
-        if me == root {
-            s.recv(root - 1, bytes);
-        }
-        return;
-    }
-    if me < 2 * rem {
+        None
+    } else if me < 2 * rem {
         s.recv(me + 1, bytes);
         s.reduce(bytes);
+        Some(me / 2)
+    } else {
+        Some(me - rem)
+    };
+    let (mut send_idx, mut last_idx) = match virt {
+        Some(v) => halving(s, v, q, &blocks, real),
+        None => (0, q),
+    };
+    let odd_root = root < 2 * rem && root % 2 == 1;
+    let vroot = if odd_root {
+        0
+    } else if root < 2 * rem {
+        root / 2
+    } else {
+        root - rem
+    };
+    if odd_root && me == root {
+        s.recv(0, blocks.bytes(0, 1));
+        (virt, send_idx, last_idx) = (Some(0), 0, 2);
+    } else if odd_root && virt == Some(0) {
+        s.send(root, blocks.bytes(0, 1));
+        return;
     }
-    let v = virt(me);
-    let mut mask = 1;
-    let mut size = bytes / 2.0;
-    while mask < q {
-        let peer = real(v ^ mask);
-        s.exchange(peer, size, peer, size);
-        s.reduce(size);
-        size /= 2.0;
-        mask <<= 1;
-    }
-    let vroot = virt(root);
-    let rel = v ^ vroot;
+    let Some(v) = virt else { return };
     let mut mask = q / 2;
-    let mut size = bytes / q as f64;
     while mask > 0 {
-        let peer = real(v ^ mask);
-        if rel & mask != 0 {
-            s.send(peer, size);
+        let partner = v ^ mask;
+        let peer = if partner == 0 && odd_root {
+            root
+        } else {
+            real(partner)
+        };
+        let (send, recv, recv_idx) =
+            doubling_step(v, partner, mask, q, send_idx, &mut last_idx, &blocks);
+        // The half of the tree holding the root receives; the other half sends and is done.
+        let subtree = |x: u32| x & !(mask - 1);
+        if subtree(partner) == subtree(vroot) {
+            s.send(peer, send);
             return;
         }
-        s.recv(peer, size);
-        size *= 2.0;
+        s.recv(peer, recv);
+        if v > partner {
+            send_idx = recv_idx;
+        }
         mask >>= 1;
     }
-    if root_out {
-        s.send(root, bytes);
-    }
 }
 
-/// Recursive halving among `q` virtual ranks: log2 q steps exchanging half, a quarter, ...
-fn halving_reduce_scatter(s: &mut Steps, v: u32, q: u32, bytes: f64) {
-    let mut d = q / 2;
-    let mut size = bytes / 2.0;
-    while d >= 1 {
-        let peer = real_of(v ^ d, s.p, q);
-        s.exchange(peer, size, peer, size);
-        s.reduce(size);
-        size /= 2.0;
-        d /= 2;
-    }
-}
-
-/// MPICH's allreduce for long vectors among `q` virtual ranks (a power of two): the vector
-/// in q blocks of whole bytes (the last takes the remainder); recursive halving, the partner
-/// at distance 1 first, each step keeping half of the blocks still held and reducing them;
-/// then recursive doubling in reverse (distance q/2 first) gathering the blocks back.
-fn reduce_scatter_allgather(s: &mut Steps, v: u32, q: u32, bytes: f64) {
-    let blocks = Split::floor(bytes, q);
+/// MPICH's recursive-halving reduce-scatter among `q` virtual ranks in `blocks`, distance 1
+/// first (the lower rank of a pair keeps the lower half); `real` maps a virtual rank to its
+/// rank. Returns the block indices the reverse phase starts from (`send_idx`, `last_idx`).
+fn halving(s: &mut Steps, v: u32, q: u32, blocks: &Split, real: impl Fn(u32) -> u32) -> (u32, u32) {
     let (mut send_idx, mut recv_idx, mut last_idx) = (0, 0, q);
     let mut mask = 1;
     while mask < q {
         let partner = v ^ mask;
-        let peer = real_of(partner, s.p, q);
+        let peer = real(partner);
         let half = q / (2 * mask);
         let (send, recv) = if v < partner {
             send_idx = recv_idx + half;
@@ -349,27 +344,36 @@ fn reduce_scatter_allgather(s: &mut Steps, v: u32, q: u32, bytes: f64) {
             last_idx = recv_idx + q / mask;
         }
     }
-    mask >>= 1;
+    (send_idx, last_idx)
+}
+
+/// Recursive halving among `q` virtual ranks: log2 q steps exchanging half, a quarter, ...
+fn halving_reduce_scatter(s: &mut Steps, v: u32, q: u32, bytes: f64) {
+    let mut d = q / 2;
+    let mut size = bytes / 2.0;
+    while d >= 1 {
+        let peer = real_of(v ^ d, s.p, q);
+        s.exchange(peer, size, peer, size);
+        s.reduce(size);
+        size /= 2.0;
+        d /= 2;
+    }
+}
+
+/// MPICH's allreduce for long vectors among `q` virtual ranks (a power of two): the vector
+/// in q blocks of whole bytes (the last takes the remainder); recursive halving, the partner
+/// at distance 1 first, each step keeping half of the blocks still held and reducing them;
+/// then recursive doubling in reverse (distance q/2 first) gathering the blocks back.
+fn reduce_scatter_allgather(s: &mut Steps, v: u32, q: u32, bytes: f64) {
+    let blocks = Split::floor(bytes, q);
+    let p = s.p;
+    let (mut send_idx, mut last_idx) = halving(s, v, q, &blocks, |x| real_of(x, p, q));
+    let mut mask = q / 2;
     while mask > 0 {
         let partner = v ^ mask;
         let peer = real_of(partner, s.p, q);
-        let half = q / (2 * mask);
-        let (send, recv) = if v < partner {
-            if mask != q / 2 {
-                last_idx += half;
-            }
-            recv_idx = send_idx + half;
-            (
-                blocks.bytes(send_idx, recv_idx),
-                blocks.bytes(recv_idx, last_idx),
-            )
-        } else {
-            recv_idx = send_idx - half;
-            (
-                blocks.bytes(send_idx, last_idx),
-                blocks.bytes(recv_idx, send_idx),
-            )
-        };
+        let (send, recv, recv_idx) =
+            doubling_step(v, partner, mask, q, send_idx, &mut last_idx, &blocks);
         s.exchange(peer, send, peer, recv);
         if v > partner {
             send_idx = recv_idx;
@@ -378,27 +382,84 @@ fn reduce_scatter_allgather(s: &mut Steps, v: u32, q: u32, bytes: f64) {
     }
 }
 
+/// One step of the reverse (doubling) phase at distance `mask`, on MPICH's block indices:
+/// the bytes sent and received, and the first block received. The lower rank of the pair
+/// extends its range upwards (`last_idx`, but not on the first step), the upper one
+/// downwards (its next `send_idx` is the block received).
+fn doubling_step(
+    v: u32,
+    partner: u32,
+    mask: u32,
+    q: u32,
+    send_idx: u32,
+    last_idx: &mut u32,
+    blocks: &Split,
+) -> (f64, f64, u32) {
+    let half = q / (2 * mask);
+    if v < partner {
+        if mask != q / 2 {
+            *last_idx += half;
+        }
+        let recv_idx = send_idx + half;
+        (
+            blocks.bytes(send_idx, recv_idx),
+            blocks.bytes(recv_idx, *last_idx),
+            recv_idx,
+        )
+    } else {
+        let recv_idx = send_idx - half;
+        (
+            blocks.bytes(send_idx, *last_idx),
+            blocks.bytes(recv_idx, send_idx),
+            recv_idx,
+        )
+    }
+}
+
 /// A vector of whole bytes cut into `k` pieces as MPICH cuts it: for allreduce `floor(n/k)`
-/// bytes each and the last one the remainder ([`Split::floor`]); for a bcast's scatter
-/// `ceil(n/k)` each, so the last ones may get less, or nothing ([`Split::ceil`]).
+/// bytes each and the last one the remainder ([`Split::floor`]); for reduce `floor(n/k)`
+/// each and one more for each of the first `n mod k` ([`Split::front`]); for a bcast's
+/// scatter `ceil(n/k)` each, so the last ones may get less, or nothing ([`Split::ceil`]).
 #[derive(Debug, Clone, Copy)]
 struct Split {
     n: f64,
     k: u32,
     each: f64,
+    /// Leading pieces one byte longer than `each`.
+    lead: f64,
 }
 
 impl Split {
     fn floor(n: f64, k: u32) -> Split {
         let n = n.round();
         let each = (n / k as f64).floor();
-        Split { n, k, each }
+        Split {
+            n,
+            k,
+            each,
+            lead: 0.0,
+        }
+    }
+
+    fn front(n: f64, k: u32) -> Split {
+        let Split { n, each, .. } = Split::floor(n, k);
+        Split {
+            n,
+            k,
+            each,
+            lead: n - each * k as f64,
+        }
     }
 
     fn ceil(n: f64, k: u32) -> Split {
         let n = n.round();
         let each = (n / k as f64).ceil();
-        Split { n, k, each }
+        Split {
+            n,
+            k,
+            each,
+            lead: 0.0,
+        }
     }
 
     /// Bytes of pieces `a..b`.
@@ -407,7 +468,7 @@ impl Split {
             if i >= self.k {
                 self.n
             } else {
-                (i as f64 * self.each).min(self.n)
+                (i as f64 * self.each + self.lead.min(i as f64)).min(self.n)
             }
         };
         (end(b) - end(a)).max(0.0)
@@ -650,6 +711,19 @@ mod tests {
             for &algo in Algo::for_collective(coll.name()) {
                 let policy = forcing(coll.name(), algo);
                 for p in [2, 3, 4, 5, 8, 12, 16] {
+                    // A root is a rank (traces are checked so).
+                    let coll = match coll {
+                        Coll::Bcast { bytes, root } => Coll::Bcast {
+                            bytes,
+                            root: root % p,
+                        },
+                        Coll::Reduce { bytes, flops, root } => Coll::Reduce {
+                            bytes,
+                            flops,
+                            root: root % p,
+                        },
+                        c => c,
+                    };
                     balanced(coll, p, &policy);
                 }
             }
@@ -684,10 +758,11 @@ mod tests {
     fn rabenseifner_reduce_halves_then_gathers_as_mpich_does() {
         // MPICH's reduce_scatter_gather on 5 ranks, root 1, n = 1 MB: q = 4, rank 1 (odd,
         // among the first 2(p - q) = 2) hands its vector to rank 0 and drops out; virtual
-        // ranks 0..3 are ranks 0, 2, 3, 4. Halving: distance 1 (0<->2, 3<->4) n/2, then
-        // distance 2 (0<->3, 2<->4) n/4. Gather to virtual 0 (standing for root 1):
-        // distance 2 first (3->0, 4->2: n/4), then distance 1 (2->0: n/2); rank 0 sends
-        // the result to rank 1.
+        // ranks 0..3 are ranks 0, 2, 3, 4, each ending with a quarter (block v reversed:
+        // 0, 2, 1, 3). Halving: distance 1 (0<->2, 3<->4) n/2, then distance 2 (0<->3,
+        // 2<->4) n/4. The root dropped out, so virtual rank 0 hands it block 0 and the root
+        // gathers in its place: distance 2 first (3 -> 1 and 4 -> 2: n/4), then distance 1
+        // (2 -> 1: n/2).
         let policy = forcing("reduce", Algo::Rabenseifner);
         let n = 1e6;
         let coll = Coll::Reduce {
@@ -696,8 +771,8 @@ mod tests {
             root: 1,
         };
         let t = |me| transfers(coll, me, 5, &policy);
-        assert_eq!(t(1), [('s', 0, n), ('r', 0, n)]);
         let (h, q) = (n / 2.0, n / 4.0);
+        assert_eq!(t(1), [('s', 0, n), ('r', 0, q), ('r', 3, q), ('r', 2, h)]);
         assert_eq!(
             t(0),
             [
@@ -706,9 +781,7 @@ mod tests {
                 ('r', 2, h),
                 ('s', 3, q),
                 ('r', 3, q),
-                ('r', 3, q),
-                ('r', 2, h),
-                ('s', 1, n)
+                ('s', 1, q)
             ]
         );
         assert_eq!(
@@ -729,6 +802,75 @@ mod tests {
             root: 0,
         };
         assert_eq!(transfers(coll, 0, 32, &policy).len(), 2 * 5 + 5);
+    }
+
+    #[test]
+    fn a_rabenseifner_reduce_balances_for_every_root_and_odd_sizes() {
+        let policy = forcing("reduce", Algo::Rabenseifner);
+        for p in [2, 3, 5, 6, 7, 12] {
+            for root in 0..p {
+                for bytes in [1001.0, 4096.0] {
+                    let coll = Coll::Reduce {
+                        bytes,
+                        flops: 0.0,
+                        root,
+                    };
+                    balanced(coll, p, &policy);
+                    // Every byte is sent in whole bytes.
+                    for me in 0..p {
+                        for (_, _, b) in transfers(coll, me, p, &policy) {
+                            assert_eq!(b, b.round(), "p={p} root={root} n={bytes}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rabenseifner_reduce_cuts_whole_bytes_remainder_first() {
+        // 10 bytes on 4 ranks, root 0: blocks of 3, 3, 2, 2 bytes (MPICH gives the
+        // remainder to the first blocks). Rank 0 keeps blocks 0-1 (6 B) then 0 (3 B) and
+        // gathers block 1 from rank 2, then blocks 2-3 from rank 1; rank 3 ends with block 3.
+        let policy = forcing("reduce", Algo::Rabenseifner);
+        let coll = Coll::Reduce {
+            bytes: 10.0,
+            flops: 0.0,
+            root: 0,
+        };
+        let t = |me| transfers(coll, me, 4, &policy);
+        assert_eq!(
+            t(0),
+            [
+                ('s', 1, 4.0),
+                ('r', 1, 6.0),
+                ('s', 2, 3.0),
+                ('r', 2, 3.0),
+                ('r', 2, 3.0),
+                ('r', 1, 4.0)
+            ]
+        );
+        assert_eq!(
+            t(1),
+            [
+                ('s', 0, 6.0),
+                ('r', 0, 4.0),
+                ('s', 3, 2.0),
+                ('r', 3, 2.0),
+                ('r', 3, 2.0),
+                ('s', 0, 4.0)
+            ]
+        );
+        assert_eq!(
+            t(3),
+            [
+                ('s', 2, 6.0),
+                ('r', 2, 4.0),
+                ('s', 1, 2.0),
+                ('r', 1, 2.0),
+                ('s', 1, 2.0)
+            ]
+        );
     }
 
     #[test]
