@@ -156,6 +156,41 @@ fn file_stem(metric: &str) -> String {
 }
 
 /// Mean of the values, `None` when there are none.
+/// The unit of a `--set` path's or a metric's values, read from its name (`..._s` seconds,
+/// `bandwidth`, `latency`, ...); `None` for counts and names that do not say.
+fn unit_of(path: &str) -> Option<&'static str> {
+    let last = path
+        .rsplit('.')
+        .find(|seg| !matches!(*seg, "mean" | "max" | "min"))
+        .unwrap_or(path);
+    let has = |words: &[&str]| words.iter().any(|w| last.contains(w));
+    if last.ends_with("_s") || has(&["latency", "quantum", "compute", "delay", "overhead"]) {
+        Some("s")
+    } else if has(&["bandwidth", "busbw", "algbw"]) {
+        Some("B/s")
+    } else if last.ends_with("_mb") {
+        Some("MB")
+    } else if has(&["bytes", "size", "memory"]) {
+        Some("B")
+    } else if has(&["gflops"]) {
+        Some("GFlop/s")
+    } else if has(&["speed"]) {
+        Some("Flop/s")
+    } else {
+        None
+    }
+}
+
+/// An axis title: the name, then its unit and scale in brackets when there are any.
+fn axis_desc(name: &str, unit: Option<&str>, log: bool) -> String {
+    match (unit, log) {
+        (Some(u), true) => format!("{name} ({u}, log scale)"),
+        (Some(u), false) => format!("{name} ({u})"),
+        (None, true) => format!("{name} (log scale)"),
+        (None, false) => name.to_string(),
+    }
+}
+
 fn mean(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
@@ -274,15 +309,11 @@ pub fn metric_chart(study: &Study, table: &StudyTable, metric: usize) -> Option<
                 "one run per point".to_string()
             }
         )),
-        x_desc: format!(
-            "{} (SI units{})",
-            param.label(),
-            if log_x { ", log scale" } else { "" }
-        ),
-        y_desc: format!(
-            "{}{}",
-            table.metrics[metric],
-            if log_y { " (log scale)" } else { "" }
+        x_desc: axis_desc(param.label(), unit_of(&param.path), log_x),
+        y_desc: axis_desc(
+            &table.metrics[metric],
+            unit_of(&table.metrics[metric]),
+            log_y,
         ),
         log_x,
         log_y,
@@ -370,4 +401,22 @@ pub fn write(
         }
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axes_say_their_units() {
+        assert_eq!(unit_of("mpi.comm_time_s.mean"), Some("s"));
+        assert_eq!(unit_of("network_model.quantum"), Some("s"));
+        assert_eq!(unit_of("platform.node.nic.bandwidth"), Some("B/s"));
+        assert_eq!(unit_of("platform.limit_cuda_mem_mb"), Some("MB"));
+        assert_eq!(unit_of("runtime.gflops"), Some("GFlop/s"));
+        assert_eq!(unit_of("workload.Mpi.gpus_per_node"), None);
+        assert_eq!(unit_of("runtime.evictions"), None);
+        assert_eq!(axis_desc("ranks", None, true), "ranks (log scale)");
+        assert_eq!(axis_desc("sim_time_s", Some("s"), false), "sim_time_s (s)");
+    }
 }

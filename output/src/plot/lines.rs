@@ -87,6 +87,66 @@ impl LineChart {
         }
     }
 
+    /// The place along the plot's edges where the legend hides the least: the fewest
+    /// samples of the lines (their points, and 16 steps along each segment) inside a box of
+    /// the legend's size. Corners before edge middles, upper right first, on a tie.
+    fn legend_corner(&self) -> SeriesLabelPosition {
+        let (x0, x1) = self.range(|p| p.0, self.log_x, false);
+        let (y0, y1) = self.range(|p| p.1, self.log_y, true);
+        let frac = |v: f64, lo: f64, hi: f64, log: bool| {
+            if log {
+                (v.ln() - lo.ln()) / (hi.ln() - lo.ln())
+            } else {
+                (v - lo) / (hi - lo)
+            }
+        };
+        // The plot is the figure less its margins, labels and title; a legend line is about
+        // 20 px high and 7.5 px per character wide after a 50 px swatch.
+        let (w, h) = (self.size.0 as f64 - 150.0, self.size.1 as f64 - 150.0);
+        let longest = self.series.iter().map(|s| s.label.chars().count());
+        let bw = ((longest.max().unwrap_or(0) as f64 * 7.5 + 50.0) / w).min(1.0);
+        let bh = ((self.series.len() as f64 * 20.0 + 16.0) / h).min(1.0);
+        use SeriesLabelPosition::*;
+        let (mid_x, mid_y) = ((1.0 - bw) / 2.0, (1.0 - bh) / 2.0);
+        let corners = [
+            (UpperRight, 1.0 - bw, 1.0 - bh),
+            (UpperLeft, 0.0, 1.0 - bh),
+            (LowerRight, 1.0 - bw, 0.0),
+            (LowerLeft, 0.0, 0.0),
+            (MiddleRight, 1.0 - bw, mid_y),
+            (MiddleLeft, 0.0, mid_y),
+            (UpperMiddle, mid_x, 1.0 - bh),
+            (LowerMiddle, mid_x, 0.0),
+        ];
+        let mut hits = [0usize; 8];
+        for s in &self.series {
+            let pts: Vec<(f64, f64)> = s
+                .points
+                .iter()
+                .filter(|(a, b)| a.is_finite() && b.is_finite())
+                .map(|&(a, b)| (frac(a, x0, x1, self.log_x), frac(b, y0, y1, self.log_y)))
+                .collect();
+            let samples = pts.windows(2).flat_map(|ab| {
+                (0..16).map(move |k| {
+                    let t = k as f64 / 16.0;
+                    (
+                        ab[0].0 + t * (ab[1].0 - ab[0].0),
+                        ab[0].1 + t * (ab[1].1 - ab[0].1),
+                    )
+                })
+            });
+            for (x, y) in samples.chain(pts.iter().copied()) {
+                for (i, &(_, cx, cy)) in corners.iter().enumerate() {
+                    if (cx..=cx + bw).contains(&x) && (cy..=cy + bh).contains(&y) {
+                        hits[i] += 1;
+                    }
+                }
+            }
+        }
+        let best = (0..corners.len()).min_by_key(|&i| hits[i]).unwrap_or(0);
+        corners[best].0.clone()
+    }
+
     fn draw_on<DB, X, Y>(&self, root: &DrawingArea<DB, Shift>, x: X, y: Y) -> Result<(), String>
     where
         DB: DrawingBackend,
@@ -184,7 +244,7 @@ impl LineChart {
         } else if self.series.len() > 1 || self.series.iter().any(|s| !s.label.is_empty()) {
             chart
                 .configure_series_labels()
-                .position(SeriesLabelPosition::UpperRight)
+                .position(self.legend_corner())
                 .background_style(WHITE.mix(0.85))
                 .border_style(RGBColor(180, 180, 180))
                 .label_font(("sans-serif", 14))
