@@ -214,3 +214,32 @@ fn solver_mpi_share_is_amgx_on_lassen() {
     // AmgX: 5.3 % (32 ranks) to 7.2 % (256).
     assert_share_in("solver", &[32, 64], (5.3, 7.2), 0.0);
 }
+
+#[test]
+fn each_study_scenario_takes_ranks_and_gpus_per_node_from_the_command_line() {
+    // The contract: --set workload.Mpi.ranks=N --set workload.Mpi.gpus_per_node=G
+    // --set platform.node.gpus=G, for G = 1, 2, 4, 6 (one iteration here).
+    for (app, generator) in [
+        ("halo3d", "Halo3d"),
+        ("sweep", "Sweep"),
+        ("stencil", "Stencil"),
+        ("solver", "Solver"),
+    ] {
+        for g in [1, 2, 4, 6] {
+            let sets = [
+                "workload.Mpi.ranks=12".to_string(),
+                format!("workload.Mpi.gpus_per_node={g}"),
+                format!("platform.node.gpus={g}"),
+                format!("workload.Mpi.program.Generator.{generator}.iterations=1"),
+            ];
+            let mut s = load_scenario(&scenario_file(app), &sets).unwrap();
+            s.output = OutputSpec::tables_only();
+            let opts = RunOptions {
+                disable: vec![],
+                progress: false,
+            };
+            let summary = simulate_report(&s, &opts).unwrap().summary;
+            assert_eq!(summary["mpi"]["ranks"], 12, "{app} with {g} GPUs per node");
+        }
+    }
+}
