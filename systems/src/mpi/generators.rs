@@ -365,6 +365,16 @@ mod tests {
             .collect()
     }
 
+    fn compute_times(prog: &Program) -> Vec<f64> {
+        prog.steps
+            .iter()
+            .filter_map(|s| match s.op {
+                Op::ComputeFor { secs } => Some(secs),
+                _ => None,
+            })
+            .collect()
+    }
+
     #[test]
     fn an_interior_halo_rank_has_26_neighbours_and_sends_match_receives() {
         let progs = generate(&halo(144), 27);
@@ -410,14 +420,7 @@ mod tests {
         );
         // A third of the compute before each exchange, the time step's allreduce last.
         let prog = &generate(&halo(144), 27)[13];
-        let computes: Vec<f64> = prog
-            .steps
-            .iter()
-            .filter_map(|s| match s.op {
-                Op::ComputeFor { secs } => Some(secs),
-                _ => None,
-            })
-            .collect();
+        let computes = compute_times(prog);
         assert_eq!(computes.len(), 3);
         assert!(computes.iter().all(|&c| (c - 1e-6).abs() < 1e-18));
         assert!(matches!(
@@ -447,14 +450,7 @@ mod tests {
         );
         // Work per level 1, 2^-1.5, 2^-3, visited 2, 2 and 1 times.
         let unit = 1e-6 / (2.0 + 2.0 * 2f64.powf(-1.5) + 0.125);
-        let computes: Vec<f64> = prog
-            .steps
-            .iter()
-            .filter_map(|s| match s.op {
-                Op::ComputeFor { secs } => Some(secs),
-                _ => None,
-            })
-            .collect();
+        let computes = compute_times(prog);
         assert_eq!(computes.len(), 5);
         assert!((computes[2] - unit * 0.125).abs() < 1e-18);
         assert!((computes.iter().sum::<f64>() - 1e-6).abs() < 1e-18);
