@@ -346,7 +346,7 @@ impl Generator {
             Generator::Solver {
                 levels, allreduces, ..
             } => (
-                (2 * *levels).saturating_sub(1) as f64 * faces(&dims_create(p, 2)),
+                (2 * *levels as u64).saturating_sub(1) as f64 * faces(&dims_create(p, 2)),
                 *allreduces,
             ),
         }
