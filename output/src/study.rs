@@ -325,7 +325,8 @@ pub fn metric_chart(study: &Study, table: &StudyTable, metric: usize) -> Option<
 
 /// Each variant against the reference (the first variant that disables nothing, else the
 /// first): the mean over the grid points both ran of (variant / reference - 1), in %, per
-/// metric. `None` with a single variant.
+/// metric, and per value of the first parameter whose values are names rather than numbers
+/// (e.g. the application), when there is one. `None` with a single variant.
 pub fn ablation_chart(study: &Study, table: &StudyTable) -> Option<BarChart> {
     if study.variants.len() < 2 {
         return None;
@@ -343,36 +344,65 @@ pub fn ablation_chart(study: &Study, table: &StudyTable) -> Option<BarChart> {
         .filter(|r| r.variant == reference.name)
         .map(|r| (key(r), r))
         .collect();
-    let mut bars = Vec::new();
-    for v in study.variants.iter().filter(|v| v.name != reference.name) {
-        for (m, metric) in table.metrics.iter().enumerate() {
-            let changes: Vec<f64> = table
-                .rows
-                .iter()
-                .filter(|r| r.variant == v.name)
-                .filter_map(|r| {
-                    let base = reference_rows.get(&key(r))?.metrics[m]?;
-                    let val = r.metrics[m]?;
-                    (base != 0.0).then(|| 100.0 * (val / base - 1.0))
-                })
-                .collect();
-            bars.push(Bar {
-                label: format!("{} / {metric}", v.name),
-                group: m,
-                value: mean(&changes).unwrap_or(f64::NAN),
-            });
+    let by = categorical_param(table);
+    // The categories in the order the rows first show them (one, empty, without one).
+    let mut categories: Vec<String> = Vec::new();
+    for r in &table.rows {
+        let c = by.map(|p| r.values[p].clone()).unwrap_or_default();
+        if !categories.contains(&c) {
+            categories.push(c);
         }
     }
+    let mut bars = Vec::new();
+    for v in study.variants.iter().filter(|v| v.name != reference.name) {
+        for category in &categories {
+            for (m, metric) in table.metrics.iter().enumerate() {
+                let changes: Vec<f64> = table
+                    .rows
+                    .iter()
+                    .filter(|r| r.variant == v.name)
+                    .filter(|r| by.is_none_or(|p| r.values[p] == *category))
+                    .filter_map(|r| {
+                        let base = reference_rows.get(&key(r))?.metrics[m]?;
+                        let val = r.metrics[m]?;
+                        (base != 0.0).then(|| 100.0 * (val / base - 1.0))
+                    })
+                    .collect();
+                let label = match by {
+                    Some(_) => format!("{} / {category} / {metric}", v.name),
+                    None => format!("{} / {metric}", v.name),
+                };
+                bars.push(Bar {
+                    label,
+                    group: m,
+                    value: mean(&changes).unwrap_or(f64::NAN),
+                });
+            }
+        }
+    }
+    let over = match by {
+        Some(p) => format!("mean over the rest of the grid, per {}", table.params[p]),
+        None => "mean over the grid".to_string(),
+    };
     Some(BarChart {
         title: format!("{}: ablations against `{}`", study.name, reference.name),
-        note: Some(
-            "bar = mean over the grid of (metric with the variant / metric of the full model - 1)"
-                .to_string(),
-        ),
+        note: Some(format!(
+            "bar = {over} of (metric with the variant / metric of the full model - 1)"
+        )),
         x_desc: format!("change against `{}` (%)", reference.name),
         groups: table.metrics.clone(),
         bars,
         width: 1200,
+    })
+}
+
+/// The first parameter some of whose values are not numbers (a base file, a scheduler).
+fn categorical_param(table: &StudyTable) -> Option<usize> {
+    (0..table.params.len()).find(|&p| {
+        table
+            .rows
+            .iter()
+            .any(|r| parse_any_quantity(&r.values[p]).is_none())
     })
 }
 
@@ -418,5 +448,59 @@ mod tests {
         assert_eq!(unit_of("runtime.evictions"), None);
         assert_eq!(axis_desc("ranks", None, true), "ranks (log scale)");
         assert_eq!(axis_desc("sim_time_s", Some("s"), false), "sim_time_s (s)");
+    }
+
+    #[test]
+    fn ablations_split_by_a_named_parameter() {
+        let study: Study = hetsim_schema::load::from_ron(
+            r#"Study(name: "s", base: "a.ron",
+                params: [
+                    Param(path: "base", name: "app", values: List(["a.ron", "b.ron"])),
+                    Param(path: "workload.Mpi.ranks", name: "ranks", values: List([2, 4])),
+                ],
+                variants: [Variant(name: "full"), Variant(name: "off", disable: ["gpudirect"])],
+                metrics: ["sim_time_s"])"#,
+            "test",
+            "",
+        )
+        .unwrap();
+        let row = |app: &str, ranks: &str, variant: &str, v: f64| StudyRow {
+            run: 0,
+            values: vec![app.into(), ranks.into()],
+            variant: variant.into(),
+            disabled: String::new(),
+            seed: 1,
+            metrics: vec![Some(v)],
+            error: None,
+        };
+        let table = StudyTable {
+            params: vec!["app".into(), "ranks".into()],
+            metrics: vec!["sim_time_s".into()],
+            rows: vec![
+                row("a.ron", "2", "full", 1.0),
+                row("a.ron", "2", "off", 1.1),
+                row("a.ron", "4", "full", 1.0),
+                row("a.ron", "4", "off", 1.3),
+                row("b.ron", "2", "full", 1.0),
+                row("b.ron", "2", "off", 2.0),
+                row("b.ron", "4", "full", 2.0),
+                row("b.ron", "4", "off", 4.0),
+            ],
+        };
+        assert_eq!(categorical_param(&table), Some(0));
+        let chart = ablation_chart(&study, &table).unwrap();
+        let bars: Vec<(String, f64)> = chart
+            .bars
+            .iter()
+            .map(|b| (b.label.clone(), (b.value * 1e9).round() / 1e9))
+            .collect();
+        // a: +10 % and +30 %, mean +20 %; b: +100 % twice.
+        assert_eq!(
+            bars,
+            [
+                ("off / a.ron / sim_time_s".to_string(), 20.0),
+                ("off / b.ron / sim_time_s".to_string(), 100.0)
+            ]
+        );
     }
 }
