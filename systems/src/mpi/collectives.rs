@@ -730,7 +730,6 @@ mod tests {
         }
     }
 
-    /// A rank's sends ('s') and receives ('r'), in order, with their peer and size.
     /// The default policy with `algo` forced for collective `coll`.
     fn forcing(coll: &str, algo: Algo) -> Policy {
         Policy {
@@ -739,6 +738,7 @@ mod tests {
         }
     }
 
+    /// A rank's sends ('s') and receives ('r'), in order, with their peer and size.
     fn transfers(coll: Coll, me: u32, p: u32, policy: &Policy) -> Vec<(char, i64, f64)> {
         expand(coll, me, p, 0, policy)
             .into_iter()
