@@ -11,7 +11,7 @@ use std::path::Path;
 
 use hetsim::schema::load::load_scenario;
 use hetsim::schema::mpi::ProgramSpec;
-use hetsim::schema::scenario::{OutputSpec, Workload};
+use hetsim::schema::scenario::{OutputSpec, Scenario, Workload};
 use hetsim::systems::mpi::generators::generate;
 use hetsim::systems::mpi::program::{Op, Program};
 use hetsim::systems::mpi::stats::{TraceStats, summarise};
@@ -20,17 +20,30 @@ use hetsim::{RunOptions, simulate_report};
 const KIB: f64 = 1024.0;
 const MIB: f64 = 1024.0 * 1024.0;
 
-fn scenario_file(app: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("scenarios/studies/{app}.ron"))
+/// The shipped study scenario `app` with `sets` applied, writing tables only.
+fn scenario(app: &str, sets: &[String]) -> Scenario {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("scenarios/studies/{app}.ron"));
+    let mut s = load_scenario(&file, sets).unwrap();
+    s.output = OutputSpec::tables_only();
+    s
+}
+
+fn on_ranks(ranks: u32) -> Vec<String> {
+    vec![format!("workload.Mpi.ranks={ranks}")]
+}
+
+/// Runs `s` with the `disable`d switches off: its summary.
+fn summary(s: &Scenario, disable: &[&str]) -> serde_json::Value {
+    let opts = RunOptions {
+        disable: disable.iter().map(|d| d.to_string()).collect(),
+        progress: false,
+    };
+    simulate_report(s, &opts).unwrap().summary
 }
 
 /// The programs the shipped scenario `app` generates on `ranks` ranks.
 fn programs(app: &str, ranks: u32) -> Vec<Program> {
-    let s = load_scenario(
-        &scenario_file(app),
-        &[format!("workload.Mpi.ranks={ranks}")],
-    )
-    .unwrap();
+    let s = scenario(app, &on_ranks(ranks));
     let Workload::Mpi(m) = &s.workload else {
         panic!("{app} is an MPI scenario")
     };
@@ -40,21 +53,14 @@ fn programs(app: &str, ranks: u32) -> Vec<Program> {
     generate(g, ranks)
 }
 
-/// Share of the sends in [lo, hi) bytes (lo and hi powers of two).
+/// Share of the sends in [lo, hi) bytes (powers of two).
 fn share(stats: &TraceStats, lo: f64, hi: f64) -> f64 {
-    stats.share_between(lo, hi - 1.0)
+    stats.shares_within(lo, hi).0
 }
 
 /// Share of the payload carried by sends below `hi` bytes (a power of two).
 fn payload_below(stats: &TraceStats, hi: f64) -> f64 {
-    let below: f64 = stats
-        .buckets
-        .iter()
-        .enumerate()
-        .filter(|(k, _)| hetsim::systems::mpi::stats::bucket_range(*k).1 <= hi)
-        .map(|(_, b)| b.1)
-        .sum();
-    below / stats.bytes
+    stats.shares_within(0.0, hi).1
 }
 
 /// Every rank sends the same number of messages to each of its partners.
@@ -75,17 +81,7 @@ fn same_messages_to_each_partner(progs: &[Program]) -> bool {
 /// The MPI share of run time (mean time in MPI calls, copies included, over the run time)
 /// of the shipped scenario on `ranks` ranks under HostCopy.
 fn hostcopy_mpi_share(app: &str, ranks: u32) -> f64 {
-    let mut s = load_scenario(
-        &scenario_file(app),
-        &[format!("workload.Mpi.ranks={ranks}")],
-    )
-    .unwrap();
-    s.output = OutputSpec::tables_only();
-    let opts = RunOptions {
-        disable: vec!["gpudirect".into()],
-        progress: false,
-    };
-    let summary = simulate_report(&s, &opts).unwrap().summary;
+    let summary = summary(&scenario(app, &on_ranks(ranks)), &["gpudirect"]);
     summary["mpi"]["comm_time_s"]["mean"].as_f64().unwrap()
         / summary["sim_time_s"].as_f64().unwrap()
 }
@@ -232,13 +228,7 @@ fn each_study_scenario_takes_ranks_and_gpus_per_node_from_the_command_line() {
                 format!("platform.node.gpus={g}"),
                 format!("workload.Mpi.program.Generator.{generator}.iterations=1"),
             ];
-            let mut s = load_scenario(&scenario_file(app), &sets).unwrap();
-            s.output = OutputSpec::tables_only();
-            let opts = RunOptions {
-                disable: vec![],
-                progress: false,
-            };
-            let summary = simulate_report(&s, &opts).unwrap().summary;
+            let summary = summary(&scenario(app, &sets), &[]);
             assert_eq!(summary["mpi"]["ranks"], 12, "{app} with {g} GPUs per node");
         }
     }

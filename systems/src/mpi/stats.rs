@@ -30,17 +30,22 @@ pub struct TraceStats {
 }
 
 impl TraceStats {
-    /// Share of the sends of `lo..=hi` bytes.
-    pub fn share_between(&self, lo: f64, hi: f64) -> f64 {
-        let (mut n, mut all) = (0u64, 0u64);
-        for (k, &(count, _)) in self.buckets.iter().enumerate() {
-            let (a, b) = bucket_range(k);
-            all += count;
-            if a >= lo && b <= hi * 2.0 {
+    /// Shares of the sends whose size classes lie within `lo..hi` bytes (powers of two, the
+    /// class edges): by count, and by bytes.
+    pub fn shares_within(&self, lo: f64, hi: f64) -> (f64, f64) {
+        let (mut n, mut bytes) = (0u64, 0.0);
+        for (k, &(count, b)) in self.buckets.iter().enumerate() {
+            let (a, z) = bucket_range(k);
+            if a >= lo && z <= hi {
                 n += count;
+                bytes += b;
             }
         }
-        if all == 0 { 0.0 } else { n as f64 / all as f64 }
+        let share = |part: f64, all: f64| if all == 0.0 { 0.0 } else { part / all };
+        (
+            share(n as f64, self.messages as f64),
+            share(bytes, self.bytes),
+        )
     }
 }
 
@@ -181,6 +186,6 @@ mod tests {
         assert_eq!(s.phase_bytes, [4000.0, 8.0]);
         assert_eq!(s.collectives["allreduce"], (3, 192.0));
         assert_eq!(s.flops, (5e9 / 3.0, 5e9));
-        assert!((s.share_between(512.0, 4096.0) - 2.0 / 3.0).abs() < 1e-12);
+        assert!((s.shares_within(512.0, 4096.0).0 - 2.0 / 3.0).abs() < 1e-12);
     }
 }
