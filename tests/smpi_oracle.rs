@@ -46,11 +46,11 @@ struct Case {
 
 fn cases() -> Vec<Case> {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oracles/smpi/reference.csv");
-    let text = std::fs::read_to_string(&file).unwrap();
-    text.lines()
-        .skip(1)
-        .map(|line| {
-            let f: Vec<&str> = line.split(',').collect();
+    csv::Reader::from_path(&file)
+        .unwrap()
+        .records()
+        .map(|rec| {
+            let f = rec.unwrap();
             Case {
                 platform: f[0].to_string(),
                 op: f[1].to_string(),
