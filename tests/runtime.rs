@@ -594,3 +594,51 @@ fn wont_use_hints_write_dirty_tiles_back_when_the_link_is_idle() {
     assert_eq!(r.bytes_d2h, 15.0 * 3686400.0);
     assert_eq!((r.evictions, r.writebacks), (0, 0));
 }
+
+#[test]
+fn a_driver_writing_a_victim_back_handles_no_task_end_meanwhile() {
+    // One GPU of 2 GiB (1,843 MiB usable), one CPU. a writes x (1.2 GB) on the GPU (0-10 ms);
+    // c (100 ms) and b then share the GPU's pipeline of two. c's small z fits and c runs
+    // from 10 ms; b's y (1 GB) does not: x, dirty, is written back (1.2 GB at 10 GB/s,
+    // 10-130 ms), synchronously as StarPU's transfer_subtree_to_node does, so the GPU's
+    // driver handles c's end (110 ms) only at 130 ms, and d (CPU, 100 ms) starts then:
+    // 230 ms, where a driver free to handle c's end at once would finish at 210 ms.
+    let dag = r#"Dag(handles: [(name: "x", size: 1.2e9), (name: "y", size: 1e9),
+            (name: "z", size: 1e6)], tasks: [
+        (name: "a", codelet: "k", accesses: [("x", W)]),
+        (name: "c", codelet: "long", accesses: [("z", W)], deps: ["a"]),
+        (name: "b", codelet: "k", accesses: [("y", W)], deps: ["a"]),
+        (name: "d", codelet: "cpu", accesses: [], deps: ["c"])])"#;
+    let models = r#"models: {"k": CodeletModel(cuda: Some(Constant("10ms"))),
+        "long": CodeletModel(cuda: Some(Constant("100ms"))),
+        "cpu": CodeletModel(cpu: Some(Constant("100ms")))}"#;
+    let r = run(
+        &node(1, 1),
+        dag,
+        &format!("scheduler: dmda, {models}"),
+        QUIET,
+    )
+    .unwrap();
+    assert!((r.makespan_s - 0.230).abs() < 1e-9, "{}", r.makespan_s);
+    assert_eq!((r.evictions, r.writebacks), (1, 1));
+}
+
+#[test]
+fn a_kernel_launched_before_the_driver_waits_still_runs() {
+    // As above, with a pipeline of three and no CPU: c (100 ms) runs from 10 ms and e
+    // (10 ms), its data already there, is launched behind it; b's allocation makes the
+    // driver wait for x's write-back (10-130 ms). The GPU goes on with e at 110 ms (ends at
+    // 120 ms, handled at 130 ms), and b runs once y fits: 130-140 ms.
+    let dag = r#"Dag(handles: [(name: "x", size: 1.2e9), (name: "y", size: 1e9),
+            (name: "z", size: 1e6), (name: "w", size: 1e6)], tasks: [
+        (name: "a", codelet: "k", accesses: [("x", W)]),
+        (name: "c", codelet: "long", accesses: [("z", W)], deps: ["a"]),
+        (name: "e", codelet: "k", accesses: [("w", W)], deps: ["a"]),
+        (name: "b", codelet: "k", accesses: [("y", W)], deps: ["a"])])"#;
+    let models = r#"models: {"k": CodeletModel(cuda: Some(Constant("10ms"))),
+        "long": CodeletModel(cuda: Some(Constant("100ms")))}"#;
+    let runtime = format!("scheduler: dmda, cuda_pipeline: 3, {models}");
+    let r = run(&node(1, 0), dag, &runtime, QUIET).unwrap();
+    assert!((r.makespan_s - 0.140).abs() < 1e-9, "{}", r.makespan_s);
+    assert_eq!((r.evictions, r.writebacks), (1, 1));
+}

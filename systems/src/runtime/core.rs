@@ -49,6 +49,9 @@ pub struct WorkerRt {
     /// Popped tasks in order: the front runs first.
     pub(crate) in_hand: VecDeque<u32>,
     pub(crate) fetching: Option<u32>,
+    /// Tasks whose kernel ended while the driver waited for an eviction's write-back: their
+    /// end (successors released, data let go) is handled when it is back.
+    pub(crate) ended: Vec<u32>,
     pub(crate) busy_s: f64,
     pub(crate) tasks: u64,
     pub(crate) row: Option<ResId>,
@@ -198,6 +201,41 @@ impl Runtime {
         }
     }
 
+    /// Whether `w`'s driver is waiting for an eviction's write-back on its node: StarPU
+    /// writes a dirty victim back synchronously (transfer_subtree_to_node waits for the
+    /// request), so the thread that allocates, the GPU's driver, neither handles task ends
+    /// nor pops nor launches meanwhile; data requests still progress.
+    pub(crate) fn driver_waits(&self, w: usize) -> bool {
+        self.mem.writebacks[self.machine.workers[w].node as usize] > 0
+    }
+
+    /// A task's kernel ended: its end is handled now, or when its driver is back.
+    pub(crate) fn kernel_done(&mut self, t: u32) {
+        let w = self.worker_of[t as usize] as usize;
+        if self.driver_waits(w) {
+            // The GPU goes on with a kernel launched before the wait (the pipeline).
+            self.workers[w].ended.push(t);
+            self.workers[w].in_hand.retain(|&x| x != t);
+            self.running[w] = None;
+            self.try_run(w);
+        } else {
+            self.task_done(t);
+        }
+    }
+
+    /// The write-backs `node`'s driver waited for are over: it handles the task ends it
+    /// missed and goes on.
+    pub(crate) fn driver_back(&mut self, node: u32) {
+        for w in 0..self.machine.workers.len() {
+            if self.machine.workers[w].node == node {
+                for t in std::mem::take(&mut self.workers[w].ended) {
+                    self.task_done(t);
+                }
+                self.wake(w as u32);
+            }
+        }
+    }
+
     /// Task `t` ended: its writes make its worker's replicas the owners, hints come due,
     /// successors are released, and its worker and memory waiters may go on.
     pub(crate) fn task_done(&mut self, t: u32) {
@@ -221,7 +259,9 @@ impl Runtime {
             self.replicas.get_mut(h, node).refcnt -= 1;
             self.touch(h, node);
         }
-        self.running[w] = None;
+        if self.running[w] == Some(t) {
+            self.running[w] = None;
+        }
         let wr = &mut self.workers[w];
         wr.in_hand.retain(|&x| x != t);
         wr.tasks += 1;
@@ -299,6 +339,9 @@ impl Runtime {
     }
 
     pub(crate) fn advance_worker(&mut self, w: usize) {
+        if self.driver_waits(w) {
+            return;
+        }
         loop {
             // Fetching task: are its inputs there now?
             if let Some(t) = self.workers[w].fetching {

@@ -77,6 +77,8 @@ pub struct Memory {
     pub postponed_seq: u64,
     /// Nodes where memory was freed this step.
     pub freed: Vec<bool>,
+    /// Eviction write-backs in flight per node, which its driver waits for.
+    pub writebacks: Vec<u32>,
 }
 
 impl Memory {
@@ -95,6 +97,7 @@ impl Memory {
             postponed: vec![BinaryHeap::new(); nodes],
             postponed_seq: 0,
             freed: vec![false; nodes],
+            writebacks: vec![0; nodes],
         }
     }
 }
@@ -429,6 +432,7 @@ impl Runtime {
             // Copies to GPUs without peer access may ride on the write-back (`request`).
             self.replicas.get_mut(h, node).evicting = true;
             self.report.writebacks += 1;
+            self.mem.writebacks[node as usize] += 1;
             self.allocate(h, 0, Evict::No);
             let x = self.new_xfer(h, node, 0, true, Level::Fetch, 0);
             self.replicas.get_mut(h, 0).incoming = Some(x);

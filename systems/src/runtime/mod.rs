@@ -28,6 +28,10 @@
 //! most urgent first, when memory frees up on its node. A `wont_use` hint moves the handle's
 //! GPU copies to the front of the eviction order and writes a dirty one back at idle level.
 //! A task that writes a handle waits until no transfer of it is in flight.
+//! An eviction's write-back is synchronous, as StarPU's transfer_subtree_to_node is: the
+//! GPU's driver, which allocates for its node's requests, waits for it. Meanwhile it handles
+//! no task end (successors are released and data let go when it is back), pops and launches
+//! nothing; kernels it launched before go on, and other requests still progress.
 //! Simplified: no background tidying (StarPU's 5 %/10 % clean-buffer targets), conflicts between transfers are checked when a transfer starts, a cudaFree
 //! does not wait for transfers in flight, and redux accesses are plain writes (no init or
 //! reduction tasks).
@@ -127,7 +131,7 @@ impl Plugin for RuntimePlugin {
             .register_switch("pcie_shared_bus", true, "data transfers are flows sharing the platform's PCIe links; off: each transfer alone at latency + size / bandwidth (one independent link per transfer)")
             .register_switch("prefetch", true, "dm* schedulers prefetch a task's inputs when they assign it; off: data move when the task is popped")
             .register_switch("perfmodel_noise", false, "task times drawn from the model's normal distribution (mean, stddev; seeded); off: the mean")
-            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with write-back, transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation and allocation costs; fetch, prefetch and idle request levels with StarPU's in-flight caps (5/2/idle per node pair), wont_use idle write-backs; StarPU codelet models and bus files. StarPU's sub-allocator (32 MiB chunks for buffers up to 4 MiB). Simplified: no background tidying")
+            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with synchronous write-back (the GPU's driver waits for it), transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation and allocation costs; fetch, prefetch and idle request levels with StarPU's in-flight caps (5/2/idle per node pair), wont_use idle write-backs; StarPU codelet models and bus files. StarPU's sub-allocator (32 MiB chunks for buffers up to 4 MiB). Simplified: no background tidying")
             .init_resource::<Runtime>()
             .add_systems(SimStartup, setup_runtime.in_set(StartupSet::Workload))
             .add_systems(
@@ -229,7 +233,7 @@ fn run_runtime(mut inbox: ResMut<Inbox<RtEvent>>, mut rt: ResMut<Runtime>, mut c
                     rt.release(t, None);
                 }
             }
-            RtEvent::TaskDone(t) => rt.task_done(t),
+            RtEvent::TaskDone(t) => rt.kernel_done(t),
             RtEvent::XferDone(x) => rt.xfer_done(x),
         }
     }

@@ -302,6 +302,10 @@ impl Runtime {
                 self.replicas.get_mut(h, 0).state = Msi::Owner;
                 self.free(h, src);
             }
+            self.mem.writebacks[src as usize] -= 1;
+            if self.mem.writebacks[src as usize] == 0 {
+                self.driver_back(src);
+            }
         } else {
             let pair = self.pair(src, dst);
             self.copies.inflight[pair] -= 1;
