@@ -5,7 +5,7 @@
 //! GPU-only and with 8 CPU workers, 8 to 80 tiles); its README gives the exact commands. Each
 //! row is run here through `scenarios/cholesky-attila.ron` / `lu-attila.ron` with the row's
 //! machine, workers, scheduler, size and memory cap, and hetsim's GFlop/s must land within
-//! 10 % of StarPU's, except the rows of [`KNOWN_MISSES`] (16 of 220, open work of issue 21),
+//! 10 % of StarPU's, except the rows of [`KNOWN_MISSES`] (15 of 220, open work of issue 21),
 //! which must stay within 60 % so that they cannot silently get worse. The test prints the
 //! error table by group.
 //!
@@ -35,7 +35,6 @@ const TOLERANCE: f64 = 0.10;
 ///   from -8.5 % to +11.5 % when write-backs became synchronous);
 /// - mirage dmda/dmdar at 8 tiles (hetsim 17 % fast): the start-up of a 36-tile run.
 const KNOWN_MISSES: &[(&str, &str, &str, u32, u32)] = &[
-    ("attila", "cholesky", "dmda", 0, 64),
     ("attila", "cholesky", "dmda", 0, 80),
     ("attila", "cholesky", "dmdas", 0, 64),
     ("attila", "cholesky", "dmda", 8, 80),
