@@ -43,6 +43,26 @@ fn run(
 
 const QUIET: &[&str] = &["runtime_overheads"];
 
+/// Runs `dag` under dmda with these codelet `models`.
+fn dmda(platform: &str, dag: &str, models: &str, disable: &[&str]) -> RuntimeReport {
+    run(
+        platform,
+        dag,
+        &format!("scheduler: dmda, {models}"),
+        disable,
+    )
+    .unwrap()
+}
+
+/// The run ends at `expected` seconds (to the nanosecond).
+fn assert_makespan(r: &RuntimeReport, expected: f64) {
+    assert!(
+        (r.makespan_s - expected).abs() < 1e-9,
+        "makespan {} s, expected {expected} s",
+        r.makespan_s
+    );
+}
+
 #[test]
 fn independent_tasks_share_two_workers() {
     // Four 10 ms tasks without data on one GPU and one CPU, 10 ms on either: two each,
@@ -119,35 +139,19 @@ fn a_chain_pays_its_transfer() {
     let models = r#"models: {
         "gpu": CodeletModel(cuda: Some(Constant("10ms"))),
         "cpu": CodeletModel(cpu: Some(Constant("10ms")))}"#;
-    let r = run(
-        &node(1, 1),
-        dag,
-        &format!("scheduler: dmda, {models}"),
-        QUIET,
-    )
-    .unwrap();
-    assert!((r.makespan_s - 0.12).abs() < 1e-9, "{}", r.makespan_s);
+    let r = dmda(&node(1, 1), dag, models, QUIET);
+    assert_makespan(&r, 0.12);
     assert_eq!((r.bytes_d2h, r.bytes_h2d), (1e9, 0.0));
     // With the runtime's overheads (StarPU-SimGrid's, notes 5.2): cudaMalloc of x on the GPU
     // before A (175 us), 10 us per GPU kernel and 10 us before the transfer: 0.120195 s.
-    let r = run(&node(1, 1), dag, &format!("scheduler: dmda, {models}"), &[]).unwrap();
-    assert!((r.makespan_s - 0.120195).abs() < 1e-9, "{}", r.makespan_s);
+    let r = dmda(&node(1, 1), dag, models, &[]);
+    assert_makespan(&r, 0.120195);
     // x without home data: RAM is allocated when the data go there, pinned at 650 us per MiB
     // (1e9 B = 953.67 MiB: 0.619888 s) before the copy.
     let homeless = dag.replace(r#"size: 1e9)"#, r#"size: 1e9, home: false)"#);
-    let r = run(
-        &node(1, 1),
-        &homeless,
-        &format!("scheduler: dmda, {models}"),
-        &[],
-    )
-    .unwrap();
+    let r = dmda(&node(1, 1), &homeless, models, &[]);
     let pinned = 650e-6 * 1e9 / 1048576.0;
-    assert!(
-        (r.makespan_s - (0.120195 + pinned)).abs() < 1e-9,
-        "{}",
-        r.makespan_s
-    );
+    assert_makespan(&r, 0.120195 + pinned);
 }
 
 #[test]
@@ -160,9 +164,9 @@ fn short_of_memory_cached_buffers_of_other_sizes_are_freed() {
         (name: "a", codelet: "k", accesses: [("x", W)]),
         (name: "b", codelet: "k", accesses: [("y", W)], deps: ["a"])])"#;
     let models = r#"models: {"k": CodeletModel(cuda: Some(Constant("10ms")))}"#;
-    let r = run(&node(1, 0), dag, &format!("scheduler: dmda, {models}"), &[]).unwrap();
+    let r = dmda(&node(1, 0), dag, models, &[]);
     let expected = 0.010185 + 0.00001 + 0.12 + 0.010 + 0.00001 + 0.00075 + 0.000175;
-    assert!((r.makespan_s - expected).abs() < 1e-9, "{}", r.makespan_s);
+    assert_makespan(&r, expected);
     assert_eq!((r.evictions, r.writebacks), (1, 1));
 }
 
@@ -204,13 +208,7 @@ fn copies_on_one_link_go_one_at_a_time() {
         (name: "a", codelet: "k", accesses: [("x", R)]),
         (name: "b", codelet: "k", accesses: [("y", R)])])"#;
     let models = r#"models: {"k": CodeletModel(cuda: Some(Constant("10ms")))}"#;
-    let r = run(
-        &node(1, 0),
-        dag,
-        &format!("scheduler: dmda, {models}"),
-        QUIET,
-    )
-    .unwrap();
+    let r = dmda(&node(1, 0), dag, models, QUIET);
     assert!(
         (r.task_times[0].1 - 0.06).abs() < 1e-9,
         "{:?}",
@@ -245,7 +243,7 @@ fn gpus_without_peer_access_copy_through_ram() {
         r#"latency: "0us", peer_access: false)"#,
     );
     let r = run(&no_peer, dag, &rt, QUIET).unwrap();
-    assert!((r.makespan_s - 0.12).abs() < 1e-9, "{}", r.makespan_s);
+    assert_makespan(&r, 0.12);
     assert_eq!((r.bytes_d2d, r.bytes_d2h, r.bytes_h2d), (0.0, 5e8, 5e8));
 }
 
@@ -478,7 +476,7 @@ fn a_fetch_overtakes_queued_prefetches() {
     for (got, want) in starts.iter().zip([0.042, 0.041, 0.040, 0.030]) {
         assert!((got - want).abs() < 1e-9, "starts {starts:?}");
     }
-    assert!((r.makespan_s - 0.043).abs() < 1e-9, "{}", r.makespan_s);
+    assert_makespan(&r, 0.043);
 }
 
 #[test]
@@ -508,7 +506,7 @@ fn a_prefetch_evicts_data_no_queued_task_needs() {
         "{:?}",
         r.task_times
     );
-    assert!((r.makespan_s - 0.281).abs() < 1e-9, "{}", r.makespan_s);
+    assert_makespan(&r, 0.281);
     assert_eq!(r.evictions, 1);
 }
 
@@ -612,14 +610,8 @@ fn a_driver_writing_a_victim_back_handles_no_task_end_meanwhile() {
     let models = r#"models: {"k": CodeletModel(cuda: Some(Constant("10ms"))),
         "long": CodeletModel(cuda: Some(Constant("100ms"))),
         "cpu": CodeletModel(cpu: Some(Constant("100ms")))}"#;
-    let r = run(
-        &node(1, 1),
-        dag,
-        &format!("scheduler: dmda, {models}"),
-        QUIET,
-    )
-    .unwrap();
-    assert!((r.makespan_s - 0.230).abs() < 1e-9, "{}", r.makespan_s);
+    let r = dmda(&node(1, 1), dag, models, QUIET);
+    assert_makespan(&r, 0.230);
     assert_eq!((r.evictions, r.writebacks), (1, 1));
 }
 
@@ -639,6 +631,6 @@ fn a_kernel_launched_before_the_driver_waits_still_runs() {
         "long": CodeletModel(cuda: Some(Constant("100ms")))}"#;
     let runtime = format!("scheduler: dmda, cuda_pipeline: 3, {models}");
     let r = run(&node(1, 0), dag, &runtime, QUIET).unwrap();
-    assert!((r.makespan_s - 0.140).abs() < 1e-9, "{}", r.makespan_s);
+    assert_makespan(&r, 0.140);
     assert_eq!((r.evictions, r.writebacks), (1, 1));
 }
