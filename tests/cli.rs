@@ -693,7 +693,6 @@ fn summary(dir: &Path) -> String {
         .collect()
 }
 
-/// Each scenario's files and summary when run alone into a folder.
 /// What a run published in `dir`: its files and its summary.
 fn outputs(dir: &Path) -> (Vec<String>, String) {
     (published(dir), summary(dir))
@@ -709,6 +708,7 @@ fn spawn_run(scenario: &str, cwd: &Path) -> std::process::Child {
         .unwrap()
 }
 
+/// Each scenario's files and summary when run alone into a folder.
 fn reference_outputs(scenarios: &[&str]) -> Vec<(Vec<String>, String)> {
     let tmp = tempfile::tempdir().unwrap();
     scenarios

@@ -155,7 +155,6 @@ fn file_stem(metric: &str) -> String {
         .collect()
 }
 
-/// Mean of the values, `None` when there are none.
 /// The unit of a `--set` path's or a metric's values, read from its name (`..._s` seconds,
 /// `bandwidth`, `latency`, ...); `None` for counts and names that do not say.
 fn unit_of(path: &str) -> Option<&'static str> {
@@ -191,6 +190,7 @@ fn axis_desc(name: &str, unit: Option<&str>, log: bool) -> String {
     }
 }
 
+/// Mean of the values, `None` when there are none.
 fn mean(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
