@@ -403,7 +403,9 @@ mod tests {
         // LULESH -s 144: 145 nodes along an edge, 8-byte values. Forces (3 fields): faces
         // 145^2 * 24 = 504,600 B, edges 145 * 24 = 3,480 B, corners 24 B; positions and
         // velocities (6 fields) twice that; gradients (3 fields on 144^2 elements) 497,664 B.
-        let mut sizes = sizes_sent(&generate(&halo(144), 27)[13]);
+        let progs = generate(&halo(144), 27);
+        let prog = &progs[13];
+        let mut sizes = sizes_sent(prog);
         sizes.sort_by(f64::total_cmp);
         sizes.dedup();
         assert_eq!(
@@ -419,7 +421,6 @@ mod tests {
             ]
         );
         // A third of the compute before each exchange, the time step's allreduce last.
-        let prog = &generate(&halo(144), 27)[13];
         let computes = compute_times(prog);
         assert_eq!(computes.len(), 3);
         assert!(computes.iter().all(|&c| (c - 1e-6).abs() < 1e-18));
