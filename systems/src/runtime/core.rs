@@ -215,12 +215,20 @@ impl Runtime {
         if self.driver_waits(w) {
             // The GPU goes on with a kernel launched before the wait (the pipeline).
             self.workers[w].ended.push(t);
-            self.workers[w].in_hand.retain(|&x| x != t);
-            self.running[w] = None;
+            self.kernel_off(w, t);
             self.try_run(w);
         } else {
             self.task_done(t);
         }
+    }
+
+    /// Task `t` no longer occupies worker `w`: out of its hand, and off the device if it
+    /// is the one running (its end may already have been seen while the driver waited).
+    fn kernel_off(&mut self, w: usize, t: u32) {
+        if self.running[w] == Some(t) {
+            self.running[w] = None;
+        }
+        self.workers[w].in_hand.retain(|&x| x != t);
     }
 
     /// The write-backs `node`'s driver waited for are over: it handles the task ends it
@@ -259,11 +267,8 @@ impl Runtime {
             self.replicas.get_mut(h, node).refcnt -= 1;
             self.touch(h, node);
         }
-        if self.running[w] == Some(t) {
-            self.running[w] = None;
-        }
+        self.kernel_off(w, t);
         let wr = &mut self.workers[w];
-        wr.in_hand.retain(|&x| x != t);
         wr.tasks += 1;
         self.state[t as usize] = TaskState::Done;
         self.report.task_times[t as usize].1 = self.now.as_secs_f64();
