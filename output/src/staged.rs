@@ -23,8 +23,10 @@ pub const MANIFEST: &str = ".hetsim-outputs";
 const STAGING_PREFIX: &str = ".hetsim-staging-";
 const LOCK: &str = ".hetsim-lock";
 
-/// This process's staging folders. Publishing holds the guard, and so does [`interrupt`]
-/// from the moment it starts: an interrupt never cuts a publication in two.
+/// This process's staging folders. Creating a staging folder, writing a file into it,
+/// publishing and removing it each hold the guard, and so does [`interrupt`] from the moment
+/// it starts: an interrupt never cuts one of them in two, and nothing writes into a staging
+/// folder while the interrupt removes it (a file created mid-removal would leave it behind).
 static STAGING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// What the process does on SIGINT or SIGTERM: waits for a publication under way, removes
@@ -76,6 +78,7 @@ impl Staged {
             )));
         }
         self.names.push(name.to_string());
+        let _writing = registry();
         write(&self.staging.path().join(name))
     }
 
@@ -147,11 +150,15 @@ pub fn write_all(
     let created = !dir.exists();
     std::fs::create_dir_all(dir)?;
     remove_orphans(dir);
-    let staging = tempfile::Builder::new()
-        .prefix(&format!("{STAGING_PREFIX}{}-", std::process::id()))
-        .tempdir_in(dir)?;
-    let path = staging.path().to_path_buf();
-    registry().push(path.clone());
+    let (staging, path) = {
+        let mut registry = registry();
+        let staging = tempfile::Builder::new()
+            .prefix(&format!("{STAGING_PREFIX}{}-", std::process::id()))
+            .tempdir_in(dir)?;
+        let path = staging.path().to_path_buf();
+        registry.push(path.clone());
+        (staging, path)
+    };
     let mut staged = Staged {
         staging,
         names: Vec::new(),
@@ -166,8 +173,9 @@ pub fn write_all(
             published
         }
         Err(e) => {
+            let mut registry = registry();
             drop(staged);
-            registry().retain(|p| *p != path);
+            registry.retain(|p| *p != path);
             Err(e)
         }
     };
