@@ -102,11 +102,92 @@ impl Memory {
     }
 }
 
-/// Every handle's replicas, `handle x node`.
+/// Every handle's replicas, `handle x node`, and per GPU node how many are idle (evictable)
+/// in each [`Idle`] class: an eviction that would find no victim learns it without scanning
+/// the node's whole LRU (prefetches under memory pressure ask often, and hundreds of idle
+/// replicas may all be pinned by queued tasks).
 #[derive(Debug, Clone, Default)]
 pub struct Replicas {
     pub nodes: usize,
-    pub all: Vec<Replica>,
+    all: Vec<Replica>,
+    idle: Vec<[u32; Idle::CLASSES]>,
+}
+
+/// Which idle replicas an eviction may take: any, or only clean ones (not the only valid
+/// copy, so dropping them costs no write-back), and whether replicas pinned by queued tasks'
+/// prefetches are spared (an eviction for a prefetch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Idle {
+    pub clean: bool,
+    pub for_prefetch: bool,
+}
+
+impl Idle {
+    const CLASSES: usize = 4;
+
+    fn index(self) -> usize {
+        usize::from(self.clean) * 2 + usize::from(self.for_prefetch)
+    }
+
+    /// Bit `index()` set for each class `r` belongs to (none for a replica not allocated).
+    fn classes_of(r: &Replica) -> u8 {
+        if !r.allocated || r.refcnt > 0 || r.incoming.is_some() || r.evicting {
+            return 0;
+        }
+        let mut bits = 0u8;
+        for clean in [false, true] {
+            for for_prefetch in [false, true] {
+                let class = Idle {
+                    clean,
+                    for_prefetch,
+                };
+                let spared =
+                    (clean && r.state == Msi::Owner) || (for_prefetch && r.prefetch_pins > 0);
+                if !spared {
+                    bits |= 1 << class.index();
+                }
+            }
+        }
+        bits
+    }
+}
+
+/// A replica borrowed for change: when dropped, its node's idle counts follow the change.
+pub struct ReplicaMut<'a> {
+    owner: &'a mut Replicas,
+    at: usize,
+    node: usize,
+    before: u8,
+}
+
+impl std::ops::Deref for ReplicaMut<'_> {
+    type Target = Replica;
+    fn deref(&self) -> &Replica {
+        &self.owner.all[self.at]
+    }
+}
+
+impl std::ops::DerefMut for ReplicaMut<'_> {
+    fn deref_mut(&mut self) -> &mut Replica {
+        &mut self.owner.all[self.at]
+    }
+}
+
+impl Drop for ReplicaMut<'_> {
+    fn drop(&mut self) {
+        let after = Idle::classes_of(&self.owner.all[self.at]);
+        if after == self.before || self.node == 0 {
+            return;
+        }
+        let counts = &mut self.owner.idle[self.node];
+        for (i, count) in counts.iter_mut().enumerate() {
+            match (self.before >> i & 1, after >> i & 1) {
+                (0, 1) => *count += 1,
+                (1, 0) => *count -= 1,
+                _ => {}
+            }
+        }
+    }
 }
 
 impl Replicas {
@@ -122,15 +203,31 @@ impl Replicas {
                 };
             }
         }
-        Replicas { nodes, all }
+        Replicas {
+            nodes,
+            all,
+            idle: vec![[0; Idle::CLASSES]; nodes],
+        }
     }
 
     pub fn get(&self, h: u32, node: u32) -> &Replica {
         &self.all[h as usize * self.nodes + node as usize]
     }
 
-    pub fn get_mut(&mut self, h: u32, node: u32) -> &mut Replica {
-        &mut self.all[h as usize * self.nodes + node as usize]
+    pub fn get_mut(&mut self, h: u32, node: u32) -> ReplicaMut<'_> {
+        let at = h as usize * self.nodes + node as usize;
+        let before = Idle::classes_of(&self.all[at]);
+        ReplicaMut {
+            owner: self,
+            at,
+            node: node as usize,
+            before,
+        }
+    }
+
+    /// How many replicas on GPU node `node` are idle in `class` (none counted in RAM).
+    pub fn idle(&self, node: u32, class: Idle) -> u32 {
+        self.idle[node as usize][class.index()]
     }
 
     /// Where to copy handle `h` from to bring it to `dst` (StarPU's source selection): the
@@ -291,9 +388,10 @@ impl Runtime {
             self.replicas.get_mut(h, node).chunk = chunk;
         }
         let tick = self.tick;
-        let r = self.replicas.get_mut(h, node);
+        let mut r = self.replicas.get_mut(h, node);
         r.allocated = true;
         r.last_use = tick;
+        drop(r);
         if node != 0 {
             self.mem.lru[n].insert((tick, h));
         }
@@ -348,12 +446,13 @@ impl Runtime {
     /// so that evicting it later costs nothing.
     pub(crate) fn evict_first(&mut self, h: u32) {
         for node in 1..self.machine.nodes.len() as u32 {
-            let r = self.replicas.get_mut(h, node);
+            let mut r = self.replicas.get_mut(h, node);
             if r.allocated {
                 let old = r.last_use;
                 r.last_use = 0;
                 // Dirty: valid here while RAM (the home) is not.
                 let dirty = r.state != Msi::Invalid && !r.evicting;
+                drop(r);
                 self.mem.lru[node as usize].remove(&(old, h));
                 self.mem.lru[node as usize].insert((0, h));
                 if dirty && self.replicas.get(h, 0).state == Msi::Invalid {
@@ -367,10 +466,12 @@ impl Runtime {
     /// Marks a use of `h` on `node` (moves it to the back of the eviction order).
     pub(crate) fn touch(&mut self, h: u32, node: u32) {
         let tick = self.tick;
-        let r = self.replicas.get_mut(h, node);
+        let mut r = self.replicas.get_mut(h, node);
         let old = r.last_use;
         r.last_use = tick;
-        if node != 0 && r.allocated {
+        let allocated = r.allocated;
+        drop(r);
+        if node != 0 && allocated {
             self.mem.lru[node as usize].remove(&(old, h));
             self.mem.lru[node as usize].insert((tick, h));
         }
@@ -389,25 +490,53 @@ impl Runtime {
     /// StarPU's direct reuse (try_to_reuse_potentially_in_use_mc): the least recently used
     /// evictable replica of the same size that is not the only valid copy.
     fn clean_victim(&self, node: u32, size: f64, for_prefetch: bool) -> Option<u32> {
-        self.mem.lru[node as usize]
-            .iter()
-            .map(|&(_, h)| h)
-            .find(|&h| {
-                self.graph.handles[h as usize].size == size
-                    && self.replicas.get(h, node).state != Msi::Owner
-                    && self.evictable(h, node, for_prefetch)
-            })
+        let class = Idle {
+            clean: true,
+            for_prefetch,
+        };
+        // The scan ends once it has seen every replica of the class, of any size.
+        let mut unseen = self.replicas.idle(node, class);
+        debug_assert_eq!(
+            unseen,
+            self.idle_recount(node, class),
+            "idle count on {node}"
+        );
+        for &(_, h) in &self.mem.lru[node as usize] {
+            if unseen == 0 {
+                return None;
+            }
+            if self.replicas.get(h, node).state != Msi::Owner
+                && self.evictable(h, node, for_prefetch)
+            {
+                if self.graph.handles[h as usize].size == size {
+                    return Some(h);
+                }
+                unseen -= 1;
+            }
+        }
+        None
     }
 
     /// Frees at least `need` bytes on `node` by evicting idle replicas, least recently used
     /// first (shared ones dropped, owners written back to RAM). For a prefetch, replicas
     /// other queued tasks prefetched are kept.
     pub(crate) fn evict(&mut self, node: u32, need: f64, for_prefetch: bool) {
-        // Victims in LRU order until `need` bytes would be freed (write-backs free later).
+        let class = Idle {
+            clean: false,
+            for_prefetch,
+        };
+        let idle = self.replicas.idle(node, class) as usize;
+        debug_assert_eq!(
+            idle as u32,
+            self.idle_recount(node, class),
+            "idle count on {node}"
+        );
+        // Victims in LRU order until `need` bytes would be freed (write-backs free later) or
+        // every idle replica is taken.
         let mut victims = Vec::new();
         let mut counted = 0.0;
         for &(_, h) in &self.mem.lru[node as usize] {
-            if counted >= need {
+            if counted >= need || victims.len() == idle {
                 break;
             }
             if self.evictable(h, node, for_prefetch) {
@@ -418,6 +547,15 @@ impl Runtime {
         for h in victims {
             self.throw(h, node);
         }
+    }
+
+    /// The replicas of `class` on `node`, counted the long way: what `Replicas::idle` keeps.
+    fn idle_recount(&self, node: u32, class: Idle) -> u32 {
+        let of_class = |&&(_, h): &&(u64, u32)| {
+            let r = self.replicas.get(h, node);
+            self.evictable(h, node, class.for_prefetch) && !(class.clean && r.state == Msi::Owner)
+        };
+        self.mem.lru[node as usize].iter().filter(of_class).count() as u32
     }
 
     /// Evicts replica `h` from `node`: the only valid copy is written back to RAM first and
@@ -448,13 +586,14 @@ impl Runtime {
 
     pub(crate) fn free(&mut self, h: u32, node: u32) {
         let size = self.graph.handles[h as usize].size;
-        let r = self.replicas.get_mut(h, node);
+        let mut r = self.replicas.get_mut(h, node);
         let last = r.last_use;
         r.allocated = false;
         r.state = Msi::Invalid;
         r.evicting = false;
-        self.mem.lru[node as usize].remove(&(last, h));
         let chunk = r.chunk.take();
+        drop(r);
+        self.mem.lru[node as usize].remove(&(last, h));
         self.mem.cache[node as usize].push((size, chunk));
         self.mem.freed[node as usize] = true;
         let waiting = std::mem::take(&mut self.mem.mem_wait[node as usize]);
@@ -554,6 +693,50 @@ mod tests {
             "RAM's copy is the last one"
         );
         assert_eq!(rt.mem.used[1], 2e9);
+    }
+
+    #[test]
+    fn idle_counts_follow_every_change_of_a_replica() {
+        let mut rt = four_handles();
+        let count = |rt: &Runtime, clean, for_prefetch| {
+            rt.replicas.idle(
+                1,
+                Idle {
+                    clean,
+                    for_prefetch,
+                },
+            )
+        };
+        let all = |rt: &Runtime| {
+            [(false, false), (false, true), (true, false), (true, true)]
+                .map(|(c, p)| count(rt, c, p))
+        };
+        // Nothing allocated on the GPU; RAM is never counted.
+        assert_eq!(all(&rt), [0; 4]);
+        assert!(rt.allocate(0, 1, Evict::ForFetch));
+        assert!(rt.allocate(1, 1, Evict::ForFetch));
+        // Two idle buffers (not yet valid, so not the only copy): in every class.
+        assert_eq!(all(&rt), [2; 4]);
+        // a pinned by a queued task's prefetch: a prefetch may not take it.
+        rt.replicas.get_mut(0, 1).prefetch_pins = 1;
+        assert_eq!(all(&rt), [2, 1, 2, 1]);
+        // b written on the GPU: only a write-back frees it, so it is not clean.
+        rt.replicas.get_mut(1, 1).state = Msi::Owner;
+        assert_eq!(all(&rt), [2, 1, 1, 0]);
+        // b in use by a task: in no class; a prefetch finds nothing without a scan.
+        rt.replicas.get_mut(1, 1).refcnt = 1;
+        assert_eq!(all(&rt), [1, 0, 1, 0]);
+        assert_eq!(rt.clean_victim(1, 1e9, true), None);
+        // a freed: gone from every class.
+        rt.free(0, 1);
+        assert_eq!(all(&rt), [0; 4]);
+        for (clean, for_prefetch) in [(false, false), (false, true), (true, false), (true, true)] {
+            let class = Idle {
+                clean,
+                for_prefetch,
+            };
+            assert_eq!(count(&rt, clean, for_prefetch), rt.idle_recount(1, class));
+        }
     }
 
     #[test]

@@ -312,11 +312,15 @@ impl Runtime {
             self.pump(src, dst);
             self.replicas.get_mut(h, src).refcnt -= 1;
             self.touch(h, dst);
-            let r = self.replicas.get_mut(h, dst);
+            let mut r = self.replicas.get_mut(h, dst);
             r.incoming = None;
-            if r.allocated {
+            let allocated = r.allocated;
+            if allocated {
                 r.state = Msi::Shared;
-                let s = self.replicas.get_mut(h, src);
+            }
+            drop(r);
+            if allocated {
+                let mut s = self.replicas.get_mut(h, src);
                 if s.state == Msi::Owner {
                     s.state = Msi::Shared;
                 }
