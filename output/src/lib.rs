@@ -345,6 +345,32 @@ pub fn write(dir: &Path, report: &Report, spec: &OutputSpec) -> std::io::Result<
 }
 
 fn stage_all(st: &mut staged::Staged, report: &Report, spec: &OutputSpec) -> std::io::Result<()> {
+    let starpu = report.runtime.as_ref().filter(|_| spec.starpu_traces);
+    // tasks.rec (tens of MB for a large DAG) is formatted on a second core while the other
+    // files are formatted and written.
+    std::thread::scope(|s| {
+        let tasks_rec = starpu.map(|r| s.spawn(|| starpu::tasks_rec(r)));
+        stage_tables(st, report, spec)?;
+        if let (Some(r), Some(tasks_rec)) = (starpu, tasks_rec) {
+            let (data, dag) = (starpu::data_rec(r), starpu::dag_dot(r));
+            let tasks = tasks_rec
+                .join()
+                .map_err(|_| std::io::Error::other("tasks.rec: writer panicked"))?;
+            st.bytes("tasks.rec", tasks)?;
+            st.bytes("data.rec", data)?;
+            st.bytes("dag.dot", dag)?;
+        }
+        Ok::<(), std::io::Error>(())
+    })?;
+    stage_record(st, report, spec)
+}
+
+/// summary.json and the tables: flows, links, ranks, collectives.
+fn stage_tables(
+    st: &mut staged::Staged,
+    report: &Report,
+    spec: &OutputSpec,
+) -> std::io::Result<()> {
     st.json("summary.json", &report.summary)?;
     if spec.flows_csv {
         st.bytes(
@@ -364,13 +390,15 @@ fn stage_all(st: &mut staged::Staged, report: &Report, spec: &OutputSpec) -> std
     if let Some(c) = &report.cuda {
         st.bytes("collectives.csv", collectives_csv(c)?)?;
     }
-    if let Some(r) = &report.runtime
-        && spec.starpu_traces
-    {
-        st.bytes("tasks.rec", starpu::tasks_rec(r))?;
-        st.bytes("data.rec", starpu::data_rec(r))?;
-        st.bytes("dag.dot", starpu::dag_dot(r))?;
-    }
+    Ok(())
+}
+
+/// The recorded timeline's files: intervals, Chrome and Paje traces, pictures.
+fn stage_record(
+    st: &mut staged::Staged,
+    report: &Report,
+    spec: &OutputSpec,
+) -> std::io::Result<()> {
     let Some(rec) = &report.record else {
         return Ok(());
     };

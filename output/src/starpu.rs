@@ -28,8 +28,11 @@ pub fn tasks_rec(r: &RuntimeReport) -> Vec<u8> {
         let _ = writeln!(out, "SubmitOrder: {}", t + 1);
         let _ = writeln!(out, "Priority: {}", task.priority);
         if !preds[t].is_empty() {
-            let ids: Vec<String> = preds[t].iter().map(|p| (p + 1).to_string()).collect();
-            let _ = writeln!(out, "DependsOn: {}", ids.join(" "));
+            out.push_str("DependsOn:");
+            for p in &preds[t] {
+                let _ = write!(out, " {}", p + 1);
+            }
+            out.push('\n');
         }
         let _ = writeln!(out, "WorkerId: {worker}");
         let node = r.worker_nodes.get(worker as usize).copied().unwrap_or(0);
@@ -40,16 +43,28 @@ pub fn tasks_rec(r: &RuntimeReport) -> Vec<u8> {
         let _ = writeln!(out, "Footprint: {:x}", task.footprint);
         let _ = writeln!(out, "GFlop: {:.6}", task.flops / 1e9);
         let _ = writeln!(out, "Parameters: {}", task.label);
+        // Space-separated lists, one value per access.
+        let list = |out: &mut String, key: &str, item: &dyn Fn(&mut String, usize)| {
+            out.push_str(key);
+            out.push_str(": ");
+            for i in 0..task.accesses.len() {
+                if i > 0 {
+                    out.push(' ');
+                }
+                item(out, i);
+            }
+            out.push('\n');
+        };
         let accesses = &task.accesses;
-        let handles: Vec<String> = accesses.iter().map(|&(h, _)| format!("0x{h:x}")).collect();
-        let modes: Vec<&str> = accesses.iter().map(|&(_, m)| m.letter()).collect();
-        let sizes: Vec<String> = accesses
-            .iter()
-            .map(|&(h, _)| format!("{}", g.handles[h as usize].size as u64))
-            .collect();
-        let _ = writeln!(out, "Handles: {}", handles.join(" "));
-        let _ = writeln!(out, "Modes: {}", modes.join(" "));
-        let _ = writeln!(out, "Sizes: {}", sizes.join(" "));
+        list(&mut out, "Handles", &|out, i| {
+            let _ = write!(out, "0x{:x}", accesses[i].0);
+        });
+        list(&mut out, "Modes", &|out, i| {
+            out.push_str(accesses[i].1.letter())
+        });
+        list(&mut out, "Sizes", &|out, i| {
+            let _ = write!(out, "{}", g.handles[accesses[i].0 as usize].size as u64);
+        });
         let _ = writeln!(out, "MPIRank: 0");
         out.push('\n');
     }
