@@ -129,11 +129,20 @@ impl Idle {
         usize::from(self.clean) * 2 + usize::from(self.for_prefetch)
     }
 
-    /// Bit `index()` set for each class `r` belongs to (none for a replica not allocated).
+    /// Whether an eviction of this class may take `r` now: it is allocated, no task uses or
+    /// fetches it, no copy is coming in or going out; if clean only, it is not the only valid
+    /// copy; for a prefetch, no queued task prefetched it.
+    fn holds(self, r: &Replica) -> bool {
+        r.allocated
+            && r.refcnt == 0
+            && r.incoming.is_none()
+            && !r.evicting
+            && !(self.clean && r.state == Msi::Owner)
+            && !(self.for_prefetch && r.prefetch_pins > 0)
+    }
+
+    /// Bit `index()` set for each class `r` belongs to.
     fn classes_of(r: &Replica) -> u8 {
-        if !r.allocated || r.refcnt > 0 || r.incoming.is_some() || r.evicting {
-            return 0;
-        }
         let mut bits = 0u8;
         for clean in [false, true] {
             for for_prefetch in [false, true] {
@@ -141,9 +150,7 @@ impl Idle {
                     clean,
                     for_prefetch,
                 };
-                let spared =
-                    (clean && r.state == Msi::Owner) || (for_prefetch && r.prefetch_pins > 0);
-                if !spared {
+                if class.holds(r) {
                     bits |= 1 << class.index();
                 }
             }
@@ -477,16 +484,6 @@ impl Runtime {
         }
     }
 
-    /// Whether replica `h` on `node` may be evicted now: no task uses or fetches it, no copy
-    /// is coming in or going out, and for a prefetch, no queued task prefetched it.
-    fn evictable(&self, h: u32, node: u32, for_prefetch: bool) -> bool {
-        let r = self.replicas.get(h, node);
-        r.refcnt == 0
-            && r.incoming.is_none()
-            && !r.evicting
-            && !(for_prefetch && r.prefetch_pins > 0)
-    }
-
     /// StarPU's direct reuse (try_to_reuse_potentially_in_use_mc): the least recently used
     /// evictable replica of the same size that is not the only valid copy.
     fn clean_victim(&self, node: u32, size: f64, for_prefetch: bool) -> Option<u32> {
@@ -505,9 +502,7 @@ impl Runtime {
             if unseen == 0 {
                 return None;
             }
-            if self.replicas.get(h, node).state != Msi::Owner
-                && self.evictable(h, node, for_prefetch)
-            {
+            if class.holds(self.replicas.get(h, node)) {
                 if self.graph.handles[h as usize].size == size {
                     return Some(h);
                 }
@@ -539,7 +534,7 @@ impl Runtime {
             if counted >= need || victims.len() == idle {
                 break;
             }
-            if self.evictable(h, node, for_prefetch) {
+            if class.holds(self.replicas.get(h, node)) {
                 victims.push(h);
                 counted += self.graph.handles[h as usize].size;
             }
@@ -551,11 +546,10 @@ impl Runtime {
 
     /// The replicas of `class` on `node`, counted the long way: what `Replicas::idle` keeps.
     fn idle_recount(&self, node: u32, class: Idle) -> u32 {
-        let of_class = |&&(_, h): &&(u64, u32)| {
-            let r = self.replicas.get(h, node);
-            self.evictable(h, node, class.for_prefetch) && !(class.clean && r.state == Msi::Owner)
-        };
-        self.mem.lru[node as usize].iter().filter(of_class).count() as u32
+        let lru = &self.mem.lru[node as usize];
+        lru.iter()
+            .filter(|&&(_, h)| class.holds(self.replicas.get(h, node)))
+            .count() as u32
     }
 
     /// Evicts replica `h` from `node`: the only valid copy is written back to RAM first and
