@@ -252,6 +252,7 @@ fn runtime_summary(r: &RuntimeReport) -> Value {
         "transfers": r.transfers,
         "evictions": r.evictions,
         "writebacks": r.writebacks,
+        "tidy_writebacks": r.tidy_writebacks,
     })
 }
 

@@ -73,6 +73,8 @@ pub struct RuntimeReport {
     pub transfers: u64,
     pub evictions: u64,
     pub writebacks: u64,
+    /// Write-backs tidying asked for (idle requests).
+    pub tidy_writebacks: u64,
     /// Per task: start, end (s) and worker index.
     pub task_times: Vec<(f64, f64, u32)>,
     /// Per memory node: name, capacity and the most bytes ever allocated there.
@@ -263,9 +265,11 @@ impl Runtime {
                     }
                 }
                 self.replicas.get_mut(h, node).state = Msi::Owner;
+                // Its buffers may be tidied again.
+                self.mem.writing[h as usize] -= 1;
+                self.mem.tidy_due[node as usize] = true;
             }
             self.replicas.get_mut(h, node).refcnt -= 1;
-            self.touch(h, node);
         }
         self.kernel_off(w, t);
         let wr = &mut self.workers[w];
@@ -341,6 +345,12 @@ impl Runtime {
                 }
             }
         }
+        // Each driver's progress also tidies its node (after this instant's fetches).
+        for n in 1..self.mem.tidy_due.len() as u32 {
+            if std::mem::take(&mut self.mem.tidy_due[n as usize]) {
+                self.tidy(n);
+            }
+        }
     }
 
     pub(crate) fn advance_worker(&mut self, w: usize) {
@@ -372,10 +382,23 @@ impl Runtime {
             self.workers[w].fetching = Some(t);
             let node = self.machine.workers[w].node;
             let acc = self.graph.tasks[t as usize].accesses.clone();
-            for (h, _) in acc {
-                self.replicas.get_mut(h, node).refcnt += 1;
+            for (h, mode) in acc {
+                let writes = dirties(mode);
+                let mut r = self.replicas.get_mut(h, node);
+                r.refcnt += 1;
+                // StarPU's fetch for a write marks the chunk dirty, then recently used; when
+                // the data still has to come, `fetch` marks it where it was allocated.
+                if writes {
+                    r.marked_clean = false;
+                }
+                let valid = r.valid();
+                drop(r);
+                if writes {
+                    self.mem.writing[h as usize] += 1;
+                    self.mem.tidy_due[node as usize] = true;
+                }
                 // The fetch finding the data there marks its chunk recently used.
-                if self.replicas.get(h, node).valid() {
+                if valid {
                     self.touch(h, node);
                 }
             }
@@ -395,6 +418,9 @@ impl Runtime {
                     self.mem.mem_wait[node as usize].push(t);
                 }
                 return false;
+            }
+            if dirties(mode) {
+                self.replicas.get_mut(h, node).marked_clean = false;
             }
             if mode.reads() {
                 let prio = self.priority(t);
@@ -468,4 +494,10 @@ impl Runtime {
         policy.on_start(t, w, &view);
         self.timers.push((end, Due::TaskDone(t)));
     }
+}
+
+/// Whether a task accessing a handle in `mode` leaves its buffer dirty (scratch buffers are
+/// private to the task).
+fn dirties(mode: Mode) -> bool {
+    mode != Mode::Scratch && mode.modifies()
 }

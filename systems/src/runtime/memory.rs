@@ -40,6 +40,10 @@ pub struct Replica {
     pub last_use: u64,
     /// The sub-allocator chunk its buffer is in (GPU buffers of at most 4 MiB).
     pub chunk: Option<u32>,
+    /// StarPU's `clean` mark on a GPU buffer: RAM held the data when it was allocated, or a
+    /// write-back to RAM was asked for since; a task writing it here clears it. Tidying
+    /// counts these ([`super::tidy`]).
+    pub marked_clean: bool,
 }
 
 impl Replica {
@@ -79,11 +83,19 @@ pub struct Memory {
     pub freed: Vec<bool>,
     /// Eviction write-backs in flight per node, which its driver waits for.
     pub writebacks: Vec<u32>,
+    /// Tasks popped and not ended that write each handle (StarPU: the handle's mode is W
+    /// and some node holds references): tidying leaves its buffers alone.
+    pub writing: Vec<u32>,
+    /// GPU nodes whose buffers, or their clean marks, changed since they were last tidied.
+    pub tidy_due: Vec<bool>,
+    /// StarPU's `mc_dirty_head` per node: where tidying resumes in the eviction order (a
+    /// buffer pushed back dirty sets it when unset; removing it moves it to the next one).
+    pub dirty_head: Vec<Option<(u64, u32)>>,
 }
 
 impl Memory {
-    /// Nothing allocated on `nodes` memory nodes, for `tasks` tasks.
-    pub fn new(nodes: usize, tasks: usize) -> Memory {
+    /// Nothing allocated on `nodes` memory nodes, for `tasks` tasks and `handles` handles.
+    pub fn new(nodes: usize, tasks: usize, handles: usize) -> Memory {
         Memory {
             used: vec![0.0; nodes],
             peak: vec![0.0; nodes],
@@ -98,6 +110,27 @@ impl Memory {
             postponed_seq: 0,
             freed: vec![false; nodes],
             writebacks: vec![0; nodes],
+            writing: vec![0; handles],
+            tidy_due: vec![false; nodes],
+            dirty_head: vec![None; nodes],
+        }
+    }
+
+    /// StarPU's MC_LIST_PUSH_BACK: a buffer goes last in node `n`'s eviction order; a dirty
+    /// one becomes the dirty head if there is none.
+    fn push_back(&mut self, n: usize, key: (u64, u32), clean: bool) {
+        self.lru[n].insert(key);
+        if !clean && self.dirty_head[n].is_none() {
+            self.dirty_head[n] = Some(key);
+        }
+    }
+
+    /// StarPU's MC_LIST_ERASE: a buffer leaves node `n`'s eviction order; if it was the
+    /// dirty head, the next buffer is.
+    fn erase(&mut self, n: usize, key: (u64, u32)) {
+        self.lru[n].remove(&key);
+        if self.dirty_head[n] == Some(key) {
+            self.dirty_head[n] = self.lru[n].range(key..).next().copied();
         }
     }
 }
@@ -110,8 +143,14 @@ impl Memory {
 pub struct Replicas {
     pub nodes: usize,
     all: Vec<Replica>,
-    idle: Vec<[u32; Idle::CLASSES]>,
+    /// Per node: the idle replicas of each [`Idle`] class, then the allocated buffers marked
+    /// clean (index [`MARKED_CLEAN`]).
+    tallies: Vec<[u32; TALLIES]>,
 }
+
+/// Where [`Replicas`] counts a node's buffers marked clean, after the [`Idle`] classes.
+const MARKED_CLEAN: usize = Idle::CLASSES;
+const TALLIES: usize = Idle::CLASSES + 1;
 
 /// Which idle replicas an eviction may take: any, or only clean ones (not the only valid
 /// copy, so dropping them costs no write-back), and whether replicas pinned by queued tasks'
@@ -141,9 +180,10 @@ impl Idle {
             && !(self.for_prefetch && r.prefetch_pins > 0)
     }
 
-    /// Bit `index()` set for each class `r` belongs to.
-    fn classes_of(r: &Replica) -> u8 {
-        let mut bits = 0u8;
+    /// Bit `index()` set for each class `r` belongs to, and bit [`MARKED_CLEAN`] for an
+    /// allocated buffer marked clean.
+    fn tally_bits(r: &Replica) -> u8 {
+        let mut bits = u8::from(r.allocated && r.marked_clean) << MARKED_CLEAN;
         for clean in [false, true] {
             for for_prefetch in [false, true] {
                 let class = Idle {
@@ -159,7 +199,7 @@ impl Idle {
     }
 }
 
-/// A replica borrowed for change: when dropped, its node's idle counts follow the change.
+/// A replica borrowed for change: when dropped, its node's tallies follow the change.
 pub struct ReplicaMut<'a> {
     owner: &'a mut Replicas,
     at: usize,
@@ -182,11 +222,11 @@ impl std::ops::DerefMut for ReplicaMut<'_> {
 
 impl Drop for ReplicaMut<'_> {
     fn drop(&mut self) {
-        let after = Idle::classes_of(&self.owner.all[self.at]);
+        let after = Idle::tally_bits(&self.owner.all[self.at]);
         if after == self.before || self.node == 0 {
             return;
         }
-        let counts = &mut self.owner.idle[self.node];
+        let counts = &mut self.owner.tallies[self.node];
         for (i, count) in counts.iter_mut().enumerate() {
             match (self.before >> i & 1, after >> i & 1) {
                 (0, 1) => *count += 1,
@@ -213,7 +253,7 @@ impl Replicas {
         Replicas {
             nodes,
             all,
-            idle: vec![[0; Idle::CLASSES]; nodes],
+            tallies: vec![[0; TALLIES]; nodes],
         }
     }
 
@@ -223,7 +263,7 @@ impl Replicas {
 
     pub fn get_mut(&mut self, h: u32, node: u32) -> ReplicaMut<'_> {
         let at = h as usize * self.nodes + node as usize;
-        let before = Idle::classes_of(&self.all[at]);
+        let before = Idle::tally_bits(&self.all[at]);
         ReplicaMut {
             owner: self,
             at,
@@ -234,7 +274,12 @@ impl Replicas {
 
     /// How many replicas on GPU node `node` are idle in `class` (none counted in RAM).
     pub fn idle(&self, node: u32, class: Idle) -> u32 {
-        self.idle[node as usize][class.index()]
+        self.tallies[node as usize][class.index()]
+    }
+
+    /// How many buffers on GPU node `node` are marked clean.
+    pub fn marked_clean(&self, node: u32) -> u32 {
+        self.tallies[node as usize][MARKED_CLEAN]
     }
 
     /// Where to copy handle `h` from to bring it to `dst` (StarPU's source selection): the
@@ -395,12 +440,16 @@ impl Runtime {
             self.replicas.get_mut(h, node).chunk = chunk;
         }
         let tick = self.tick;
+        let in_ram = self.replicas.get(h, 0).valid();
         let mut r = self.replicas.get_mut(h, node);
         r.allocated = true;
         r.last_use = tick;
+        r.marked_clean = node != 0 && in_ram;
         drop(r);
         if node != 0 {
-            self.mem.lru[n].insert((tick, h));
+            let clean = self.replicas.get(h, node).marked_clean;
+            self.mem.push_back(n, (tick, h), clean);
+            self.mem.tidy_due[n] = true;
         }
         true
     }
@@ -459,8 +508,10 @@ impl Runtime {
                 r.last_use = 0;
                 // Dirty: valid here while RAM (the home) is not.
                 let dirty = r.state != Msi::Invalid && !r.evicting;
+                // StarPU marks it clean now: the caller schedules the write-back.
+                r.marked_clean = true;
                 drop(r);
-                self.mem.lru[node as usize].remove(&(old, h));
+                self.mem.erase(node as usize, (old, h));
                 self.mem.lru[node as usize].insert((0, h));
                 if dirty && self.replicas.get(h, 0).state == Msi::Invalid {
                     self.allocate(h, 0, Evict::No);
@@ -476,11 +527,11 @@ impl Runtime {
         let mut r = self.replicas.get_mut(h, node);
         let old = r.last_use;
         r.last_use = tick;
-        let allocated = r.allocated;
+        let (allocated, clean) = (r.allocated, r.marked_clean);
         drop(r);
         if node != 0 && allocated {
-            self.mem.lru[node as usize].remove(&(old, h));
-            self.mem.lru[node as usize].insert((tick, h));
+            self.mem.erase(node as usize, (old, h));
+            self.mem.push_back(node as usize, (tick, h), clean);
         }
     }
 
@@ -587,9 +638,10 @@ impl Runtime {
         r.evicting = false;
         let chunk = r.chunk.take();
         drop(r);
-        self.mem.lru[node as usize].remove(&(last, h));
+        self.mem.erase(node as usize, (last, h));
         self.mem.cache[node as usize].push((size, chunk));
         self.mem.freed[node as usize] = true;
+        self.mem.tidy_due[node as usize] = true;
         let waiting = std::mem::take(&mut self.mem.mem_wait[node as usize]);
         for t in waiting {
             let w = self.worker_of[t as usize];
@@ -609,6 +661,7 @@ mod tests {
         shared_bus: true,
         prefetch: true,
         noise: false,
+        tidy: false,
     };
 
     /// Four 1 GB handles at home in RAM, on a GPU that holds two and a half.

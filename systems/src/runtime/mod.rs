@@ -7,7 +7,9 @@
 //! holds at most `cuda_pipeline` tasks (GPUs) or one (CPUs); it pops when it has room and no
 //! task is still fetching its inputs. Fetching allocates each buffer on the worker's memory
 //! node (evicting least-recently-used replicas that no task uses: dropped when another valid
-//! copy exists, written back to RAM first when they are the only one) and transfers every
+//! copy exists, written back to RAM first when they are the only one; as in StarPU, a buffer
+//! counts as used when it is allocated and when a fetch or prefetch finds its data there, not
+//! when a copy lands or a task ends) and transfers every
 //! buffer it reads that is not valid there from the valid copy StarPU would pick (the direct
 //! source with the smallest predicted time; RAM, then a GPU, when none is direct). GPU-to-GPU
 //! copies go directly only where the two GPUs have peer access, else through RAM in two hops.
@@ -27,19 +29,24 @@
 //! evict idle replicas no other queued task prefetched; one that finds no memory is retried,
 //! most urgent first, when memory frees up on its node. A `wont_use` hint moves the handle's
 //! GPU copies to the front of the eviction order and writes a dirty one back at idle level.
+//! StarPU's background tidying (`tidy.rs`: under 5 % of a GPU's buffers clean, dirty ones
+//! are written back at idle level until 10 % are) is modelled behind the switch
+//! `memory_tidying`, off by default (see `tidy.rs` for why).
 //! A task that writes a handle waits until no transfer of it is in flight.
 //! An eviction's write-back is synchronous, as StarPU's transfer_subtree_to_node is: the
 //! GPU's driver, which allocates for its node's requests, waits for it. Meanwhile it handles
 //! no task end (successors are released and data let go when it is back), pops and launches
-//! nothing; kernels it launched before go on, and other requests still progress.
-//! Simplified: no background tidying (StarPU's 5 %/10 % clean-buffer targets), conflicts between transfers are checked when a transfer starts, a cudaFree
+//! nothing; kernels it launched before go on, and other requests still progress. Being a
+//! fetch request on its node pair, it also holds back idle requests there.
+//! Simplified: conflicts between transfers are checked when a transfer starts, a cudaFree
 //! does not wait for transfers in flight, and redux accesses are plain writes (no init or
 //! reduction tasks).
 //!
 //! Layout: this file is the coordinator (events, systems, and the one place that touches the
 //! calendar, the network and the recorder); the leaves hold the rules: `setup.rs` (build and
 //! check), `core.rs` (state, worker loop, task ends), `memory.rs` (replicas, allocation,
-//! eviction, prefetch), `suballoc.rs` (StarPU's chunked GPU allocator), `transfers.rs` (requests, caps, copies), `sched/` (the policies),
+//! eviction, prefetch), `suballoc.rs` (StarPU's chunked GPU allocator), `tidy.rs` (background
+//! write-backs), `transfers.rs` (requests, caps, copies), `sched/` (the policies),
 //! `graph.rs` (task graphs) and `machine.rs` (workers, buses, codelet models).
 
 mod core;
@@ -49,6 +56,7 @@ mod memory;
 pub mod sched;
 mod setup;
 mod suballoc;
+mod tidy;
 mod tiled;
 mod transfers;
 
@@ -130,8 +138,9 @@ impl Plugin for RuntimePlugin {
             .register_switch("runtime_overheads", true, "StarPU-SimGrid's runtime costs: 10 us per transfer and per GPU kernel, 175 us per cudaMalloc; off: none")
             .register_switch("pcie_shared_bus", true, "data transfers are flows sharing the platform's PCIe links; off: each transfer alone at latency + size / bandwidth (one independent link per transfer)")
             .register_switch("prefetch", true, "dm* schedulers prefetch a task's inputs when they assign it; off: data move when the task is popped")
+            .register_switch("memory_tidying", false, "StarPU's background tidying: under 5 % of a GPU's buffers clean, dirty ones are written back to RAM at idle level, least recently used first, until 10 % are (default off: with it, eager under memory pressure runs faster than StarPU-SimGrid predicts); off: dirty buffers reach RAM only when evicted or hinted wont_use")
             .register_switch("perfmodel_noise", false, "task times drawn from the model's normal distribution (mean, stddev; seeded); off: the mean")
-            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with synchronous write-back (the GPU's driver waits for it), transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation and allocation costs; fetch, prefetch and idle request levels with StarPU's in-flight caps (5/2/idle per node pair), wont_use idle write-backs; StarPU codelet models and bus files. StarPU's sub-allocator (32 MiB chunks for buffers up to 4 MiB). Simplified: no background tidying")
+            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with synchronous write-back (the GPU's driver waits for it), transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation and allocation costs; fetch, prefetch and idle request levels with StarPU's in-flight caps (5/2/idle per node pair), wont_use idle write-backs; StarPU codelet models and bus files. StarPU's sub-allocator (32 MiB chunks for buffers up to 4 MiB); background tidying behind a switch, off by default")
             .init_resource::<Runtime>()
             .add_systems(SimStartup, setup_runtime.in_set(StartupSet::Workload))
             .add_systems(
@@ -170,6 +179,7 @@ fn setup(world: &mut World, cfg: &RuntimeConfig) -> Result<(), String> {
         shared_bus: switches.is_on("pcie_shared_bus"),
         prefetch: switches.is_on("prefetch"),
         noise: switches.is_on("perfmodel_noise"),
+        tidy: switches.is_on("memory_tidying"),
     };
     let Some(mut topo) = world.remove_resource::<Topology>() else {
         return Ok(()); // the platform's own error is reported

@@ -20,6 +20,7 @@ pub struct Flags {
     pub shared_bus: bool,
     pub prefetch: bool,
     pub noise: bool,
+    pub tidy: bool,
 }
 
 /// The runtime of a task-graph workload on `platform` (`None`: not a task graph), checked:
@@ -148,7 +149,7 @@ pub fn assemble(
         worker_of: vec![u32::MAX; nt],
         pred: vec![(0.0, 0.0); nt],
         replicas,
-        mem: Memory::new(nn, nt),
+        mem: Memory::new(nn, nt, graph.handles.len()),
         copies: Transfers::new(nn, graph.handles.len()),
         workers,
         dirty_mark: vec![false; nw],

@@ -159,6 +159,10 @@ impl Runtime {
             ..Default::default()
         });
         if writeback {
+            // StarPU's synchronous write-back is a fetch request on the pair: it counts as
+            // in flight there (idle requests wait for it).
+            let pair = self.pair(src, dst);
+            self.copies.inflight[pair] += 1;
             self.launch(x);
         } else {
             self.pump(src, dst);
@@ -290,6 +294,9 @@ impl Runtime {
                 }
             }
         }
+        let pair = self.pair(src, dst);
+        self.copies.inflight[pair] -= 1;
+        self.pump(src, dst);
         if writeback {
             self.replicas.get_mut(h, 0).incoming = None;
             if self.replicas.get(h, src).refcnt > 0 {
@@ -307,11 +314,7 @@ impl Runtime {
                 self.driver_back(src);
             }
         } else {
-            let pair = self.pair(src, dst);
-            self.copies.inflight[pair] -= 1;
-            self.pump(src, dst);
             self.replicas.get_mut(h, src).refcnt -= 1;
-            self.touch(h, dst);
             let mut r = self.replicas.get_mut(h, dst);
             r.incoming = None;
             let allocated = r.allocated;
@@ -371,6 +374,7 @@ mod tests {
             shared_bus: true,
             prefetch: true,
             noise: false,
+            tidy: false,
         };
         let mut rt = test_runtime(&dag, "{}", 16e9, flags);
         let pair = rt.pair(0, 1);
