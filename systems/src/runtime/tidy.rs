@@ -89,6 +89,7 @@ impl Runtime {
         if !self.flags.tidy || want == 0 {
             return;
         }
+        debug_assert!(self.mem.lru[n].contains(&head), "dirty head off the list");
         let pass = walk(
             self.mem.lru[n].range(head..).copied(),
             want,
