@@ -365,7 +365,8 @@ impl MaxMin {
         self.cons.len()
     }
 
-    /// Adds a flow over `cons` (duplicates count once) with an optional private rate bound
+    /// Adds a flow over `cons` (duplicates count once; SimGrid counts a repeated link once per
+    /// listing, see tools/simgrid/duplicate-link.cpp) with an optional private rate bound
     /// (the smallest fat-pipe bandwidth on its route). A flow needs at least one limit.
     pub fn add_flow(&mut self, cons: &[ConsId], bound: Option<f64>) -> FlowId {
         let id = self.free_flows.pop().unwrap_or_else(|| {
