@@ -440,14 +440,13 @@ impl Runtime {
             self.replicas.get_mut(h, node).chunk = chunk;
         }
         let tick = self.tick;
-        let in_ram = self.replicas.get(h, 0).valid();
+        let clean = node != 0 && self.replicas.get(h, 0).valid();
         let mut r = self.replicas.get_mut(h, node);
         r.allocated = true;
         r.last_use = tick;
-        r.marked_clean = node != 0 && in_ram;
+        r.marked_clean = clean;
         drop(r);
         if node != 0 {
-            let clean = self.replicas.get(h, node).marked_clean;
             self.mem.push_back(n, (tick, h), clean);
             self.mem.tidy_due[n] = true;
         }

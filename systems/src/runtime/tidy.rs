@@ -78,6 +78,9 @@ pub fn walk(
 impl Runtime {
     /// Tidies GPU node `node`: marks dirty buffers clean and writes back those RAM lacks.
     pub(crate) fn tidy(&mut self, node: u32) {
+        if !self.flags.tidy {
+            return;
+        }
         let n = node as usize;
         let want = shortfall(
             self.mem.lru[n].len(),
@@ -86,7 +89,7 @@ impl Runtime {
         let Some(head) = self.mem.dirty_head[n] else {
             return;
         };
-        if !self.flags.tidy || want == 0 {
+        if want == 0 {
             return;
         }
         debug_assert!(self.mem.lru[n].contains(&head), "dirty head off the list");
