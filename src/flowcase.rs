@@ -2,7 +2,7 @@
 //! run through the same engine, platform and network as any scenario.
 
 use serde::Deserialize;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use hetsim_schema::SimTime;
 use hetsim_schema::scenario::{
@@ -53,7 +53,7 @@ pub fn parse(text: &str, label: &str) -> Result<Scenario, Error> {
         .map_err(|e| Error::Input(format!("{label}: field `{}`: {}", e.path(), e.inner())))?;
     let bad = |path: String, what: String| Error::Input(format!("{label}: field `{path}`: {what}"));
     let mut links = Vec::with_capacity(case.links.len());
-    let mut names = HashSet::new();
+    let mut sharing_of = HashMap::new();
     for (i, l) in case.links.iter().enumerate() {
         let sharing = match l.sharing.as_str() {
             "shared" => Sharing::Shared,
@@ -74,7 +74,7 @@ pub fn parse(text: &str, label: &str) -> Result<Scenario, Error> {
         }
         let latency =
             SimTime::try_from_secs(l.latency).map_err(|e| bad(format!("links[{i}].latency"), e))?;
-        names.insert(l.id.as_str());
+        sharing_of.insert(l.id.as_str(), sharing);
         links.push(NamedLink {
             name: l.id.clone(),
             bandwidth: Bandwidth(l.bandwidth),
@@ -84,16 +84,30 @@ pub fn parse(text: &str, label: &str) -> Result<Scenario, Error> {
     }
     let mut flows = Vec::with_capacity(case.flows.len());
     for (i, f) in case.flows.iter().enumerate() {
+        // The format counts a link a route lists twice once for that flow (the README), so
+        // the route keeps its first crossing of each capacity: hetsim's own platforms, like
+        // SimGrid's, charge a link once per listing.
+        let mut route: Vec<String> = Vec::with_capacity(f.route.len());
+        let mut crossed = Vec::with_capacity(f.route.len());
         for hop in &f.route {
-            let name = hop
-                .strip_suffix(":up")
-                .or_else(|| hop.strip_suffix(":down"))
-                .unwrap_or(hop);
-            if !names.contains(name) {
+            let (name, dir) = match (hop.strip_suffix(":up"), hop.strip_suffix(":down")) {
+                (Some(n), _) => (n, "up"),
+                (_, Some(n)) => (n, "down"),
+                _ => (hop.as_str(), "up"),
+            };
+            let Some(&sharing) = sharing_of.get(name) else {
                 return Err(bad(
                     format!("flows[{i}].route"),
                     format!("flow `{}` names unknown link `{name}`", f.id),
                 ));
+            };
+            let capacity = match sharing {
+                Sharing::SplitDuplex => (name, dir),
+                Sharing::Shared | Sharing::FatPipe => (name, ""),
+            };
+            if !crossed.contains(&capacity) {
+                crossed.push(capacity);
+                route.push(hop.clone());
             }
         }
         if !(f.size.is_finite() && f.size >= 0.0) {
@@ -108,7 +122,7 @@ pub fn parse(text: &str, label: &str) -> Result<Scenario, Error> {
             id: Some(f.id.clone()),
             src: None,
             dst: None,
-            route: Some(f.route.clone()),
+            route: Some(route),
             size: Bytes(f.size),
             start: Duration(start),
         });

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{hetsim, repo, stderr};
+use common::{hetsim, ok, repo, stderr};
 use std::path::Path;
 use std::process::Command;
 
@@ -479,6 +479,49 @@ fn a_quantum_defers_joins_and_ends_to_its_grid() {
     let q = ends(&["--set", "network_model.quantum=0.3ms"]);
     assert!((q[0] - 1.0005).abs() < 1e-12, "{q:?}");
     assert!((q[1] - 1.5006).abs() < 1e-12, "{q:?}");
+}
+
+/// A route that lists a link twice loads it twice, as SimGrid 3.32 does (tools/simgrid/run.sh
+/// prints its answers for this platform): at 1 GB/s, 1 GB over [L, L] or [L, M, L] alone takes
+/// 2 s; next to 1 GB over [L], both take 3 s (the level x fills L at 2x + x = 1 GB/s). A flow
+/// case (JSON) counts the repeat once, as its format says: 1 GB over [L, L] alone takes 1 s.
+#[test]
+fn a_link_listed_twice_is_loaded_twice_as_in_simgrid() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = |flows: &str| {
+        format!(
+            r#"Scenario(
+    name: "duplicate-link",
+    platform: Explicit(links: [NamedLink(name: "L", bandwidth: "1GB/s", sharing: Shared),
+                               NamedLink(name: "M", bandwidth: "1GB/s", sharing: Shared)]),
+    workload: Flows([{flows}]),
+)"#
+        )
+    };
+    let ends = |flows: &str| -> Vec<f64> {
+        std::fs::write(tmp.path().join("d.ron"), scenario(flows)).unwrap();
+        let o = hetsim(&["run", "d.ron", "--quiet", "--out", "o"], tmp.path());
+        assert!(o.status.success(), "{}", stderr(&o));
+        let rows = read_csv(&tmp.path().join("o/flows.csv"));
+        rows[1..].iter().map(|r| r[5].parse().unwrap()).collect()
+    };
+    let dup = r#"FlowSpec(id: Some("d"), route: Some(["L", "L"]), size: "1GB")"#;
+    let split = r#"FlowSpec(id: Some("s"), route: Some(["L", "M", "L"]), size: "1GB")"#;
+    let single = r#"FlowSpec(id: Some("b"), route: Some(["L"]), size: "1GB")"#;
+    assert_eq!(ends(dup), [2.0]);
+    assert_eq!(ends(split), [2.0]);
+    let both = ends(&format!("{dup}, {single}"));
+    assert!(both.iter().all(|t| (t - 3.0).abs() < 1e-9), "{both:?}");
+
+    let case = r#"{"links": [{"id": "L", "bandwidth": 1e9, "sharing": "shared"},
+                             {"id": "S", "bandwidth": 1e9, "sharing": "split-duplex"}],
+                   "flows": [{"id": "d", "route": ["L", "L:down"], "size": 1000000000},
+                             {"id": "s", "route": ["S:up", "S:down"], "size": 1000000000}]}"#;
+    std::fs::write(tmp.path().join("c.json"), case).unwrap();
+    let o = hetsim(&["flows", "c.json"], tmp.path());
+    let got: serde_json::Value = serde_json::from_str(&ok(&o)).unwrap();
+    assert_eq!(got["flows"]["d"].as_f64(), Some(1.0), "{got}");
+    assert_eq!(got["flows"]["s"].as_f64(), Some(1.0), "{got}");
 }
 
 /// Each workload's first line says its result: a task graph its scheduler, makespan and

@@ -6,7 +6,8 @@
 //   A->B [L,L] alone: 2 s            (the link counts twice: weight 2)
 //   A->C [L,M,L] alone: 2 s          (also when the repeats are not adjacent)
 //   A->B [L,L] with C->B [L]: 3 s and 3 s (2r + r = 1 GB/s, equal rates)
-// hetsim's max-min solver counts a repeated link once (MaxMin::add_flow): 1 s, 1 s, 2 s.
+// hetsim charges the same (MaxMin::add_flow weights; tests/cli.rs
+// a_link_listed_twice_is_loaded_twice_as_in_simgrid checks these three answers).
 #include <simgrid/s4u.hpp>
 #include <cstdio>
 #include <string>

@@ -33,6 +33,7 @@
 //! Levels within a relative 1e-12 of a flow's old rate count as equal, so floating-point noise
 //! does not start cascades of no-op changes.
 
+use foldhash::HashMap;
 use orx_priority_queue::{PriorityQueue, PriorityQueueDecKey, QuaternaryHeapOfIndices};
 use smallvec::SmallVec;
 
@@ -42,15 +43,20 @@ pub type ConsId = u32;
 pub type FlowId = u32;
 
 const NONE: u32 = u32::MAX;
+
+/// A solve's number, modulo 2^16 (when it wraps, every stamp is reset: an O(flows +
+/// constraints) pass every 65,535 solves, which keeps [`Hot`] in one cache line).
+type Epoch = u16;
 const REL_TOL: f64 = 1e-12;
 /// Relative share of a capacity a lazy bound leaves aside for rounding in running loads.
 const LOAD_MARGIN: f64 = 1e-9;
 
-/// An untouched flow not yet below the level, with its old rate (arena entries: copies, so
-/// that re-keys read one contiguous array).
+/// An untouched flow not yet below the level, with its weight on the constraint and its old
+/// rate (arena entries: copies, so that re-keys read one contiguous array).
 #[derive(Debug, Clone, Copy)]
 struct Member {
     flow: FlowId,
+    weight: u32,
     rate: f64,
 }
 
@@ -61,12 +67,15 @@ struct Member {
 #[repr(align(64))]
 struct Hot {
     /// Solve in which the flow was last touched (`scratch` is valid while it matches).
-    epoch: u32,
+    epoch: Epoch,
+    /// Its route lists some constraint more than once: the weights are in
+    /// `MaxMin::weights` (read only then, so that other flows cost no extra lookup).
+    weighted: bool,
     bottleneck: ConsId,
     /// Rate in the current solution.
     rate: f64,
     scratch: Scratch,
-    /// The constraints the flow crosses (each once).
+    /// The constraints the flow crosses (each once; its weight on each is in [`FlowSlot`]).
     cons: SmallVec<[ConsId; 6]>,
 }
 
@@ -76,6 +85,7 @@ impl Default for Hot {
     fn default() -> Self {
         Hot {
             epoch: 0,
+            weighted: false,
             bottleneck: NONE,
             rate: 0.0,
             scratch: Scratch::Growing,
@@ -98,8 +108,8 @@ struct Constraint {
 #[repr(align(64))]
 struct ConsState {
     capacity: f64,
-    /// Sum of the members' rates in the current solution, kept up to date by every rate
-    /// change (so a lower bound on the fill level costs no scan).
+    /// Sum of the members' weighted rates in the current solution, kept up to date by every
+    /// rate change (so a lower bound on the fill level costs no scan).
     load: f64,
     /// Saturation level in the current solution.
     level: f64,
@@ -114,7 +124,7 @@ const _: () = assert!(
 /// Per-solve state of a tracked constraint (valid while `epoch` matches the solve's).
 #[derive(Debug, Clone, Copy, Default)]
 struct Track {
-    epoch: u32,
+    epoch: Epoch,
     /// Tracked by totals alone (an unsaturated constraint whose members were not scanned):
     /// `frozen` then counts every untouched member at its old rate, and the fill key is
     /// only a lower bound until the members are scanned.
@@ -124,9 +134,10 @@ struct Track {
     /// Waiting in `rekey_queue` for an eager re-key at the end of the current event.
     queued: bool,
     fill_level: f64,
-    /// Sum of the rates of flows known frozen (touched, or untouched below the level).
+    /// Sum of the weighted rates of flows known frozen (touched, or untouched below the
+    /// level).
     frozen: f64,
-    /// Touched flows still growing.
+    /// Sum of the weights of touched flows still growing.
     growing: u32,
     /// Untouched flows not yet below the level: `arena[start..start + len]`.
     start: u32,
@@ -323,12 +334,15 @@ pub struct MaxMin {
     /// Per-flow rate, bottleneck and per-solve state, by flow id.
     hot: Vec<Hot>,
     free_flows: Vec<FlowId>,
+    /// Times each constraint is listed, parallel to `Hot::cons`, for the flows whose route
+    /// lists one more than once (`Hot::weighted`; rare, so kept aside).
+    weights: HashMap<FlowId, SmallVec<[u32; 6]>>,
     /// Touched flows still growing in the current solve.
     growing: u32,
     /// Constraints and flows changed since the last solve.
     dirty_seed: Vec<ConsId>,
     added: Vec<FlowId>,
-    epoch: u32,
+    epoch: Epoch,
     // Per-solve scratch, kept to reuse allocations.
     heap: Events,
     arena: Vec<Member>,
@@ -365,9 +379,9 @@ impl MaxMin {
         self.cons.len()
     }
 
-    /// Adds a flow over `cons` (duplicates count once; SimGrid counts a repeated link once per
-    /// listing, see tools/simgrid/duplicate-link.cpp) with an optional private rate bound
-    /// (the smallest fat-pipe bandwidth on its route). A flow needs at least one limit.
+    /// Adds a flow over `cons` with an optional private rate bound (the smallest fat-pipe
+    /// bandwidth on its route). A constraint listed `k` times carries the flow `k` times, as
+    /// in SimGrid (tools/simgrid/duplicate-link.cpp). A flow needs at least one limit.
     pub fn add_flow(&mut self, cons: &[ConsId], bound: Option<f64>) -> FlowId {
         let id = self.free_flows.pop().unwrap_or_else(|| {
             self.flows.push(FlowSlot::default());
@@ -375,13 +389,19 @@ impl MaxMin {
             (self.flows.len() - 1) as FlowId
         });
         let mut list: SmallVec<[ConsId; 6]> = SmallVec::new();
+        let mut weights: SmallVec<[u32; 6]> = SmallVec::new();
         for &c in cons {
-            if !list.contains(&c) {
-                list.push(c);
+            match list.iter().position(|&x| x == c) {
+                Some(k) => weights[k] += 1,
+                None => {
+                    list.push(c);
+                    weights.push(1);
+                }
             }
         }
         if let Some(b) = bound {
             list.push(self.private_constraint(b));
+            weights.push(1);
         }
         assert!(!list.is_empty(), "a flow needs at least one constraint");
         let mut pos = SmallVec::new();
@@ -391,7 +411,12 @@ impl MaxMin {
             members.push(id);
         }
         self.flows[id as usize] = FlowSlot { pos, alive: true };
+        let weighted = weights.iter().any(|&w| w > 1);
+        if weighted {
+            self.weights.insert(id, weights);
+        }
         self.hot[id as usize] = Hot {
+            weighted,
             cons: list,
             ..Hot::default()
         };
@@ -420,9 +445,16 @@ impl MaxMin {
     pub fn remove_flow(&mut self, id: FlowId) {
         let slot = std::mem::take(&mut self.flows[id as usize]);
         debug_assert!(slot.alive, "flow {id} removed twice");
-        let Hot { rate, cons, .. } = std::mem::take(&mut self.hot[id as usize]);
-        for (&c, &p) in cons.iter().zip(&slot.pos) {
-            self.state[c as usize].load -= rate;
+        let Hot {
+            rate,
+            cons,
+            weighted,
+            ..
+        } = std::mem::take(&mut self.hot[id as usize]);
+        let weights = weighted.then(|| self.weights.remove(&id).expect("weights kept"));
+        for (k, (&c, &p)) in cons.iter().zip(&slot.pos).enumerate() {
+            let w = weights.as_ref().map_or(1, |w| w[k]);
+            self.state[c as usize].load -= w as f64 * rate;
             let members = &mut self.cons[c as usize].members;
             members.swap_remove(p as usize);
             if let Some(&moved) = members.get(p as usize) {
@@ -481,7 +513,7 @@ impl MaxMin {
         }
         let seeds = std::mem::take(&mut self.dirty_seed);
         for &c in &seeds {
-            self.notify(c, 0.0, Change::Seed, 0.0);
+            self.notify(c, 0.0, Change::Seed, 0.0, 0);
         }
         for &f in &added {
             self.propagate(f, 0.0, Change::Added);
@@ -587,17 +619,38 @@ impl MaxMin {
 
     /// Flow `g` changed at `level`: every constraint it crosses must account for it.
     fn propagate(&mut self, g: FlowId, level: f64, change: Change) {
-        let old = self.hot[g as usize].rate;
+        let h = &self.hot[g as usize];
+        let (old, weighted) = (h.rate, h.weighted);
         for k in 0..self.hot[g as usize].cons.len() {
             let c = self.hot[g as usize].cons[k];
-            self.notify(c, level, change, old);
+            let weight = if weighted { self.weight(g, k) } else { 1 };
+            self.notify(c, level, change, old, weight);
         }
     }
 
-    /// Tells a constraint that one of its flows (whose rate was `old`) changed at `level`;
-    /// starts tracking it if needed, updates its totals, and re-keys it (lazily when the
-    /// change can only delay it).
-    fn notify(&mut self, c: ConsId, level: f64, change: Change, old: f64) {
+    /// How many times flow `g`'s route lists its `k`-th constraint.
+    fn weight(&self, g: FlowId, k: usize) -> u32 {
+        if self.hot[g as usize].weighted {
+            self.weights[&g][k]
+        } else {
+            1
+        }
+    }
+
+    /// How many times flow `g`'s route lists constraint `c` (which it crosses).
+    fn weight_on(&self, g: FlowId, c: ConsId) -> u32 {
+        let h = &self.hot[g as usize];
+        if !h.weighted {
+            return 1;
+        }
+        let k = h.cons.iter().position(|&x| x == c).expect("g crosses c");
+        self.weights[&g][k]
+    }
+
+    /// Tells a constraint that one of its flows (whose rate was `old`, and which it carries
+    /// `weight` times) changed at `level`; starts tracking it if needed, updates its totals,
+    /// and re-keys it (lazily when the change can only delay it).
+    fn notify(&mut self, c: ConsId, level: f64, change: Change, old: f64, weight: u32) {
         let t = self.state[c as usize].track;
         if t.epoch != self.epoch {
             if self.state[c as usize].level.is_finite() {
@@ -616,19 +669,20 @@ impl MaxMin {
         // What `frozen` already counts for a flow that was untouched: its old rate when lazy;
         // nothing when scanned (it sat in the arena, above the level).
         let counted = if t.lazy { old } else { 0.0 };
+        let w = weight as f64;
         match change {
-            Change::FrozeBelow(x) => t.frozen += x - counted,
+            Change::FrozeBelow(x) => t.frozen += w * (x - counted),
             Change::FrozeGrowing(x) => {
-                t.frozen += x;
-                t.growing -= 1;
+                t.frozen += w * x;
+                t.growing -= weight;
             }
             Change::Grows => {
-                t.frozen -= counted;
-                t.growing += 1;
+                t.frozen -= w * counted;
+                t.growing += weight;
             }
             // New flows were counted by the first scan of a scanned constraint (adds all
             // happen before tracking starts); a lazy one counts them here.
-            Change::Added if t.lazy => t.growing += 1,
+            Change::Added if t.lazy => t.growing += weight,
             Change::Added | Change::Kept | Change::Seed => return,
         }
         if matches!(change, Change::FrozeBelow(_) | Change::FrozeGrowing(_)) {
@@ -687,7 +741,7 @@ impl MaxMin {
 
     /// A lower bound on a lazy constraint's fill level (at least `level`), infinite if it
     /// cannot fill. Untouched flows keep at most their old rates and growing flows all run
-    /// at the level, so the load at level L is at most `frozen + growing * L`. The capacity
+    /// at the level, so the load at level L is at most `frozen + growing * L` (weighted). The capacity
     /// is shaded by [`LOAD_MARGIN`] because `load` is a running sum.
     fn lazy_bound(&self, c: ConsId, level: f64) -> f64 {
         let t = &self.state[c as usize].track;
@@ -744,13 +798,19 @@ impl MaxMin {
         let mut load = 0.0;
         for &g in &k.members {
             let h = &self.hot[g as usize];
-            load += h.rate;
+            let weight = if h.weighted { self.weight_on(g, c) } else { 1 };
+            let w = weight as f64;
+            load += w * h.rate;
             match self.untouched_rate(h) {
-                Some(r) if r < level && !same_level(r, level) => t.frozen += r,
-                Some(rate) => self.arena.push(Member { flow: g, rate }),
+                Some(r) if r < level && !same_level(r, level) => t.frozen += w * r,
+                Some(rate) => self.arena.push(Member {
+                    flow: g,
+                    weight,
+                    rate,
+                }),
                 None => match h.scratch {
-                    Scratch::Growing => t.growing += 1,
-                    Scratch::Frozen(x, _) => t.frozen += x,
+                    Scratch::Growing => t.growing += weight,
+                    Scratch::Frozen(x, _) => t.frozen += w * x,
                     Scratch::Kept(_) => unreachable!("kept flows count as untouched"),
                 },
             }
@@ -805,13 +865,16 @@ impl MaxMin {
         let mut t = self.state[c as usize].track;
         let (start, end) = (t.start as usize, (t.start + t.len) as usize);
         let mut write = start;
+        // Weight of the untouched flows kept: each grows with the level until it freezes.
+        let mut weights = 0;
         for i in start..end {
             let m = self.arena[i];
             match self.untouched_rate(&self.hot[m.flow as usize]) {
-                Some(r) if r < level && !same_level(r, level) => t.frozen += r,
+                Some(r) if r < level && !same_level(r, level) => t.frozen += m.weight as f64 * r,
                 Some(_) => {
                     self.arena[write] = m;
                     write += 1;
+                    weights += m.weight as usize;
                 }
                 None => {}
             }
@@ -821,7 +884,7 @@ impl MaxMin {
         // Raise the candidate level, freezing every untouched flow below it, until none is.
         let future = &self.arena[start..write];
         let capacity = self.state[c as usize].capacity;
-        let (mut frozen, mut slope) = (t.frozen, t.growing as usize + future.len());
+        let (mut frozen, mut slope) = (t.frozen, t.growing as usize + weights);
         let mut below = f64::NEG_INFINITY;
         loop {
             if slope == 0 {
@@ -830,8 +893,8 @@ impl MaxMin {
             let fill = (capacity - frozen) / slope as f64;
             let mut absorbed = false;
             for m in future.iter().filter(|m| m.rate >= below && m.rate < fill) {
-                frozen += m.rate;
-                slope -= 1;
+                frozen += m.weight as f64 * m.rate;
+                slope -= m.weight as usize;
                 absorbed = true;
             }
             if !absorbed {
@@ -863,8 +926,15 @@ impl MaxMin {
                     self.stats.changed_by_size[size_class((rate - old) / old)] += 1;
                 }
                 self.changed.push(g);
-                for &c in &self.hot[g as usize].cons {
-                    self.state[c as usize].load += rate - old;
+                let h = &self.hot[g as usize];
+                if h.weighted {
+                    for (&c, &w) in h.cons.iter().zip(&self.weights[&g]) {
+                        self.state[c as usize].load += w as f64 * (rate - old);
+                    }
+                } else {
+                    for &c in &h.cons {
+                        self.state[c as usize].load += rate - old;
+                    }
                 }
             }
         }
@@ -887,10 +957,16 @@ impl MaxMin {
     /// no constraint over capacity, and every flow crosses a full constraint on which no
     /// flow has a larger rate.
     pub fn check(&self, rel_tol: f64) -> Result<(), String> {
-        let rate = |g: &FlowId| self.hot[*g as usize].rate;
-        let load = |c: &Constraint| c.members.iter().map(rate).sum::<f64>();
-        for (i, (k, c)) in self.cons.iter().zip(&self.state).enumerate() {
-            let l = load(k);
+        let rate = |g: FlowId| self.hot[g as usize].rate;
+        let load = |c: ConsId| {
+            self.cons[c as usize]
+                .members
+                .iter()
+                .map(|&g| self.weight_on(g, c) as f64 * rate(g))
+                .sum::<f64>()
+        };
+        for (i, c) in self.state.iter().enumerate() {
+            let l = load(i as ConsId);
             if (c.load - l).abs() > 1e-12 * c.capacity.max(l) {
                 return Err(format!("constraint {i}: running load {} != {l}", c.load));
             }
@@ -902,11 +978,11 @@ impl MaxMin {
             }
         }
         for g in self.flow_ids() {
-            let r = rate(&g);
+            let r = rate(g);
             let ok = self.hot[g as usize].cons.iter().any(|&c| {
                 let k = &self.cons[c as usize];
-                load(k) >= self.state[c as usize].capacity * (1.0 - rel_tol)
-                    && k.members.iter().all(|m| rate(m) <= r * (1.0 + rel_tol))
+                load(c) >= self.state[c as usize].capacity * (1.0 - rel_tol)
+                    && k.members.iter().all(|&m| rate(m) <= r * (1.0 + rel_tol))
             });
             if !ok {
                 return Err(format!("flow {g} (rate {r}) has no bottleneck"));
@@ -997,6 +1073,30 @@ mod tests {
         m.solve();
         assert_eq!(m.changed(), &[a, b, c, d]);
         assert_eq!(m.stats.changed_by_size, [0, 0, 1, 2]);
+    }
+
+    /// SimGrid 3.32's answers (tools/simgrid/run.sh, CM02 with factors 1): at 1 GB/s, 1 GB
+    /// alone on [L, L] or [L, M, L] takes 2 s (0.5 GB/s); next to a flow on [L], both take
+    /// 3 s (the level x fills L at 2x + x = 1 GB/s).
+    #[test]
+    fn a_link_listed_twice_carries_the_flow_twice() {
+        let mut m = MaxMin::new();
+        let l = m.add_constraint(1e9);
+        let wide = m.add_constraint(1e10);
+        let a = m.add_flow(&[l, wide, l], None);
+        m.solve();
+        assert_eq!(m.rate(a), 5e8);
+        let b = m.add_flow(&[l], None);
+        m.solve();
+        assert_eq!(m.changed(), &[a, b]);
+        assert!((m.rate(a) - 1e9 / 3.0).abs() < 1e-3);
+        assert!((m.rate(b) - 1e9 / 3.0).abs() < 1e-3);
+        m.check(1e-12).unwrap();
+        // a leaves; b alone gets the link, and no weight is left behind.
+        m.remove_flow(a);
+        m.solve();
+        assert_eq!(m.rate(b), 1e9);
+        m.check(1e-12).unwrap();
     }
 
     #[test]

@@ -421,6 +421,30 @@ mod tests {
         assert_eq!(e, "platform.routes[0].links: unknown link `c`");
     }
 
+    /// A route crossing a capacity twice gets half of it alone, as in SimGrid (the bus files
+    /// of StarPU machines route some GPU-GPU copies through `Host` twice); the two directions
+    /// of a split-duplex link are two capacities.
+    #[test]
+    fn a_flow_alone_is_charged_once_per_crossing() {
+        let text = r#"Explicit(links: [NamedLink(name: "a", bandwidth: 1e9), NamedLink(name: "b", bandwidth: 2e9, sharing: SplitDuplex),
+                                      NamedLink(name: "f", bandwidth: 1e8, sharing: FatPipe)],
+                               routes: [RouteSpec(src: "x", dst: "y", links: ["a", "b:up", "a"]),
+                                        RouteSpec(src: "x", dst: "z", links: ["b:up", "b:down"]),
+                                        RouteSpec(src: "y", dst: "z", links: ["b:up", "b:up", "f", "f"])])"#;
+        let mut t = platform(text).unwrap();
+        let (x, y, z) = (
+            t.endpoint("x").unwrap(),
+            t.endpoint("y").unwrap(),
+            t.endpoint("z").unwrap(),
+        );
+        let xy = t.route(x, y).unwrap();
+        assert_eq!(t.bottleneck(&xy), 5e8);
+        let xz = t.route(x, z).unwrap();
+        assert_eq!(t.bottleneck(&xz), 2e9);
+        let yz = t.route(y, z).unwrap();
+        assert_eq!(t.bottleneck(&yz), 1e8, "a fat pipe is never shared");
+    }
+
     #[test]
     fn lassen_like_fat_tree_sizes() {
         let text = r#"Cluster(nodes: 810, node: NodeSpec(gpus: 4),

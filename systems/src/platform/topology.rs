@@ -358,13 +358,26 @@ impl Topology {
         Route { hops, latency }
     }
 
-    /// The smallest bandwidth along a route (infinite for an empty one): what a flow alone
-    /// on it gets.
+    /// What a flow alone on a route gets (infinite for an empty route): the smallest
+    /// bandwidth along it, divided by the times the route crosses the same shared capacity
+    /// (a `Shared` link in either direction, a `SplitDuplex` one in the same direction), as
+    /// SimGrid charges a link once per listing. Routes are short, so the count is a scan.
     pub fn bottleneck(&self, route: &Route) -> f64 {
+        let same_capacity = |a: &Hop, b: &Hop| {
+            a.link == b.link
+                && match self.links[a.link as usize].sharing {
+                    Sharing::Shared => true,
+                    Sharing::SplitDuplex => a.dir == b.dir,
+                    Sharing::FatPipe => false,
+                }
+        };
         route
             .hops
             .iter()
-            .map(|h| self.links[h.link as usize].bandwidth)
+            .map(|h| {
+                let times = route.hops.iter().filter(|g| same_capacity(h, g)).count();
+                self.links[h.link as usize].bandwidth / times.max(1) as f64
+            })
             .fold(f64::INFINITY, f64::min)
     }
 
