@@ -15,7 +15,9 @@
 //! hears only of its own flows.
 //!
 //! Link sharing: `Shared` (one capacity for both directions), `SplitDuplex` (one per
-//! direction), `FatPipe` (each flow alone gets the full bandwidth: a private bound).
+//! direction), `FatPipe` (each flow alone gets the full bandwidth: a private bound). A route
+//! that crosses the same capacity twice loads it twice, as SimGrid does (StarPU's bus files
+//! route some GPU-GPU copies through `Host` twice).
 //! Switch `contention` off: each flow gets its route's bottleneck bandwidth, ignoring others.
 
 pub mod maxmin;
@@ -310,7 +312,7 @@ impl Plugin for NetworkPlugin {
             )
             .describe_model(
                 "network",
-                "fluid flows: each pays its route latency, then shares bandwidth with exact max-min fairness (SimGrid CM02 without TCP-gamma, latency or bandwidth factors), re-shared at every start and end (or, with network_model.quantum > 0, once per quantum: flows join and leave at its multiples). Simplified: equal weights (CM02 weights each flow by 1/route latency), no packet-level effects, no congestion control, no slow start",
+                "fluid flows: each pays its route latency, then shares bandwidth with exact max-min fairness (SimGrid CM02 without TCP-gamma, latency or bandwidth factors), re-shared at every start and end (or, with network_model.quantum > 0, once per quantum: flows join and leave at its multiples); a route crossing a capacity twice loads it twice, as in SimGrid. Simplified: equal weights (CM02 weights each flow by 1/route latency), no packet-level effects, no congestion control, no slow start",
             )
             .init_resource::<Network>()
             .add_systems(SimStartup, build_constraints.in_set(StartupSet::Models))
