@@ -1099,6 +1099,34 @@ mod tests {
         m.check(1e-12).unwrap();
     }
 
+    /// The solve counter is 16 bits: past its wrap, stamps of old solves must not pass for
+    /// current ones (every stamp is reset then).
+    #[test]
+    fn rates_stay_right_across_the_epoch_wrap() {
+        let mut m = MaxMin::new();
+        let l = m.add_constraint(1e9);
+        let wide = m.add_constraint(4e9);
+        let a = m.add_flow(&[l, l], None);
+        let b = m.add_flow(&[wide], None);
+        for i in 0..70_000u32 {
+            let c = m.add_flow(&[l, wide], None);
+            m.solve();
+            // a (weight 2) and c share l at level x: 3x = 1e9; b takes the rest of wide.
+            let x = 1e9 / 3.0;
+            assert!((m.rate(a) - x).abs() < 1e-3, "solve {i}: {}", m.rate(a));
+            assert!(
+                (m.rate(b) - (4e9 - x)).abs() < 1e-3,
+                "solve {i}: {}",
+                m.rate(b)
+            );
+            m.remove_flow(c);
+            m.solve();
+            assert_eq!(m.rate(a), 5e8, "solve {i}");
+            assert_eq!(m.rate(b), 4e9, "solve {i}");
+        }
+        assert!(m.stats.solves > u16::MAX as u64);
+    }
+
     #[test]
     fn private_bounds_model_fat_pipes() {
         let mut m = MaxMin::new();
