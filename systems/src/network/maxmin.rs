@@ -43,13 +43,13 @@ pub type ConsId = u32;
 pub type FlowId = u32;
 
 const NONE: u32 = u32::MAX;
+const REL_TOL: f64 = 1e-12;
+/// Relative share of a capacity a lazy bound leaves aside for rounding in running loads.
+const LOAD_MARGIN: f64 = 1e-9;
 
 /// A solve's number, modulo 2^16 (when it wraps, every stamp is reset: an O(flows +
 /// constraints) pass every 65,535 solves, which keeps [`Hot`] in one cache line).
 type Epoch = u16;
-const REL_TOL: f64 = 1e-12;
-/// Relative share of a capacity a lazy bound leaves aside for rounding in running loads.
-const LOAD_MARGIN: f64 = 1e-9;
 
 /// An untouched flow not yet below the level, with its weight on the constraint and its old
 /// rate (arena entries: copies, so that re-keys read one contiguous array).
@@ -75,7 +75,7 @@ struct Hot {
     /// Rate in the current solution.
     rate: f64,
     scratch: Scratch,
-    /// The constraints the flow crosses (each once; its weight on each is in [`FlowSlot`]).
+    /// The constraints the flow crosses (each once; see `weighted`).
     cons: SmallVec<[ConsId; 6]>,
 }
 
