@@ -623,17 +623,8 @@ impl MaxMin {
         let (old, weighted) = (h.rate, h.weighted);
         for k in 0..self.hot[g as usize].cons.len() {
             let c = self.hot[g as usize].cons[k];
-            let weight = if weighted { self.weight(g, k) } else { 1 };
+            let weight = if weighted { self.weights[&g][k] } else { 1 };
             self.notify(c, level, change, old, weight);
-        }
-    }
-
-    /// How many times flow `g`'s route lists its `k`-th constraint.
-    fn weight(&self, g: FlowId, k: usize) -> u32 {
-        if self.hot[g as usize].weighted {
-            self.weights[&g][k]
-        } else {
-            1
         }
     }
 
@@ -741,8 +732,8 @@ impl MaxMin {
 
     /// A lower bound on a lazy constraint's fill level (at least `level`), infinite if it
     /// cannot fill. Untouched flows keep at most their old rates and growing flows all run
-    /// at the level, so the load at level L is at most `frozen + growing * L` (weighted). The capacity
-    /// is shaded by [`LOAD_MARGIN`] because `load` is a running sum.
+    /// at the level, so the (weighted) load at level L is at most `frozen + growing * L`.
+    /// The capacity is shaded by [`LOAD_MARGIN`] because `load` is a running sum.
     fn lazy_bound(&self, c: ConsId, level: f64) -> f64 {
         let t = &self.state[c as usize].track;
         let room = self.state[c as usize].capacity * (1.0 - LOAD_MARGIN) - t.frozen;
@@ -798,7 +789,7 @@ impl MaxMin {
         let mut load = 0.0;
         for &g in &k.members {
             let h = &self.hot[g as usize];
-            let weight = if h.weighted { self.weight_on(g, c) } else { 1 };
+            let weight = self.weight_on(g, c);
             let w = weight as f64;
             load += w * h.rate;
             match self.untouched_rate(h) {
@@ -927,14 +918,10 @@ impl MaxMin {
                 }
                 self.changed.push(g);
                 let h = &self.hot[g as usize];
-                if h.weighted {
-                    for (&c, &w) in h.cons.iter().zip(&self.weights[&g]) {
-                        self.state[c as usize].load += w as f64 * (rate - old);
-                    }
-                } else {
-                    for &c in &h.cons {
-                        self.state[c as usize].load += rate - old;
-                    }
+                let weights = h.weighted.then(|| &self.weights[&g]);
+                for (k, &c) in h.cons.iter().enumerate() {
+                    let w = weights.map_or(1, |w| w[k]);
+                    self.state[c as usize].load += w as f64 * (rate - old);
                 }
             }
         }
