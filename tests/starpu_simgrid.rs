@@ -10,7 +10,9 @@
 //! error table by group.
 //!
 //! `HETSIM_REF_FILTER=mirage,lu` (comma-separated substrings of `machine app sched ncpu cap`)
-//! runs a subset; `HETSIM_REF_ROWS=1` prints every row.
+//! runs a subset; `HETSIM_REF_ROWS=1` prints every row; `HETSIM_REF_CSV=file` runs the rows
+//! of another file of the same columns (for example predictions made with
+//! `tools/starpu-simgrid/run.sh`) and only reports them.
 
 mod common;
 
@@ -101,8 +103,12 @@ impl Row {
     }
 }
 
+/// The rows to run: the visible reference, or the file `HETSIM_REF_CSV` names (same columns).
 fn rows() -> Vec<Row> {
-    let path = common::repo().join("tests/data/starpu-simgrid/results-visible.csv");
+    let path = match std::env::var("HETSIM_REF_CSV") {
+        Ok(file) => std::path::PathBuf::from(file),
+        Err(_) => common::repo().join("tests/data/starpu-simgrid/results-visible.csv"),
+    };
     let mut reader = csv::Reader::from_path(&path).unwrap();
     let filter = std::env::var("HETSIM_REF_FILTER").unwrap_or_default();
     let mut rows = Vec::new();
@@ -219,6 +225,10 @@ fn visible_rows_within_ten_percent_of_starpu_simgrid() {
         .filter(|(row, got)| ((got - row.gflops) / row.gflops).abs() <= TOLERANCE)
         .count();
     println!("{within} of {total} rows within 10 %");
+    if std::env::var("HETSIM_REF_CSV").is_ok() {
+        // Other rows than the visible ones: a report; the known misses name visible rows.
+        return;
+    }
     assert!(
         misses.is_empty(),
         "{} of {total} rows beyond their bound (10 %, known misses 60 %) of StarPU-SimGrid:\n{}",

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Builds StarPU 1.4.10 in SimGrid mode (the oracle the task runtime is checked against) with a
+# transfer/task/eviction log (xlog.patch, written for hetsim), into $STARPU_ORACLE (default
+# /tmp/starpu-oracle). Not used by CI or the tests. Needs root for apt and the Debian package
+# registry: StarPU's source comes from Debian's `starpu` source package (1.4.10+dfsg-2, sid).
+#
+# StarPU 1.4.10 reproduces all 220 rows of tests/data/starpu-simgrid/results-visible.csv
+# (made with 1.4.12) to the printed digit. Two things matter for that:
+# - --enable-maxcpus=64: configure otherwise caps CPU workers at this machine's core count
+#   (2 here), and STARPU_NCPU=8 silently runs 2 CPU workers;
+# - STARPU_PERF_MODEL_DIR pointing at a copy of scenarios/machines (run.sh does it).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+dest=${STARPU_ORACLE:-/tmp/starpu-oracle}
+mkdir -p "$dest"
+cd "$dest"
+if [ ! -e /etc/apt/sources.list.d/hetsim-starpu-src.sources ]; then
+    cat > /etc/apt/sources.list.d/hetsim-starpu-src.sources <<'SRC'
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: sid
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+fi
+apt-get update -qq
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libsimgrid-dev simgrid libopenblas-dev \
+    pkg-config >/dev/null
+if [ ! -d starpu-1.4.10+dfsg ]; then
+    apt-get source --download-only starpu=1.4.10+dfsg-2 >/dev/null 2>&1
+    tar xzf starpu_1.4.10+dfsg.orig.tar.gz
+    (cd starpu-1.4.10+dfsg && patch -p1 -s < "$here/xlog.patch")
+fi
+cd starpu-1.4.10+dfsg
+./configure -q --enable-simgrid --enable-maxcpus=64 --disable-mpi --disable-opencl \
+    --disable-fortran --disable-openmp --disable-socl --disable-starpufft --disable-build-doc \
+    --disable-starpupy --disable-build-tests --disable-starpurm --disable-hdf5 --disable-fxt \
+    >/dev/null
+make -s -j"$(nproc)" -C src >/dev/null
+make -s -j"$(nproc)" -C examples cholesky/cholesky_implicit lu/lu_implicit_example_float >/dev/null
+echo "built: $dest/starpu-1.4.10+dfsg/examples/{cholesky/cholesky_implicit,lu/lu_implicit_example_float}"

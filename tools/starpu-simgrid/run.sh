@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Runs StarPU-SimGrid (built by build.sh) on rows read from standard input, one per line:
+#   machine app sched ncuda ncpu nblocks cap_mb        (app: cholesky or lu)
+# and prints them as CSV in the columns of tests/data/starpu-simgrid/results-visible.csv,
+# two simulations at a time. Feed the output to the reference test as a report:
+#   HETSIM_REF_CSV=rows.csv HETSIM_REF_ROWS=1 cargo test --release --test starpu_simgrid -- --nocapture
+# STARPU_XLOG=file (one row only) makes StarPU log each transfer (X time src dst handle
+# origin), task start (S time worker name handle:mode... p=priority) and eviction
+# (E time node handle reuse|free is_prefetch); StarPU's memory nodes are 0 = RAM, 1.. = CUDA0...
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+ex=${STARPU_ORACLE:-/tmp/starpu-oracle}/starpu-1.4.10+dfsg/examples
+models=$(mktemp -d)
+trap 'rm -rf "$models"' EXIT
+cp -r "$here/../../scenarios/machines/." "$models/"
+one() {
+    local m=$1 app=$2 s=$3 nc=$4 np=$5 nb=$6 cap=$7 bin
+    case $app in
+        cholesky) bin=$ex/cholesky/cholesky_implicit ;;
+        lu) bin=$ex/lu/lu_implicit_example_float ;;
+        *) echo "unknown app $app" >&2; return 1 ;;
+    esac
+    local t0 out
+    t0=$(date +%s.%N)
+    out=$(STARPU_PERF_MODEL_DIR=$models STARPU_HOSTNAME=$m STARPU_NCUDA=$nc STARPU_NCPU=$np \
+        STARPU_NOPENCL=0 STARPU_SCHED=$s STARPU_LIMIT_CUDA_MEM=$cap \
+        "$bin" -size $((960 * nb)) -nblocks "$nb" 2>/dev/null | tail -1)
+    read -r n ms gf <<<"$out"
+    printf '%s,%s,%s,%s,%s,%s,960,%s,%s,%s,%s,%s\n' "$m" "$app" "$s" "$nc" "$np" "$nb" "$n" \
+        "$cap" "$ms" "$gf" "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')"
+}
+export -f one
+export ex models
+echo "machine,app,sched,ncuda,ncpu,nblocks,block,n,limit_cuda_mem_mb,sim_ms,gflops,wall_s"
+xargs -P2 -L1 bash -c 'one "$@"' _
