@@ -130,6 +130,36 @@ fn eager_wakes_the_first_sleeping_worker_not_every_worker() {
 }
 
 #[test]
+fn under_eager_the_worker_a_push_wakes_pops_before_the_next_push() {
+    // 2 GPUs, 2 CPUs; every task 10 ms on a GPU, 100 ms on a CPU. Root r runs on GPU0
+    // (0-10 ms); its end releases s1, s2, s3 in that order, and c waits for s1. In
+    // StarPU-SimGrid each push costs the pusher 1 us, so the worker a push wakes pops before
+    // the next push: s1 wakes GPU1 (10-20 ms), s2 and s3 wake the CPUs (10-110 ms), and c,
+    // released by GPU1 at 20 ms, wakes GPU0 (20-30 ms): 110 ms. (Waking all three, then
+    // letting the last woken pop first, gave s1 to a CPU and c ran 110-120 ms.)
+    let dag = r#"Dag(handles: [], tasks: [
+        (name: "r", codelet: "k"),
+        (name: "s1", codelet: "k", deps: ["r"]),
+        (name: "s2", codelet: "k", deps: ["r"]),
+        (name: "s3", codelet: "k", deps: ["r"]),
+        (name: "c", codelet: "k", deps: ["s1"])])"#;
+    let models = r#"models: {"k": CodeletModel(cpu: Some(Constant("100ms")), cuda: Some(Constant("10ms")))}"#;
+    for sched in ["eager", "prio"] {
+        let r = run(
+            &node(2, 2),
+            dag,
+            &format!("scheduler: {sched}, {models}"),
+            QUIET,
+        )
+        .unwrap();
+        assert_makespan(&r, 0.110);
+        // GPU0 ran r and c, GPU1 s1, each CPU one of s2 and s3.
+        let tasks: Vec<u64> = r.workers.iter().map(|w| w.2).collect();
+        assert_eq!(tasks, [2, 1, 1, 1], "{sched}");
+    }
+}
+
+#[test]
 fn a_chain_pays_its_transfer() {
     // GPU-only task A writes 1 GB; CPU-only task B reads it: A (10 ms) + 1 GB over the GPU's
     // 10 GB/s down link (0.1 s) + B (10 ms) = 0.12 s.
