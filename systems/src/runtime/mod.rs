@@ -27,8 +27,10 @@
 //! before idle write-backs; a node pair starts fetches while fewer than 5 requests are in
 //! flight on it, prefetches while fewer than 2, idle requests when none is. A prefetch may
 //! evict idle replicas no other queued task prefetched; one that finds no memory is retried,
-//! most urgent first, when memory frees up on its node. A `wont_use` hint moves the handle's
-//! GPU copies to the front of the eviction order and writes a dirty one back at idle level.
+//! most urgent first, when memory frees up on its node. A `wont_use` hint (a read acquire in
+//! StarPU: it fires when the handle's last writer ends, while earlier-submitted readers may
+//! still run) moves the handle's GPU copies to the front of the eviction order and writes a
+//! dirty one back at idle level, so that later readers elsewhere fetch it from RAM.
 //! StarPU's background tidying (`tidy.rs`: under 5 % of a GPU's buffers clean, dirty ones
 //! are written back at idle level until 10 % are) is modelled behind the switch
 //! `memory_tidying`, off by default (see `tidy.rs` for why).
@@ -140,7 +142,7 @@ impl Plugin for RuntimePlugin {
             .register_switch("prefetch", true, "dm* schedulers prefetch a task's inputs when they assign it; off: data move when the task is popped")
             .register_switch("memory_tidying", false, "StarPU's background tidying: under 5 % of a GPU's buffers clean, dirty ones are written back to RAM at idle level, least recently used first, until 10 % are (default off: with it, eager under memory pressure runs faster than StarPU-SimGrid predicts); off: dirty buffers reach RAM only when evicted or hinted wont_use")
             .register_switch("perfmodel_noise", false, "task times drawn from the model's normal distribution (mean, stddev; seeded); off: the mean")
-            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with synchronous write-back (the GPU's driver waits for it), transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation and allocation costs; fetch, prefetch and idle request levels with StarPU's in-flight caps (5/2/idle per node pair), wont_use idle write-backs; StarPU codelet models and bus files. StarPU's sub-allocator (32 MiB chunks for buffers up to 4 MiB); background tidying behind a switch, off by default")
+            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with synchronous write-back (the GPU's driver waits for it), transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation and allocation costs; fetch, prefetch and idle request levels with StarPU's in-flight caps (5/2/idle per node pair), wont_use idle write-backs once the last writer ends; eager/prio: the worker a push wakes pops before the next push (StarPU-SimGrid's push cost); StarPU codelet models and bus files. StarPU's sub-allocator (32 MiB chunks for buffers up to 4 MiB); background tidying behind a switch, off by default")
             .init_resource::<Runtime>()
             .add_systems(SimStartup, setup_runtime.in_set(StartupSet::Workload))
             .add_systems(
