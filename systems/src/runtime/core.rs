@@ -185,7 +185,7 @@ impl Runtime {
             self.prefetch(t, w);
         }
         if self.sched.as_ref().expect("a policy").wakes_one() {
-            if let Some(w) = self.wake_one_sleeper(t, by) {
+            if let Some(w) = self.first_sleeper(t, by) {
                 // StarPU-SimGrid charges each push a simulated microsecond, so the worker a
                 // push woke pops (the task just pushed, if nobody did) before the next push.
                 self.advance_worker(w);
@@ -200,7 +200,7 @@ impl Runtime {
     /// pushes anyway. StarPU-SimGrid 1.4.10's pop log (LU, 8 tiles, eager, 3 GPUs + 8 CPUs)
     /// shows the 10 trsm's released by GPU0's getrf popped 1 us apart by CUDA1, CUDA2, then
     /// CPUs, and GPU0 itself last.
-    fn wake_one_sleeper(&mut self, t: u32, by: Option<u32>) -> Option<usize> {
+    fn first_sleeper(&mut self, t: u32, by: Option<u32>) -> Option<usize> {
         (0..self.workers.len()).find(|&w| {
             let asleep = !self.dirty_mark[w] && self.workers[w].in_hand.is_empty();
             asleep && Some(w as u32) != by && self.policy_and_view().1.can_run(t, w)
