@@ -545,13 +545,15 @@ fn a_fetch_overtakes_queued_prefetches() {
 }
 
 #[test]
-fn a_prefetch_evicts_data_no_queued_task_needs() {
+fn a_task_popped_before_its_prefetch_lands_leaves_a_pin_behind() {
     // One GPU (2 GiB: StarPU's cap 1,843 MiB), one task at a time. dmda prefetches a (1 GB,
-    // 0.1 s at 10 GB/s) for t0 and b (0.8 GB) for t1 at t = 0: b lands at 0.18 s. t0 runs
-    // 0.1-0.101 s and releases t2, whose prefetch of c (0.8 GB) finds the GPU full. As in
-    // StarPU, a prefetch may evict an idle replica no queued task prefetched (a, done with),
-    // so c follows b on the link and lands at 0.26 s, while t1 runs 0.18-0.28 s; t2 runs
-    // 0.28-0.281 s. A prefetch that could not evict would leave c to t2's fetch: 0.361 s.
+    // 0.1 s at 10 GB/s) for t0 and b (0.8 GB) for t1 at t = 0: b lands at 0.18 s. The idle
+    // GPU pops t0 at once, before a lands: StarPU's pop takes a pin off only if there is one,
+    // and the request adds its pin when it lands, so a stays pinned after t0 runs (0.1-0.101
+    // s). t0 releases t2, whose prefetch of c (0.8 GB) finds the GPU full and may not evict
+    // a pinned replica; t1 runs 0.18-0.28 s, then t2's fetch, which may, evicts a: c takes
+    // 0.08 s, t2 runs 0.36-0.361 s. (Pins taken at push, as hetsim had them, let the prefetch
+    // evict a: c landed at 0.26 s and t2 ran at 0.28 s.)
     let dag = r#"Dag(handles: [(name: "a", size: 1e9), (name: "b", size: 8e8),
                                 (name: "c", size: 8e8)], tasks: [
         (name: "t0", codelet: "k", accesses: [("a", R)]),
@@ -567,11 +569,11 @@ fn a_prefetch_evicts_data_no_queued_task_needs() {
     )
     .unwrap();
     assert!(
-        (r.task_times[2].0 - 0.28).abs() < 1e-9,
+        (r.task_times[2].0 - 0.36).abs() < 1e-9,
         "{:?}",
         r.task_times
     );
-    assert_makespan(&r, 0.281);
+    assert_makespan(&r, 0.361);
     assert_eq!(r.evictions, 1);
 }
 

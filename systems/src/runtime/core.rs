@@ -99,7 +99,7 @@ pub struct Runtime {
     /// dm* predictions per task: (length, transfer not hidden), seconds.
     pub(crate) pred: Vec<(f64, f64)>,
     pub(crate) replicas: Replicas,
-    /// Allocation, the eviction order, prefetch pins and postponements per memory node.
+    /// Allocation, the eviction order and prefetch pins per memory node.
     pub(crate) mem: Memory,
     /// Transfers and their request lists.
     pub(crate) copies: Transfers,
@@ -299,7 +299,6 @@ impl Runtime {
             }
         }
         self.wake(w as u32);
-        self.mem.prefetch_oom[node as usize] = false;
         self.mem.freed[node as usize] = true;
         for n in 0..nn {
             if !self.mem.mem_wait[n as usize].is_empty() {
@@ -344,9 +343,7 @@ impl Runtime {
                 break;
             }
             for n in nodes {
-                if !self.mem.postponed[n as usize].is_empty() {
-                    self.retry_prefetches(n);
-                }
+                self.pump_into(n);
             }
         }
         // Each driver's progress also tidies its node (after this instant's fetches).
@@ -428,7 +425,7 @@ impl Runtime {
             }
             if mode.reads() {
                 let prio = self.priority(t);
-                self.request(h, node, Level::Fetch, prio);
+                self.request(h, node, Level::Fetch, prio, Some(t));
                 let r = self.replicas.get(h, node);
                 if r.state == Msi::Invalid || r.incoming.is_some() {
                     ready = false;

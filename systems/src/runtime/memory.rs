@@ -1,9 +1,9 @@
 //! Data on memory nodes: each handle's replica per node in MSI states, StarPU's choice of the
 //! copy a transfer reads from, allocation (a cache of freed buffers reused by size, cudaMalloc
 //! and cudaFree costs a node's driver owes), the LRU eviction order with write-back, and
-//! push-time prefetch with its pins and postponements.
+//! push-time prefetch with its pins.
 
-use std::collections::{BTreeSet, BinaryHeap};
+use std::collections::BTreeSet;
 
 use super::core::{CUDA_FREE, CUDA_MALLOC, MIB, PINNED_PER_MIB, Runtime};
 use super::graph::Graph;
@@ -32,10 +32,13 @@ pub struct Replica {
     pub refcnt: u32,
     /// A transfer bringing it here.
     pub incoming: Option<u32>,
+    /// That transfer has started (StarPU's `load_request` is set).
+    pub loading: bool,
     /// Being written back before it is freed.
     pub evicting: bool,
-    /// Queued tasks that prefetched it (StarPU's `nb_tasks_prefetch`): other prefetches
-    /// may not evict it.
+    /// Prefetch pins (StarPU's `nb_tasks_prefetch`): other prefetches may not evict it. A
+    /// push-time prefetch adds one when it finds the data here or when its request lands
+    /// (unless it joined another task's request in flight); the task's pop takes one off.
     pub prefetch_pins: u32,
     pub last_use: u64,
     /// The sub-allocator chunk its buffer is in (GPU buffers of at most 4 MiB).
@@ -70,16 +73,10 @@ pub struct Memory {
     pub debt: Vec<f64>,
     /// Tasks waiting for memory on each node.
     pub mem_wait: Vec<Vec<u32>>,
-    /// A prefetch found nothing to evict on the node: later prefetches there use free memory
-    /// only, until a task ends there (StarPU's `prefetch_out_of_memory`).
-    pub prefetch_oom: Vec<bool>,
     /// Tasks whose inputs are pinned by their push-time prefetch, until they are popped.
     pub prefetched: Vec<bool>,
-    /// Prefetches that found no memory, per node, most urgent on top (task priority, then
-    /// first postponed): retried when memory frees up there, while their task is queued.
-    pub postponed: Vec<BinaryHeap<Postponed>>,
-    pub postponed_seq: u64,
-    /// Nodes where memory was freed this step.
+    /// Nodes where memory was freed, or prefetch pins dropped, this step: their requests
+    /// waiting for memory try again.
     pub freed: Vec<bool>,
     /// Eviction write-backs in flight per node, which its driver waits for.
     pub writebacks: Vec<u32>,
@@ -104,10 +101,7 @@ impl Memory {
             sub: vec![SubAllocator::default(); nodes],
             debt: vec![0.0; nodes],
             mem_wait: vec![Vec::new(); nodes],
-            prefetch_oom: vec![false; nodes],
             prefetched: vec![false; tasks],
-            postponed: vec![BinaryHeap::new(); nodes],
-            postponed_seq: 0,
             freed: vec![false; nodes],
             writebacks: vec![0; nodes],
             writing: vec![0; handles],
@@ -315,12 +309,21 @@ pub enum Evict {
     ForPrefetch,
 }
 
-/// A prefetch waiting for memory: (task priority, first postponed first, handle, task).
-pub type Postponed = (i64, std::cmp::Reverse<u64>, u32, u32);
+impl Evict {
+    /// What a request of this level may evict when it allocates its destination.
+    pub fn for_level(level: Level) -> Evict {
+        match level {
+            Level::Fetch => Evict::ForFetch,
+            Level::Prefetch => Evict::ForPrefetch,
+            Level::Idle => Evict::No,
+        }
+    }
+}
 
 impl Runtime {
-    /// dm* prefetch at push: start bringing the task's inputs to `w`'s node. The replicas
-    /// stay pinned against other prefetches' evictions until the task is popped.
+    /// dm* prefetch at push: request the task's inputs on `w`'s node. The replicas stay
+    /// pinned against other prefetches' evictions until the task is popped; their buffers
+    /// are allocated only when the requests start (StarPU allocates as it handles a request).
     pub(crate) fn prefetch(&mut self, t: u32, w: usize) {
         if !self.flags.prefetch {
             return;
@@ -332,36 +335,31 @@ impl Runtime {
             if !mode.reads() {
                 continue;
             }
-            self.replicas.get_mut(h, node).prefetch_pins += 1;
-            if self.replicas.get(h, node).valid() {
-                // StarPU: a request finding the data there marks its chunk recently used.
+            let r = *self.replicas.get(h, node);
+            let prio = self.priority(t);
+            if r.valid() {
+                // StarPU: a request finding the data there pins them and marks its chunk
+                // recently used.
+                self.replicas.get_mut(h, node).prefetch_pins += 1;
                 self.touch(h, node);
-            } else {
-                let prio = self.priority(t);
-                if self.allocate(h, node, Evict::ForPrefetch) {
-                    self.request(h, node, Level::Prefetch, prio);
+            } else if let Some(l) = r.incoming {
+                // Requested for another task: this one's request joins it.
+                let (src, dst) = (
+                    self.copies.xfers[l as usize].src,
+                    self.copies.xfers[l as usize].dst,
+                );
+                if dst == node {
+                    self.join(h, src, node, Level::Prefetch, prio, 1);
                 } else {
-                    self.mem.postponed_seq += 1;
-                    let seq = std::cmp::Reverse(self.mem.postponed_seq);
-                    self.mem.postponed[node as usize].push((prio, seq, h, t));
+                    self.replicas.get_mut(h, node).prefetch_pins += 1;
                 }
-            }
-        }
-    }
-
-    /// Memory came free on `node`: postponed prefetches go again, most urgent first, until
-    /// one still finds none.
-    pub(crate) fn retry_prefetches(&mut self, node: u32) {
-        while let Some(&(prio, seq, h, t)) = self.mem.postponed[node as usize].peek() {
-            if self.mem.prefetched[t as usize] && self.replicas.get(h, node).state == Msi::Invalid {
-                if !self.allocate(h, node, Evict::ForPrefetch) {
-                    break;
+            } else {
+                self.request(h, node, Level::Prefetch, prio, None);
+                if let Some(l) = self.replicas.get(h, node).incoming {
+                    self.copies.xfers[l as usize].task = Some(t);
                 }
-                self.request(h, node, Level::Prefetch, prio);
+                self.carry_pins(h, node, 1);
             }
-            // Brought, popped (its fetch takes over), or already there.
-            let top = self.mem.postponed[node as usize].pop();
-            debug_assert_eq!(top.map(|e| e.1), Some(seq));
         }
     }
 
@@ -370,10 +368,13 @@ impl Runtime {
         if std::mem::take(&mut self.mem.prefetched[t as usize]) {
             let acc = self.graph.tasks[t as usize].accesses.clone();
             for (h, mode) in acc {
-                if mode.reads() {
+                // StarPU's decrement, which may take another task's pin when this one's
+                // was lost or has not landed yet.
+                if mode.reads() && self.replicas.get(h, node).prefetch_pins > 0 {
                     self.replicas.get_mut(h, node).prefetch_pins -= 1;
                 }
             }
+            self.mem.freed[node as usize] = true;
         }
     }
 
@@ -401,7 +402,7 @@ impl Runtime {
                 let flushed = self.flush_cache(n, size);
                 if self.mem.used[n] + size > cap {
                     let prefetch = evict == Evict::ForPrefetch;
-                    if evict == Evict::No || (prefetch && self.mem.prefetch_oom[n]) {
+                    if evict == Evict::No {
                         return false;
                     }
                     // A clean idle buffer of the same size is taken over directly (no
@@ -417,9 +418,6 @@ impl Runtime {
                     if reused.is_none() {
                         self.flush_cache(n, size);
                         if self.mem.used[n] + size > cap {
-                            if prefetch {
-                                self.mem.prefetch_oom[n] = true;
-                            }
                             return false;
                         }
                     }
@@ -514,7 +512,7 @@ impl Runtime {
                 self.mem.lru[node as usize].insert((0, h));
                 if dirty && self.replicas.get(h, 0).state == Msi::Invalid {
                     self.allocate(h, 0, Evict::No);
-                    self.request(h, 0, Level::Idle, 0);
+                    self.request(h, 0, Level::Idle, 0, None);
                 }
             }
         }
@@ -616,8 +614,7 @@ impl Runtime {
             self.report.writebacks += 1;
             self.mem.writebacks[node as usize] += 1;
             self.allocate(h, 0, Evict::No);
-            let x = self.new_xfer(h, node, 0, true, Level::Fetch, 0);
-            self.replicas.get_mut(h, 0).incoming = Some(x);
+            self.new_xfer(h, node, 0, true, Level::Fetch, 0);
         } else {
             self.free(h, node);
             // The last valid copy elsewhere owns the data now.
@@ -794,5 +791,57 @@ mod tests {
         let mut rt = rt;
         rt.replicas.get_mut(3, 0).state = Msi::Invalid;
         assert_eq!(rt.replicas.source_for(3, 1, 1e9, &rt.machine), None);
+    }
+
+    #[test]
+    fn a_request_allocates_as_it_starts_and_a_prefetch_short_of_memory_waits() {
+        // StarPU allocates a request's buffer when its node's driver handles it, not when
+        // the request is made; a prefetch that finds no memory stays queued.
+        let mut rt = four_handles();
+        for h in 0..3 {
+            rt.request(h, 1, Level::Prefetch, 0, None);
+        }
+        // Two prefetches in flight (StarPU's cap) hold buffers; the third holds none yet.
+        let alloc = |rt: &Runtime, h| rt.replicas.get(h, 1).allocated;
+        assert!(alloc(&rt, 0) && alloc(&rt, 1) && !alloc(&rt, 2));
+        assert_eq!(rt.mem.used[1], 2e9);
+        // a and b land, prefetched for queued tasks: c's prefetch may not evict them and
+        // 0.5 GB is not enough, so c stays queued.
+        for h in 0..2 {
+            rt.replicas.get_mut(h, 1).prefetch_pins = 1;
+            let x = rt.replicas.get(h, 1).incoming.expect("in flight");
+            rt.xfer_done(x);
+        }
+        assert!(!alloc(&rt, 2) && rt.replicas.get(2, 1).incoming.is_some());
+        // A fetch may evict a pinned replica: d takes a's buffer and starts ahead of c.
+        rt.request(3, 1, Level::Fetch, 0, None);
+        assert!(alloc(&rt, 3) && !alloc(&rt, 0) && !alloc(&rt, 2));
+        // b's task is popped: its pin goes, and c's prefetch now evicts it.
+        rt.replicas.get_mut(1, 1).prefetch_pins = 0;
+        rt.pump_into(1);
+        assert!(alloc(&rt, 2) && !alloc(&rt, 1));
+        assert_eq!((rt.report.evictions, rt.mem.used[1]), (2, 2e9));
+    }
+
+    #[test]
+    fn a_prefetch_joining_a_request_in_flight_loses_its_pin() {
+        // StarPU does not merge the requests of two tasks: the second one's request, handled
+        // while the first one's copy is in flight, only waits for it and its pin is lost;
+        // handled once the data are there, it pins them.
+        let mut rt = four_handles();
+        rt.request(0, 1, Level::Prefetch, 0, None);
+        rt.carry_pins(0, 1, 1);
+        let x = rt.replicas.get(0, 1).incoming.expect("in flight");
+        assert!(rt.copies.xfers[x as usize].launched);
+        rt.join(0, 0, 1, Level::Prefetch, 0, 1);
+        assert_eq!(
+            rt.replicas.get(0, 1).prefetch_pins,
+            0,
+            "pins come with the data"
+        );
+        rt.xfer_done(x);
+        assert_eq!(rt.replicas.get(0, 1).prefetch_pins, 1, "one of two");
+        rt.join(0, 0, 1, Level::Prefetch, 0, 1);
+        assert_eq!(rt.replicas.get(0, 1).prefetch_pins, 2);
     }
 }

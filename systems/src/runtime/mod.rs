@@ -25,9 +25,16 @@
 //! owes are paid by its next copy or task.
 //! Requests have StarPU's levels: a task's fetch goes before push-time prefetches, which go
 //! before idle write-backs; a node pair starts fetches while fewer than 5 requests are in
-//! flight on it, prefetches while fewer than 2, idle requests when none is. A prefetch may
-//! evict idle replicas no other queued task prefetched; one that finds no memory is retried,
-//! most urgent first, when memory frees up on its node. A `wont_use` hint (a read acquire in
+//! flight on it, prefetches while fewer than 2, idle requests when none is. A request allocates
+//! its destination buffer when it starts, not when it is made (StarPU's driver allocates as
+//! it handles a request): a fetch may evict any idle replica, a prefetch only those no other
+//! queued task prefetched. A request short of memory stays queued and tries again when memory
+//! frees up or prefetch pins drop on its node; meanwhile a prefetch short of memory, or a
+//! fetch that is, holds back the node's prefetches. Prefetch pins follow StarPU's
+//! `nb_tasks_prefetch`: a push-time prefetch pins data it finds there at once, else its
+//! request pins them when it lands; requests of different tasks are never merged, so a
+//! prefetch for data another task's request is loading joins it and, handled while that copy
+//! is in flight, loses its pin; a pop takes one pin off whichever task left it. A `wont_use` hint (a read acquire in
 //! StarPU: it fires when the handle's last writer ends, while earlier-submitted readers may
 //! still run) moves the handle's GPU copies to the front of the eviction order and writes a
 //! dirty one back at idle level, so that later readers elsewhere fetch it from RAM.
@@ -41,7 +48,9 @@
 //! nothing; kernels it launched before go on, and other requests still progress. Being a
 //! fetch request on its node pair, it also holds back idle requests there.
 //! Simplified: conflicts between transfers are checked when a transfer starts, a cudaFree
-//! does not wait for transfers in flight, and redux accesses are plain writes (no init or
+//! does not wait for transfers in flight, a prefetch of data relayed through RAM pins them at
+//! push, a request joining one still queued takes its place (that one's pin is lost at once),
+//! and redux accesses are plain writes (no init or
 //! reduction tasks).
 //!
 //! Layout: this file is the coordinator (events, systems, and the one place that touches the
@@ -142,7 +151,7 @@ impl Plugin for RuntimePlugin {
             .register_switch("prefetch", true, "dm* schedulers prefetch a task's inputs when they assign it; off: data move when the task is popped")
             .register_switch("memory_tidying", false, "StarPU's background tidying: under 5 % of a GPU's buffers clean, dirty ones are written back to RAM at idle level, least recently used first, until 10 % are (default off: with it, eager under memory pressure runs faster than StarPU-SimGrid predicts); off: dirty buffers reach RAM only when evicted or hinted wont_use")
             .register_switch("perfmodel_noise", false, "task times drawn from the model's normal distribution (mean, stddev; seeded); off: the mean")
-            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with synchronous write-back (the GPU's driver waits for it), transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation and allocation costs; fetch, prefetch and idle request levels with StarPU's in-flight caps (5/2/idle per node pair), wont_use idle write-backs once the last writer ends; eager/prio: the worker a push wakes pops before the next push (StarPU-SimGrid's push cost); StarPU codelet models and bus files. StarPU's sub-allocator (32 MiB chunks for buffers up to 4 MiB); background tidying behind a switch, off by default")
+            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with synchronous write-back (the GPU's driver waits for it), transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation and allocation costs; fetch, prefetch and idle request levels with StarPU's in-flight caps (5/2/idle per node pair), buffers allocated as a request starts, StarPU's prefetch pins (a request joining another task's copy in flight loses its pin), wont_use idle write-backs once the last writer ends; eager/prio: the worker a push wakes pops before the next push (StarPU-SimGrid's push cost); StarPU codelet models and bus files. StarPU's sub-allocator (32 MiB chunks for buffers up to 4 MiB); background tidying behind a switch, off by default")
             .init_resource::<Runtime>()
             .add_systems(SimStartup, setup_runtime.in_set(StartupSet::Workload))
             .add_systems(

@@ -109,7 +109,7 @@ impl Runtime {
             }
             self.report.tidy_writebacks += 1;
             self.allocate(h, 0, Evict::No);
-            self.request(h, 0, Level::Idle, 0);
+            self.request(h, 0, Level::Idle, 0, None);
         }
     }
 }

@@ -36,6 +36,16 @@ pub struct Xfer {
     pub(crate) level: Level,
     /// The priority of the task it is for (request lists are served most urgent first).
     pub(crate) prio: i64,
+    /// The task whose push-time prefetch made it (a fetch of that task joins it).
+    pub(crate) task: Option<u32>,
+    /// Prefetch pins it adds to its destination replica when it lands (StarPU's
+    /// `nb_tasks_prefetch` of a request).
+    pub(crate) pins: u32,
+    /// A request that copies nothing: it was made for another task while `joins` (the
+    /// request loading the same replica) was pending, as StarPU does not merge requests of
+    /// different tasks. Handled in its turn: while the loader is in flight it only waits for
+    /// it, and its pins are lost; once the data are there it pins them.
+    pub(crate) joins: bool,
     /// Taken off its request list and started.
     pub(crate) launched: bool,
     /// GPUs to forward the data to once they land in RAM (no peer access to the source).
@@ -91,18 +101,34 @@ impl Transfers {
 }
 
 impl Runtime {
-    /// Brings a valid copy of `h` to `node` (already allocated) unless it is there or coming.
-    /// A fetch for data a prefetch already asked for raises that request to its level.
-    pub(crate) fn request(&mut self, h: u32, node: u32, level: Level, prio: i64) {
+    /// Brings a valid copy of `h` to `node` unless it is there or coming; `task` asks for it
+    /// (a fetch), if any. A fetch for data a queued prefetch asked for raises that request to
+    /// its level; if another task's prefetch made it, that prefetch's pins move to a joining
+    /// request (StarPU: the fetch's own request loads, the prefetch's then finds it loading).
+    pub(crate) fn request(
+        &mut self,
+        h: u32,
+        node: u32,
+        level: Level,
+        prio: i64,
+        task: Option<u32>,
+    ) {
         let r = *self.replicas.get(h, node);
         if let Some(x) = r.incoming {
-            let xf = &mut self.copies.xfers[x as usize];
+            let xf = &self.copies.xfers[x as usize];
             if !xf.launched && (level == Level::Fetch || prio > xf.prio) {
+                let (src, dst, pins) = (xf.src, xf.dst, xf.pins);
+                if level == Level::Fetch && xf.level != Level::Fetch && xf.task != task && pins > 0
+                {
+                    let (old_level, old_prio) = (xf.level, xf.prio);
+                    self.copies.xfers[x as usize].pins = 0;
+                    self.join(h, src, dst, old_level, old_prio, pins);
+                }
+                let xf = &mut self.copies.xfers[x as usize];
                 xf.prio = xf.prio.max(prio);
                 if level == Level::Fetch {
                     xf.level = Level::Fetch;
                 }
-                let (src, dst) = (xf.src, xf.dst);
                 self.pump(src, dst);
             }
             return;
@@ -118,7 +144,7 @@ impl Runtime {
         } else {
             // No peer access: to RAM first (or with the copy already going there), then on.
             self.allocate(h, 0, Evict::No);
-            self.request(h, 0, level, prio);
+            self.request(h, 0, level, prio, None);
             let x = self
                 .replicas
                 .get(h, 0)
@@ -144,6 +170,8 @@ impl Runtime {
     ) -> u32 {
         let x = self.copies.xfers.len() as u32;
         self.copies.handle_xfers[h as usize] += 1;
+        // Set before the pair is pumped: allocations made there must not evict `dst`.
+        self.replicas.get_mut(h, dst).incoming = Some(x);
         if !writeback {
             self.replicas.get_mut(h, src).refcnt += 1;
             let pair = self.pair(src, dst);
@@ -170,25 +198,99 @@ impl Runtime {
         x
     }
 
+    /// A request of another task for replica (`h`, `dst`), which a request from `src` already
+    /// loads: it copies nothing and waits in that pair's list with its pins ([`Xfer::joins`]).
+    pub(crate) fn join(&mut self, h: u32, src: u32, dst: u32, level: Level, prio: i64, pins: u32) {
+        let x = self.copies.xfers.len() as u32;
+        self.copies.xfers.push(Xfer {
+            handle: h,
+            src,
+            dst,
+            level,
+            prio,
+            pins,
+            joins: true,
+            ..Default::default()
+        });
+        let pair = self.pair(src, dst);
+        self.copies.requests[pair].push(x);
+        self.pump(src, dst);
+    }
+
+    /// A joining request's turn: while the loader is in flight its pins are lost; once the
+    /// data are there it adds them. A loader still queued loads for it instead, with its pins
+    /// (the loader's own are lost: StarPU's would find this one loading); with neither loader
+    /// nor data it requests them itself.
+    fn resolve_join(&mut self, x: u32) {
+        let Xfer {
+            handle: h,
+            src,
+            dst,
+            level,
+            prio,
+            pins,
+            ..
+        } = self.copies.xfers[x as usize];
+        let r = *self.replicas.get(h, dst);
+        match r.incoming {
+            Some(l) if self.copies.xfers[l as usize].launched => {}
+            Some(l) => {
+                let loader = &mut self.copies.xfers[l as usize];
+                loader.pins = pins;
+                loader.prio = loader.prio.max(prio);
+                loader.level = loader.level.min(level);
+                let from = loader.src;
+                if from != src {
+                    self.pump(from, dst);
+                }
+            }
+            None if r.valid() => self.replicas.get_mut(h, dst).prefetch_pins += pins,
+            None => {
+                self.request(h, dst, level, prio, None);
+                self.carry_pins(h, dst, pins);
+            }
+        }
+    }
+
+    /// Prefetch pins for replica (`h`, `node`) just requested: carried by the request that
+    /// loads it, or added now if the data are there or come through RAM (simplified: a relay's
+    /// pins are not carried).
+    pub(crate) fn carry_pins(&mut self, h: u32, node: u32, pins: u32) {
+        match self.replicas.get(h, node).incoming {
+            Some(l) if self.copies.xfers[l as usize].dst == node => {
+                self.copies.xfers[l as usize].pins += pins;
+            }
+            _ => self.replicas.get_mut(h, node).prefetch_pins += pins,
+        }
+    }
+
     pub(crate) fn pair(&self, src: u32, dst: u32) -> usize {
         src as usize * self.machine.nodes.len() + dst as usize
     }
 
     /// Starts the requests of a node pair its caps allow: fetches before prefetches, most
-    /// urgent first, then in request order.
+    /// urgent first, then in request order. A request allocates its destination as it starts
+    /// (evicting as its level may); short of memory it stays queued until memory frees up
+    /// there, and a prefetch that finds none stops the pair's prefetches, as StarPU does.
     pub(crate) fn pump(&mut self, src: u32, dst: u32) {
         let pair = self.pair(src, dst);
+        let mut no_memory: Vec<u32> = Vec::new();
         loop {
             let best = self.copies.requests[pair]
                 .iter()
                 .enumerate()
+                .filter(|(_, x)| !no_memory.contains(x))
                 .min_by_key(|&(_, &x)| {
                     let xf = &self.copies.xfers[x as usize];
                     (xf.level, std::cmp::Reverse(xf.prio), x)
                 })
                 .map(|(i, &x)| (i, x));
             let Some((i, x)) = best else { break };
-            let cap = match self.copies.xfers[x as usize].level {
+            let (h, level) = {
+                let xf = &self.copies.xfers[x as usize];
+                (xf.handle, xf.level)
+            };
+            let cap = match level {
                 Level::Fetch => FETCH_CAP,
                 Level::Prefetch => PREFETCH_CAP,
                 Level::Idle => IDLE_CAP,
@@ -196,9 +298,36 @@ impl Runtime {
             if self.copies.inflight[pair] >= cap {
                 break;
             }
+            // StarPU pushes a node's prefetches only when none of its fetches lacks memory.
+            if level != Level::Fetch
+                && (!no_memory.is_empty() || !self.mem.mem_wait[dst as usize].is_empty())
+            {
+                break;
+            }
+            if self.copies.xfers[x as usize].joins {
+                self.copies.requests[pair].remove(i);
+                self.resolve_join(x);
+                continue;
+            }
+            if !self.allocate(h, dst, Evict::for_level(level)) {
+                if level == Level::Fetch {
+                    no_memory.push(x);
+                    continue;
+                }
+                break;
+            }
             self.copies.requests[pair].remove(i);
             self.copies.inflight[pair] += 1;
             self.launch(x);
+        }
+    }
+
+    /// Memory came free on `node`: the requests into it that wait for some try again.
+    pub(crate) fn pump_into(&mut self, node: u32) {
+        for src in 0..self.machine.nodes.len() as u32 {
+            if src != node && !self.copies.requests[self.pair(src, node)].is_empty() {
+                self.pump(src, node);
+            }
         }
     }
 
@@ -212,6 +341,9 @@ impl Runtime {
             ..
         } = self.copies.xfers[x as usize];
         self.copies.xfers[x as usize].launched = true;
+        if self.replicas.get(h, dst).incoming == Some(x) {
+            self.replicas.get_mut(h, dst).loading = true;
+        }
         let size = self.graph.handles[h as usize].size;
         self.report.transfers += 1;
         match (src, dst) {
@@ -299,6 +431,7 @@ impl Runtime {
         self.pump(src, dst);
         if writeback {
             self.replicas.get_mut(h, 0).incoming = None;
+            self.replicas.get_mut(h, 0).loading = false;
             if self.replicas.get(h, src).refcnt > 0 {
                 // A task took the replica meanwhile: keep it, both copies now valid.
                 self.replicas.get_mut(h, src).evicting = false;
@@ -317,9 +450,11 @@ impl Runtime {
             self.replicas.get_mut(h, src).refcnt -= 1;
             let mut r = self.replicas.get_mut(h, dst);
             r.incoming = None;
+            r.loading = false;
             let allocated = r.allocated;
             if allocated {
                 r.state = Msi::Shared;
+                r.prefetch_pins += self.copies.xfers[x as usize].pins;
             }
             drop(r);
             if allocated {
@@ -337,8 +472,7 @@ impl Runtime {
         }
         // The second hop of copies between GPUs without peer access.
         for node in then {
-            let x2 = self.new_xfer(h, 0, node, false, level, prio);
-            self.replicas.get_mut(h, node).incoming = Some(x2);
+            self.new_xfer(h, 0, node, false, level, prio);
         }
     }
 }
@@ -380,7 +514,7 @@ mod tests {
         let pair = rt.pair(0, 1);
         for h in 0..4 {
             assert!(rt.allocate(h, 1, Evict::ForPrefetch));
-            rt.request(h, 1, Level::Prefetch, 0);
+            rt.request(h, 1, Level::Prefetch, 0, None);
         }
         // StarPU 1.4's caps: prefetches start while fewer than 2 are in flight.
         assert_eq!(
@@ -389,7 +523,7 @@ mod tests {
         );
         for h in 4..8 {
             assert!(rt.allocate(h, 1, Evict::ForFetch));
-            rt.request(h, 1, Level::Fetch, 0);
+            rt.request(h, 1, Level::Fetch, 0, None);
         }
         // Fetches start while fewer than 5 are: three more; the rest wait, fetches first.
         assert_eq!(
@@ -399,7 +533,7 @@ mod tests {
         let first = |rt: &Runtime| rt.copies.requests[pair][0];
         assert_eq!(rt.copies.xfers[first(&rt) as usize].level, Level::Prefetch);
         // A fetch for data a prefetch asked for raises that request to fetch level.
-        rt.request(2, 1, Level::Fetch, 0);
+        rt.request(2, 1, Level::Fetch, 0, None);
         let raised = rt.replicas.get(2, 1).incoming.unwrap();
         assert_eq!(rt.copies.xfers[raised as usize].level, Level::Fetch);
         // One copy ends: the queued fetch goes first.

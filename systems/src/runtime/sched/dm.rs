@@ -12,10 +12,7 @@ use std::collections::VecDeque;
 
 use hetsim_schema::tasks::Scheduler;
 
-use super::{Policy, Pushed, View, insert_sorted};
-
-/// Most tasks the ready-first pop examines.
-const READY_SCAN: usize = 64;
+use super::{Missing, Policy, Pushed, View, insert_sorted};
 
 /// A worker's expected-finish bookkeeping.
 #[derive(Debug, Clone, Copy, Default)]
@@ -176,21 +173,36 @@ impl Policy for DequeModel {
             return None;
         }
         let i = if self.ready_first() {
+            // StarPU's pop_first_ready_task: among the tasks of at least the head's priority,
+            // the first that lacks the fewest bytes (not valid, then not being loaded, then
+            // not allocated); the scan ends at one that lacks nothing.
             let top = rt.priority(q[0]);
-            let mut best = (f64::INFINITY, f64::INFINITY, 0);
-            for (i, &t) in q.iter().enumerate().take(READY_SCAN) {
+            let mut best = (None::<Missing>, 0);
+            for (i, &t) in q.iter().enumerate() {
                 if rt.priority(t) < top {
-                    break;
+                    if self.sorted() {
+                        break; // the rest is lower still
+                    }
+                    continue;
                 }
-                let (non_ready, non_alloc) = rt.missing_bytes(t, w);
-                if (non_ready, non_alloc) < (best.0, best.1) {
-                    best = (non_ready, non_alloc, i);
-                }
-                if non_ready == 0.0 && non_alloc == 0.0 {
-                    break;
+                let m = rt.missing_bytes(t, w);
+                let Some(b) = best.0 else {
+                    best = (Some(m), i);
+                    if m.non_ready == 0.0 && m.non_allocated == 0.0 {
+                        break;
+                    }
+                    continue;
+                };
+                if m.non_ready < b.non_ready {
+                    best = (Some(m), i);
+                    if m.non_ready == 0.0 && m.non_allocated == 0.0 {
+                        break;
+                    }
+                } else if m.non_ready == b.non_ready && m < b {
+                    best = (Some(m), i);
                 }
             }
-            best.2
+            best.1
         } else {
             0
         };

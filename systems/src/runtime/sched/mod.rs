@@ -3,7 +3,8 @@
 //! (weighted by relative speed-up), `ws.rs` (ws and lws: per-worker priority deques with
 //! stealing; lws steals from workers of its own kind first), `dm.rs` (dm: earliest expected
 //! finish; dmda: plus transfer penalty, alpha/beta fitness, prefetch at push; dmdar:
-//! ready-first pop; dmdap: priority-sorted queues; dmdas: both; dmdasd: dmdas whose decision
+//! ready-first pop: among the tasks of the head's priority, the first lacking the fewest bytes
+//! not valid, then not being loaded, then not allocated; dmdap: priority-sorted queues; dmdas: both; dmdasd: dmdas whose decision
 //! counts only the queued work ahead of the task) and `heteroprio.rs`. Ties go to the first
 //! worker in StarPU's order (GPUs first).
 //!
@@ -23,7 +24,7 @@ use std::collections::VecDeque;
 
 use rand_core::Rng;
 
-use hetsim_schema::tasks::Scheduler;
+use hetsim_schema::tasks::{Mode, Scheduler};
 
 use super::graph::Graph;
 use super::machine::{Arch, Machine, Models, Worker};
@@ -76,6 +77,14 @@ pub fn policy(kind: Scheduler, workers: usize) -> Box<dyn Policy> {
 }
 
 /// What a policy may read of the runtime (and the run's random stream it may draw from).
+/// What a task still lacks on a worker's node, in bytes, in the order dmdar compares it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, PartialOrd)]
+pub struct Missing {
+    pub non_ready: f64,
+    pub non_loading: f64,
+    pub non_allocated: f64,
+}
+
 pub struct View<'a> {
     pub graph: &'a Graph,
     pub machine: &'a Machine,
@@ -183,21 +192,29 @@ impl View<'_> {
         total
     }
 
-    /// Bytes the task would still need on `w`'s node: (to transfer, to allocate).
-    pub fn missing_bytes(&self, t: u32, w: usize) -> (f64, f64) {
+    /// Bytes the task would still need on `w`'s node (StarPU's
+    /// `starpu_st_non_ready_buffers_size`): read and not valid, of those not being loaded
+    /// either, and not allocated.
+    pub fn missing_bytes(&self, t: u32, w: usize) -> Missing {
         let node = self.machine.workers[w].node;
-        let (mut ready, mut alloc) = (0.0, 0.0);
+        let mut m = Missing::default();
         for &(h, mode) in &self.graph.tasks[t as usize].accesses {
+            if matches!(mode, Mode::Scratch | Mode::Redux) {
+                continue;
+            }
             let r = self.replicas.get(h, node);
             let size = self.graph.handles[h as usize].size;
             if mode.reads() && !r.valid() {
-                ready += size;
+                m.non_ready += size;
+                if !r.loading {
+                    m.non_loading += size;
+                }
             }
             if !r.allocated {
-                alloc += size;
+                m.non_allocated += size;
             }
         }
-        (ready, alloc)
+        m
     }
 }
 
@@ -264,6 +281,33 @@ mod tests {
         let pushed = dmda.push(0, None, &mut view(&mut rt));
         assert_eq!(pushed.prefetch, Some(0));
         assert_eq!(pushed.prediction, Some((0.01, 0.0)));
+    }
+
+    #[test]
+    fn dmdar_pops_the_first_task_lacking_the_least_among_the_head_priority() {
+        // GPU-only codelet, so dmdar queues everything on CUDA0 in push order: a (priority 1,
+        // x missing), b (priority 0, lacks nothing), c (priority 1, y missing but on its way),
+        // d (priority 1, z there). StarPU's pop_first_ready_task skips lower priorities
+        // without stopping, and ranks by bytes not valid, then not being loaded.
+        let dag = r#"(handles: [(name: "x", size: 1e9), (name: "y", size: 1e9),
+            (name: "z", size: 1e9)], tasks: [
+            (name: "a", codelet: "g", priority: 1, accesses: [("x", R)]),
+            (name: "b", codelet: "g", priority: 0),
+            (name: "c", codelet: "g", priority: 1, accesses: [("y", R)]),
+            (name: "d", codelet: "g", priority: 1, accesses: [("z", R)])])"#;
+        let gpu_only = r#"{"g": (cpu: None, cuda: Some(Constant("10ms")))}"#;
+        let mut rt = runtime(dag, gpu_only);
+        rt.replicas.get_mut(1, 1).loading = true;
+        for h in [1, 2] {
+            rt.replicas.get_mut(h, 1).allocated = true;
+        }
+        rt.replicas.get_mut(2, 1).state = Msi::Shared;
+        let mut dmdar = policy(Scheduler::Dmdar, 2);
+        for t in 0..4 {
+            dmdar.push(t, None, &mut view(&mut rt));
+        }
+        let order: Vec<_> = (0..4).map(|_| dmdar.pop(0, &mut view(&mut rt))).collect();
+        assert_eq!(order, [Some(3), Some(2), Some(0), Some(1)]);
     }
 
     /// Four tasks a, b, c, d with priorities 0, 1, 1, 0 released by worker 0.
