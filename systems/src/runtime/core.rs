@@ -364,6 +364,10 @@ impl Runtime {
                 if !self.fetch(t, w) {
                     break;
                 }
+                // StarPU takes the task's prefetch pins off once its data are all there
+                // (_starpu_fetch_task_input_tail), after its own requests landed.
+                let node = self.machine.workers[w].node;
+                self.unpin_prefetch(t, node);
                 self.state[t as usize] = TaskState::Ready;
                 self.workers[w].fetching = None;
             }
@@ -403,7 +407,6 @@ impl Runtime {
                     self.touch(h, node);
                 }
             }
-            self.unpin_prefetch(t, node);
         }
         self.try_run(w);
     }

@@ -38,7 +38,8 @@ pub struct Replica {
     pub evicting: bool,
     /// Prefetch pins (StarPU's `nb_tasks_prefetch`): other prefetches may not evict it. A
     /// push-time prefetch adds one when it finds the data here or when its request lands
-    /// (unless it joined another task's request in flight); the task's pop takes one off.
+    /// (unless it joined another task's request in flight); the task takes one off once its
+    /// popped fetch has all its data.
     pub prefetch_pins: u32,
     pub last_use: u64,
     /// The sub-allocator chunk its buffer is in (GPU buffers of at most 4 MiB).

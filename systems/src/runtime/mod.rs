@@ -34,13 +34,14 @@
 //! `nb_tasks_prefetch`: a push-time prefetch pins data it finds there at once, else its
 //! request pins them when it lands; requests of different tasks are never merged, so a
 //! prefetch for data another task's request is loading joins it and, handled while that copy
-//! is in flight, loses its pin; a pop takes one pin off whichever task left it. A `wont_use` hint (a read acquire in
+//! is in flight, loses its pin; once a popped task's data are all there, it takes one pin
+//! off each input, if there is one (StarPU's fetch tail). A `wont_use` hint (a read acquire in
 //! StarPU: it fires when the handle's last writer ends, while earlier-submitted readers may
 //! still run) moves the handle's GPU copies to the front of the eviction order and writes a
 //! dirty one back at idle level, so that later readers elsewhere fetch it from RAM.
 //! StarPU's background tidying (`tidy.rs`: under 5 % of a GPU's buffers clean, dirty ones
 //! are written back at idle level until 10 % are) is modelled behind the switch
-//! `memory_tidying`, off by default (see `tidy.rs` for why).
+//! `memory_tidying`, on by default as StarPU runs it.
 //! A task that writes a handle waits until no transfer of it is in flight.
 //! An eviction's write-back is synchronous, as StarPU's transfer_subtree_to_node is: the
 //! GPU's driver, which allocates for its node's requests, waits for it. Meanwhile it handles
@@ -149,9 +150,9 @@ impl Plugin for RuntimePlugin {
             .register_switch("runtime_overheads", true, "StarPU-SimGrid's runtime costs: 10 us per transfer and per GPU kernel, 175 us per cudaMalloc; off: none")
             .register_switch("pcie_shared_bus", true, "data transfers are flows sharing the platform's PCIe links; off: each transfer alone at latency + size / bandwidth (one independent link per transfer)")
             .register_switch("prefetch", true, "dm* schedulers prefetch a task's inputs when they assign it; off: data move when the task is popped")
-            .register_switch("memory_tidying", false, "StarPU's background tidying: under 5 % of a GPU's buffers clean, dirty ones are written back to RAM at idle level, least recently used first, until 10 % are (default off: with it, eager under memory pressure runs faster than StarPU-SimGrid predicts); off: dirty buffers reach RAM only when evicted or hinted wont_use")
+            .register_switch("memory_tidying", true, "StarPU's background tidying: under 5 % of a GPU's buffers clean, dirty ones are written back to RAM at idle level, least recently used first, until 10 % are; off: dirty buffers reach RAM only when evicted or hinted wont_use")
             .register_switch("perfmodel_noise", false, "task times drawn from the model's normal distribution (mean, stddev; seeded); off: the mean")
-            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with synchronous write-back (the GPU's driver waits for it), transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation and allocation costs; fetch, prefetch and idle request levels with StarPU's in-flight caps (5/2/idle per node pair), buffers allocated as a request starts, StarPU's prefetch pins (a request joining another task's copy in flight loses its pin), wont_use idle write-backs once the last writer ends; eager/prio: the worker a push wakes pops before the next push (StarPU-SimGrid's push cost); StarPU codelet models and bus files. StarPU's sub-allocator (32 MiB chunks for buffers up to 4 MiB); background tidying behind a switch, off by default")
+            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with synchronous write-back (the GPU's driver waits for it), transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation and allocation costs; fetch, prefetch and idle request levels with StarPU's in-flight caps (5/2/idle per node pair), buffers allocated as a request starts, StarPU's prefetch pins (a request joining another task's copy in flight loses its pin), wont_use idle write-backs once the last writer ends; eager/prio: the worker a push wakes pops before the next push (StarPU-SimGrid's push cost); StarPU codelet models and bus files. StarPU's sub-allocator (32 MiB chunks for buffers up to 4 MiB); background tidying (switch memory_tidying, on)")
             .init_resource::<Runtime>()
             .add_systems(SimStartup, setup_runtime.in_set(StartupSet::Workload))
             .add_systems(

@@ -222,15 +222,8 @@ impl Runtime {
     /// (the loader's own are lost: StarPU's would find this one loading); with neither loader
     /// nor data it requests them itself.
     fn resolve_join(&mut self, x: u32) {
-        let Xfer {
-            handle: h,
-            src,
-            dst,
-            level,
-            prio,
-            pins,
-            ..
-        } = self.copies.xfers[x as usize];
+        let g = &self.copies.xfers[x as usize];
+        let (h, src, dst, level, prio, pins) = (g.handle, g.src, g.dst, g.level, g.prio, g.pins);
         let r = *self.replicas.get(h, dst);
         match r.incoming {
             Some(l) if self.copies.xfers[l as usize].launched => {}
