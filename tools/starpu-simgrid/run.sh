@@ -5,8 +5,12 @@
 # two simulations at a time. Feed the output to the reference test as a report:
 #   HETSIM_REF_CSV=rows.csv HETSIM_REF_ROWS=1 cargo test --release --test starpu_simgrid -- --nocapture
 # STARPU_XLOG=file (one row only) makes StarPU log each transfer (X time src dst handle
-# origin), task start (S time worker name handle:mode... p=priority) and eviction
-# (E time node handle reuse|free is_prefetch); StarPU's memory nodes are 0 = RAM, 1.. = CUDA0...
+# origin), task pop (P time worker name handle:mode...), task start (S time worker name
+# j=job handle:mode... p=priority), eviction (E time node handle reuse|free is_prefetch),
+# request made (Q time handle src dst is_prefetch), request short of memory (N time handle
+# node is_prefetch) and request joining another's copy in flight, its pins lost (L time
+# handle node is_prefetch nb_tasks_prefetch). is_prefetch: 0 fetch, 1 task prefetch, 3 idle;
+# StarPU's memory nodes are 0 = RAM, 1.. = CUDA0...
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 ex=${STARPU_ORACLE:-/tmp/starpu-oracle}/starpu-1.4.10+dfsg/examples
