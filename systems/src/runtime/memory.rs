@@ -79,6 +79,9 @@ pub struct Memory {
     /// Nodes where memory was freed, or prefetch pins dropped, this step: their requests
     /// waiting for memory try again.
     pub freed: Vec<bool>,
+    /// A prefetch into the node found no memory: no prefetch into it starts, from any node,
+    /// until memory frees up there (StarPU's progress stops the node's prefetch lists).
+    pub prefetch_stuck: Vec<bool>,
     /// Eviction write-backs in flight per node, which its driver waits for.
     pub writebacks: Vec<u32>,
     /// Tasks popped and not ended that write each handle (StarPU: the handle's mode is W
@@ -104,6 +107,7 @@ impl Memory {
             mem_wait: vec![Vec::new(); nodes],
             prefetched: vec![false; tasks],
             freed: vec![false; nodes],
+            prefetch_stuck: vec![false; nodes],
             writebacks: vec![0; nodes],
             writing: vec![0; handles],
             tidy_due: vec![false; nodes],
@@ -814,13 +818,15 @@ mod tests {
             rt.xfer_done(x);
         }
         assert!(!alloc(&rt, 2) && rt.replicas.get(2, 1).incoming.is_some());
+        // Until memory frees up there, no prefetch into the node starts, from any node.
+        assert!(rt.mem.prefetch_stuck[1]);
         // A fetch may evict a pinned replica: d takes a's buffer and starts ahead of c.
         rt.request(3, 1, Level::Fetch, 0, None);
         assert!(alloc(&rt, 3) && !alloc(&rt, 0) && !alloc(&rt, 2));
         // b's task is popped: its pin goes, and c's prefetch now evicts it.
         rt.replicas.get_mut(1, 1).prefetch_pins = 0;
         rt.pump_into(1);
-        assert!(alloc(&rt, 2) && !alloc(&rt, 1));
+        assert!(alloc(&rt, 2) && !alloc(&rt, 1) && !rt.mem.prefetch_stuck[1]);
         assert_eq!((rt.report.evictions, rt.mem.used[1]), (2, 2e9));
     }
 

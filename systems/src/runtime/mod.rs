@@ -30,7 +30,7 @@
 //! it handles a request): a fetch may evict any idle replica, a prefetch only those no other
 //! queued task prefetched. A request short of memory stays queued and tries again when memory
 //! frees up or prefetch pins drop on its node; meanwhile a prefetch short of memory, or a
-//! fetch that is, holds back the node's prefetches. Prefetch pins follow StarPU's
+//! fetch that is, holds back every prefetch into the node. Prefetch pins follow StarPU's
 //! `nb_tasks_prefetch`: a push-time prefetch pins data it finds there at once, else its
 //! request pins them when it lands; requests of different tasks are never merged, so a
 //! prefetch for data another task's request is loading joins it and, handled while that copy

@@ -264,7 +264,9 @@ impl Runtime {
     /// Starts the requests of a node pair its caps allow: fetches before prefetches, most
     /// urgent first, then in request order. A request allocates its destination as it starts
     /// (evicting as its level may); short of memory it stays queued until memory frees up
-    /// there, and a prefetch that finds none stops the pair's prefetches, as StarPU does.
+    /// there. A prefetch that finds none stops every prefetch into its node, from any node,
+    /// until then: StarPU's progress stops the node's prefetch lists at the first ENOMEM and
+    /// starts again from RAM's list each time.
     pub(crate) fn pump(&mut self, src: u32, dst: u32) {
         let pair = self.pair(src, dst);
         let mut no_memory: Vec<u32> = Vec::new();
@@ -293,7 +295,9 @@ impl Runtime {
             }
             // StarPU pushes a node's prefetches only when none of its fetches lacks memory.
             if level != Level::Fetch
-                && (!no_memory.is_empty() || !self.mem.mem_wait[dst as usize].is_empty())
+                && (!no_memory.is_empty()
+                    || !self.mem.mem_wait[dst as usize].is_empty()
+                    || self.mem.prefetch_stuck[dst as usize])
             {
                 break;
             }
@@ -307,6 +311,7 @@ impl Runtime {
                     no_memory.push(x);
                     continue;
                 }
+                self.mem.prefetch_stuck[dst as usize] = true;
                 break;
             }
             self.copies.requests[pair].remove(i);
@@ -315,8 +320,10 @@ impl Runtime {
         }
     }
 
-    /// Memory came free on `node`: the requests into it that wait for some try again.
+    /// Memory came free on `node`: the requests into it that wait for some try again, RAM's
+    /// first.
     pub(crate) fn pump_into(&mut self, node: u32) {
+        self.mem.prefetch_stuck[node as usize] = false;
         for src in 0..self.machine.nodes.len() as u32 {
             if src != node && !self.copies.requests[self.pair(src, node)].is_empty() {
                 self.pump(src, node);
