@@ -27,8 +27,8 @@
 //! before idle write-backs; a node pair starts fetches while fewer than 5 requests are in
 //! flight on it, prefetches while fewer than 2, idle requests when none is. A request allocates
 //! its destination buffer when it starts, not when it is made (StarPU's driver allocates as
-//! it handles a request): a fetch may evict any idle replica, a prefetch only those no other
-//! queued task prefetched. A request short of memory stays queued and tries again when memory
+//! it handles a request): a fetch may evict any idle replica, a prefetch only those no queued
+//! task pins. A request short of memory stays queued and tries again when memory
 //! frees up or prefetch pins drop on its node; meanwhile a prefetch short of memory, or a
 //! fetch that is, holds back every prefetch into the node. Prefetch pins follow StarPU's
 //! `nb_tasks_prefetch`: a push-time prefetch pins data it finds there at once, else its
@@ -49,7 +49,8 @@
 //! nothing; kernels it launched before go on, and other requests still progress. Being a
 //! fetch request on its node pair, it also holds back idle requests there.
 //! Simplified: conflicts between transfers are checked when a transfer starts, a cudaFree
-//! does not wait for transfers in flight, a prefetch of data relayed through RAM pins them at
+//! does not wait for transfers in flight, a popped task's buffers are allocated at once (in
+//! StarPU as its fetch requests start), a prefetch of data relayed through RAM pins them at
 //! push, a request joining one still queued takes its place (that one's pin is lost at once),
 //! and redux accesses are plain writes (no init or
 //! reduction tasks).
