@@ -41,8 +41,8 @@ pub struct Xfer {
     /// Prefetch pins it adds to its destination replica when it lands (StarPU's
     /// `nb_tasks_prefetch` of a request).
     pub(crate) pins: u32,
-    /// A request that copies nothing: it was made for another task while `joins` (the
-    /// request loading the same replica) was pending, as StarPU does not merge requests of
+    /// A request that copies nothing: it was made for another task while a request loading
+    /// the same replica (the loader) was pending, as StarPU does not merge requests of
     /// different tasks. Handled in its turn: while the loader is in flight it only waits for
     /// it, and its pins are lost; once the data are there it pins them.
     pub(crate) joins: bool,
@@ -293,7 +293,7 @@ impl Runtime {
             if self.copies.inflight[pair] >= cap {
                 break;
             }
-            // StarPU pushes a node's prefetches only when none of its fetches lacks memory.
+            // StarPU pushes a node's prefetches only while none of its requests lacks memory.
             if level != Level::Fetch
                 && (!no_memory.is_empty()
                     || !self.mem.mem_wait[dst as usize].is_empty()
@@ -307,11 +307,11 @@ impl Runtime {
                 continue;
             }
             if !self.allocate(h, dst, Evict::for_level(level)) {
+                self.mem.prefetch_stuck[dst as usize] = true;
                 if level == Level::Fetch {
                     no_memory.push(x);
                     continue;
                 }
-                self.mem.prefetch_stuck[dst as usize] = true;
                 break;
             }
             self.copies.requests[pair].remove(i);
