@@ -74,7 +74,7 @@ pub struct Memory {
     pub debt: Vec<f64>,
     /// Tasks waiting for memory on each node.
     pub mem_wait: Vec<Vec<u32>>,
-    /// Tasks whose inputs are pinned by their push-time prefetch, until they are popped.
+    /// Tasks whose push-time prefetch pinned their inputs, until their fetch has them all.
     pub prefetched: Vec<bool>,
     /// Nodes where memory was freed, or prefetch pins dropped, this step: their requests
     /// waiting for memory try again.
@@ -326,37 +326,36 @@ impl Evict {
 }
 
 impl Runtime {
-    /// dm* prefetch at push: request the task's inputs on `w`'s node. The replicas stay
-    /// pinned against other prefetches' evictions until the task is popped; their buffers
-    /// are allocated only when the requests start (StarPU allocates as it handles a request).
+    /// dm* prefetch at push: request the task's inputs on `w`'s node. Each is pinned against
+    /// other prefetches' evictions once it is there, until the popped task's fetch has all its
+    /// data; buffers are allocated only when the requests start (StarPU allocates as it
+    /// handles a request).
     pub(crate) fn prefetch(&mut self, t: u32, w: usize) {
         if !self.flags.prefetch {
             return;
         }
         let node = self.machine.workers[w].node;
         self.mem.prefetched[t as usize] = true;
+        let prio = self.priority(t);
         let acc = self.graph.tasks[t as usize].accesses.clone();
         for (h, mode) in acc {
             if !mode.reads() {
                 continue;
             }
             let r = *self.replicas.get(h, node);
-            let prio = self.priority(t);
             if r.valid() {
                 // StarPU: a request finding the data there pins them and marks its chunk
                 // recently used.
                 self.replicas.get_mut(h, node).prefetch_pins += 1;
                 self.touch(h, node);
             } else if let Some(l) = r.incoming {
-                // Requested for another task: this one's request joins it.
-                let (src, dst) = (
-                    self.copies.xfers[l as usize].src,
-                    self.copies.xfers[l as usize].dst,
-                );
-                if dst == node {
-                    self.join(h, src, node, Level::Prefetch, prio, 1);
+                // Requested for another task: this one's request joins a direct copy (a relay
+                // through RAM gets the pin now, as `carry_pins` gives it).
+                let loader = &self.copies.xfers[l as usize];
+                if loader.dst == node {
+                    self.join(h, loader.src, node, Level::Prefetch, prio, 1);
                 } else {
-                    self.replicas.get_mut(h, node).prefetch_pins += 1;
+                    self.carry_pins(h, node, 1);
                 }
             } else {
                 self.request(h, node, Level::Prefetch, prio, None);

@@ -177,7 +177,12 @@ impl Policy for DequeModel {
             // the first that lacks the fewest bytes (not valid, then not being loaded, then
             // not allocated); the scan ends at one that lacks nothing.
             let top = rt.priority(q[0]);
-            let mut best = (None::<Missing>, 0);
+            let lacks_all = Missing {
+                non_ready: f64::INFINITY,
+                non_loading: f64::INFINITY,
+                non_allocated: f64::INFINITY,
+            };
+            let mut best = (lacks_all, 0);
             for (i, &t) in q.iter().enumerate() {
                 if rt.priority(t) < top {
                     if self.sorted() {
@@ -186,20 +191,13 @@ impl Policy for DequeModel {
                     continue;
                 }
                 let m = rt.missing_bytes(t, w);
-                let Some(b) = best.0 else {
-                    best = (Some(m), i);
+                if m.non_ready < best.0.non_ready {
+                    best = (m, i);
                     if m.non_ready == 0.0 && m.non_allocated == 0.0 {
                         break;
                     }
-                    continue;
-                };
-                if m.non_ready < b.non_ready {
-                    best = (Some(m), i);
-                    if m.non_ready == 0.0 && m.non_allocated == 0.0 {
-                        break;
-                    }
-                } else if m.non_ready == b.non_ready && m < b {
-                    best = (Some(m), i);
+                } else if m.non_ready == best.0.non_ready && m < best.0 {
+                    best = (m, i);
                 }
             }
             best.1

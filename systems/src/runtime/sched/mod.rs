@@ -4,8 +4,9 @@
 //! stealing; lws steals from workers of its own kind first), `dm.rs` (dm: earliest expected
 //! finish; dmda: plus transfer penalty, alpha/beta fitness, prefetch at push; dmdar:
 //! ready-first pop: among the tasks of the head's priority, the first lacking the fewest bytes
-//! not valid, then not being loaded, then not allocated; dmdap: priority-sorted queues; dmdas: both; dmdasd: dmdas whose decision
-//! counts only the queued work ahead of the task) and `heteroprio.rs`. Ties go to the first
+//! not valid, then not being loaded, then not allocated; dmdap: priority-sorted queues;
+//! dmdas: both; dmdasd: dmdas whose decision counts only the queued work ahead of the task)
+//! and `heteroprio.rs`. Ties go to the first
 //! worker in StarPU's order (GPUs first).
 //!
 //! A policy sees the runtime through a [`View`] (the graph, the machine and models, the
@@ -76,7 +77,6 @@ pub fn policy(kind: Scheduler, workers: usize) -> Box<dyn Policy> {
     }
 }
 
-/// What a policy may read of the runtime (and the run's random stream it may draw from).
 /// What a task still lacks on a worker's node, in bytes, in the order dmdar compares it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, PartialOrd)]
 pub struct Missing {
@@ -85,6 +85,7 @@ pub struct Missing {
     pub non_allocated: f64,
 }
 
+/// What a policy may read of the runtime (and the run's random stream it may draw from).
 pub struct View<'a> {
     pub graph: &'a Graph,
     pub machine: &'a Machine,
