@@ -201,6 +201,24 @@ fn short_of_memory_cached_buffers_of_other_sizes_are_freed() {
 }
 
 #[test]
+fn cuda_mallocs_of_different_gpus_take_turns() {
+    // a and b write x and y (1 GB each, beyond the sub-allocator) on two GPUs at t = 0.
+    // StarPU-SimGrid sleeps 175 us per cudaMalloc under one mutex for every GPU
+    // (cuda_alloc_mutex in driver_cuda.c), so the second GPU's waits for the first's:
+    // one task ends at 10 ms + 10 us + 175 us, the other at 10 ms + 10 us + 350 us.
+    let dag = r#"Dag(handles: [(name: "x", size: 1e9), (name: "y", size: 1e9)], tasks: [
+        (name: "a", codelet: "k", accesses: [("x", W)]),
+        (name: "b", codelet: "k", accesses: [("y", W)])])"#;
+    let models = r#"models: {"k": CodeletModel(cuda: Some(Constant("10ms")))}"#;
+    let r = dmda(&node(2, 0), dag, models, &[]);
+    let mut ends = [r.task_times[0].1, r.task_times[1].1];
+    ends.sort_by(f64::total_cmp);
+    assert!((ends[0] - 0.010185).abs() < 1e-9, "{ends:?}");
+    assert!((ends[1] - 0.01036).abs() < 1e-9, "{ends:?}");
+    assert_ne!(r.task_times[0].2, r.task_times[1].2, "one task per GPU");
+}
+
+#[test]
 fn heteroprio_gives_each_kind_what_it_accelerates() {
     // g: 1 ms on the GPU, 10 ms on a CPU; c: the reverse. Two of each on 1 GPU + 1 CPU:
     // heteroprio's GPU walks g's bucket first, the CPU c's: 2 ms. eager takes them in

@@ -386,8 +386,7 @@ impl Runtime {
             self.workers[w].in_hand.push_back(t);
             self.workers[w].fetching = Some(t);
             let node = self.machine.workers[w].node;
-            let acc = self.graph.tasks[t as usize].accesses.clone();
-            for (h, mode) in acc {
+            for (h, mode) in self.graph.fetch_order(t) {
                 let writes = dirties(mode);
                 let mut r = self.replicas.get_mut(h, node);
                 r.refcnt += 1;
@@ -414,9 +413,9 @@ impl Runtime {
     /// Allocates and requests the task's data on the worker's node; true once all is there.
     pub(crate) fn fetch(&mut self, t: u32, w: usize) -> bool {
         let node = self.machine.workers[w].node;
-        let acc = self.graph.tasks[t as usize].accesses.clone();
         let mut ready = true;
-        for (h, mode) in acc {
+        // In StarPU's order of the task's buffers, as `_starpu_fetch_task_input` walks them.
+        for (h, mode) in self.graph.fetch_order(t) {
             if !self.allocate(h, node, Evict::ForFetch) {
                 if !self.mem.mem_wait[node as usize].contains(&t) {
                     self.mem.mem_wait[node as usize].push(t);

@@ -23,6 +23,11 @@ pub struct Handle {
     pub home: bool,
     /// StarPU footprint of the handle (its shape).
     pub footprint: u32,
+    /// Where StarPU's total order of handles (`_starpu_compar_handles`, by which a popped
+    /// task fetches its buffers) puts it: `(root, path)`. Tiles of one partitioned matrix
+    /// share the root and sort by their sub-data indices; a handle registered alone is its
+    /// own root (StarPU sorts those by address, taken here as registration order).
+    pub order: (u32, u32),
 }
 
 /// The kernel a codelet model stands for, as traces name and colour tasks:
@@ -86,13 +91,27 @@ impl Graph {
     }
 
     pub fn add_handle(&mut self, size: f64, footprint: u32) -> u32 {
+        let id = self.handles.len() as u32;
         self.handles.push(Handle {
             size,
             footprint,
             home: true,
+            order: (id, 0),
         });
         self.groups.push(HandleGroups::default());
-        (self.handles.len() - 1) as u32
+        id
+    }
+
+    /// The accesses of task `t` in the order a popped task fetches them (StarPU's ordered
+    /// buffers): by root; within one partitioned matrix, written buffers first, then those
+    /// read, then by sub-data path.
+    pub fn fetch_order(&self, t: u32) -> SmallVec<[(u32, Mode); 3]> {
+        let mut acc = self.tasks[t as usize].accesses.clone();
+        acc.sort_by_key(|&(h, m)| {
+            let (root, path) = self.handles[h as usize].order;
+            (root, !m.writes(), !m.reads(), path)
+        });
+        acc
     }
 
     /// Adds a task after all the tasks added so far, with its implicit dependencies.
@@ -305,6 +324,54 @@ pub fn from_dag(dag: &DagSpec) -> Result<Graph, String> {
 mod tests {
     use super::*;
     use hetsim_schema::tasks::Precision;
+
+    #[test]
+    fn a_task_fetches_in_starpus_handle_order() {
+        // StarPU 1.4.10's _starpu_compar_handles: tiles of one partitioned matrix, written
+        // first, then by sub-data path. Cholesky gemm(0,2,1) reads A[2][0] and A[1][0] and
+        // writes A[2][1]: StarPU's log (mirage, 8 tiles) requests A[2][1] first, then
+        // A[1][0] before A[2][0] (path (1,0) < (2,0)).
+        let nt = 4;
+        let g = cholesky(960 * nt, 960, 4, Priorities::Ignored).unwrap();
+        let task = |l: &str| g.tasks.iter().position(|t| t.label == l).unwrap() as u32;
+        // Tiles j <= i are registered in (i, j) order: A00 A10 A11 A20 A21 ...
+        let a = |i: u32, j: u32| i * (i + 1) / 2 + j;
+        let order = |l: &str| g.fetch_order(task(l)).to_vec();
+        assert_eq!(
+            order("gemm(0,2,1)"),
+            vec![(a(2, 1), Mode::RW), (a(1, 0), Mode::R), (a(2, 0), Mode::R)]
+        );
+        assert_eq!(
+            order("trsm(0,1)"),
+            vec![(a(1, 0), Mode::RW), (a(0, 0), Mode::R)]
+        );
+        // lu_implicit's tile (i, j) is its sub-data (j, i): gemm(0,1,2) reads (1,0) and (0,2)
+        // and writes (1,2), which StarPU sorts as paths (0,1), (2,0) -> (2,1) first, then
+        // (0,1), then (2,0): hetsim's (1,2), (1,0), (0,2).
+        let g = lu(960 * nt, 960, Precision::Single).unwrap();
+        let t = g
+            .tasks
+            .iter()
+            .position(|t| t.label == "gemm(0,1,2)")
+            .unwrap() as u32;
+        let tile = |i: u32, j: u32| i * nt + j;
+        assert_eq!(
+            g.fetch_order(t).to_vec(),
+            vec![
+                (tile(1, 2), Mode::RW),
+                (tile(1, 0), Mode::R),
+                (tile(0, 2), Mode::R)
+            ]
+        );
+        // Handles registered alone sort by registration, whatever the mode.
+        let mut g = Graph::default();
+        let c = g.codelet("k");
+        let (x, y) = (g.add_handle(8.0, 0), g.add_handle(8.0, 0));
+        let t = g.add_task(c, &[(y, Mode::R), (x, Mode::RW)], 0, 1.0, "t".into());
+        assert_eq!(g.fetch_order(t).to_vec(), vec![(x, Mode::RW), (y, Mode::R)]);
+        let t = g.add_task(c, &[(y, Mode::RW), (x, Mode::R)], 0, 1.0, "u".into());
+        assert_eq!(g.fetch_order(t).to_vec(), vec![(x, Mode::R), (y, Mode::RW)]);
+    }
 
     #[test]
     fn cholesky_has_starpus_task_counts_and_flops() {

@@ -72,6 +72,10 @@ pub struct Memory {
     /// Allocation costs (cudaMalloc, cudaFree, pinned RAM) each node's driver still owes:
     /// paid by the next copy into the node or the next task started there.
     pub debt: Vec<f64>,
+    /// When the last cudaMalloc or cudaFree charged ends, in seconds: StarPU-SimGrid sleeps
+    /// for them under one mutex shared by every GPU (`cuda_alloc_mutex`), so the next one,
+    /// on any GPU, starts after it.
+    pub cuda_alloc_free_s: f64,
     /// Tasks waiting for memory on each node.
     pub mem_wait: Vec<Vec<u32>>,
     /// Tasks whose push-time prefetch pinned their inputs, until their fetch has them all.
@@ -104,6 +108,7 @@ impl Memory {
             cache: vec![Vec::new(); nodes],
             sub: vec![SubAllocator::default(); nodes],
             debt: vec![0.0; nodes],
+            cuda_alloc_free_s: 0.0,
             mem_wait: vec![Vec::new(); nodes],
             prefetched: vec![false; tasks],
             freed: vec![false; nodes],
@@ -471,9 +476,18 @@ impl Runtime {
             (None, Driver::CudaMalloc)
         };
         if self.flags.overheads && driver == Driver::CudaMalloc {
-            self.mem.debt[n] += CUDA_MALLOC;
+            self.charge_cuda_alloc(n, CUDA_MALLOC);
         }
         chunk
+    }
+
+    /// Charges node `n`'s driver a cudaMalloc or cudaFree of `cost` seconds, after the ones
+    /// it already owes and after the last one on any GPU (they share StarPU-SimGrid's mutex).
+    fn charge_cuda_alloc(&mut self, n: usize, cost: f64) {
+        let now = self.now.as_secs_f64();
+        let start = (now + self.mem.debt[n]).max(self.mem.cuda_alloc_free_s);
+        self.mem.cuda_alloc_free_s = start + cost;
+        self.mem.debt[n] = self.mem.cuda_alloc_free_s - now;
     }
 
     /// Out of memory for `size` bytes on node `n`: cudaFree cached buffers, newest first,
@@ -492,7 +506,7 @@ impl Runtime {
                 None => Driver::CudaFree,
             };
             if self.flags.overheads && driver == Driver::CudaFree {
-                self.mem.debt[n] += CUDA_FREE;
+                self.charge_cuda_alloc(n, CUDA_FREE);
             }
         }
         freed

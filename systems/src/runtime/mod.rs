@@ -5,8 +5,10 @@
 //!
 //! A task becomes ready when its dependencies are done and is pushed to the policy. A worker
 //! holds at most `cuda_pipeline` tasks (GPUs) or one (CPUs); it pops when it has room and no
-//! task is still fetching its inputs. Fetching allocates each buffer on the worker's memory
-//! node (evicting least-recently-used replicas that no task uses: dropped when another valid
+//! task is still fetching its inputs. Fetching walks the task's buffers in StarPU's handle
+//! order (`_starpu_compar_handles`: tiles of one partitioned matrix written first, then by
+//! sub-data path; handles registered alone by registration) and allocates each on the
+//! worker's memory node (evicting least-recently-used replicas that no task uses: dropped when another valid
 //! copy exists, written back to RAM first when they are the only one; as in StarPU, a buffer
 //! counts as used when it is allocated and when a fetch or prefetch finds its data there, not
 //! when a copy lands or a task ends) and transfers every
@@ -18,7 +20,8 @@
 //! at a time, for the codelet model's time. Writes make the worker's replica the owner and
 //! invalidate the others.
 //! Runtime overheads (switch `runtime_overheads`, StarPU-SimGrid's figures): 10 us before each
-//! transfer and each GPU kernel, 175 us per cudaMalloc (a cached buffer of the same size is
+//! transfer and each GPU kernel, 175 us per cudaMalloc (taking turns across GPUs: StarPU-SimGrid
+//! sleeps for it, and for a cudaFree, under one mutex; a cached buffer of the same size is
 //! reused without it; buffers up to 4 MiB come from StarPU's sub-allocator, whose 32 MiB
 //! chunks alone pay it), 750 us per cudaFree when memory runs short and the cache holds other
 //! sizes, 650 us per MiB of pinned RAM for handles without home data. Costs a node's driver
@@ -148,12 +151,12 @@ impl Plugin for RuntimePlugin {
         app.add_sim_event::<RtEvent>()
             .add_sim_event::<XferFlowDone>()
             .register_switch("gpu_memory_limit", true, "GPU memory holds at most its capacity (90 % of the device, or limit_cuda_mem_mb); replicas are evicted LRU with write-back; off: unlimited")
-            .register_switch("runtime_overheads", true, "StarPU-SimGrid's runtime costs: 10 us per transfer and per GPU kernel, 175 us per cudaMalloc; off: none")
+            .register_switch("runtime_overheads", true, "StarPU-SimGrid's runtime costs: 10 us per transfer and per GPU kernel, 175 us per cudaMalloc and 750 us per cudaFree (one at a time across GPUs); off: none")
             .register_switch("pcie_shared_bus", true, "data transfers are flows sharing the platform's PCIe links; off: each transfer alone at latency + size / bandwidth (one independent link per transfer)")
             .register_switch("prefetch", true, "dm* schedulers prefetch a task's inputs when they assign it; off: data move when the task is popped")
             .register_switch("memory_tidying", true, "StarPU's background tidying: under 5 % of a GPU's buffers clean, dirty ones are written back to RAM at idle level, least recently used first, until 10 % are; off: dirty buffers reach RAM only when evicted or hinted wont_use")
             .register_switch("perfmodel_noise", false, "task times drawn from the model's normal distribution (mean, stddev; seeded); off: the mean")
-            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with synchronous write-back (the GPU's driver waits for it), transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation and allocation costs; fetch, prefetch and idle request levels with StarPU's in-flight caps (5/2/idle per node pair), buffers allocated as a request starts, StarPU's prefetch pins (a request joining another task's copy in flight loses its pin), wont_use idle write-backs once the last writer ends; eager/prio: the worker a push wakes pops before the next push (StarPU-SimGrid's push cost); StarPU codelet models and bus files. StarPU's sub-allocator (32 MiB chunks for buffers up to 4 MiB); background tidying (switch memory_tidying, on)")
+            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with synchronous write-back (the GPU's driver waits for it), transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation and allocation costs (cudaMalloc/cudaFree one at a time across GPUs); a popped task's buffers fetched in StarPU's handle order (written tiles first); fetch, prefetch and idle request levels with StarPU's in-flight caps (5/2/idle per node pair), buffers allocated as a request starts, StarPU's prefetch pins (a request joining another task's copy in flight loses its pin), wont_use idle write-backs once the last writer ends; eager/prio: the worker a push wakes pops before the next push (StarPU-SimGrid's push cost); StarPU codelet models and bus files. StarPU's sub-allocator (32 MiB chunks for buffers up to 4 MiB); background tidying (switch memory_tidying, on)")
             .init_resource::<Runtime>()
             .add_systems(SimStartup, setup_runtime.in_set(StartupSet::Workload))
             .add_systems(

@@ -28,7 +28,8 @@ pub fn cholesky(n: u32, tile: u32, elem: u32, prio: Priorities) -> Result<Graph,
         g.codelet("chol_model_syrk"),
         g.codelet("chol_model_gemm"),
     );
-    let ids = tile_handles(&mut g, nt, tile, elem, |i, j| j <= i);
+    // Tile (i, j) is StarPU's sub-data (i, j) of the partitioned matrix.
+    let ids = tile_handles(&mut g, nt, tile, elem, |i, j| j <= i, |i, j| i * nt + j);
     let a = |i: u32, j: u32| ids[(i * nt + j) as usize];
     let b = tile as f64;
     let p = |v: i64| if prio == Priorities::Used { v } else { 0 };
@@ -91,7 +92,8 @@ pub fn lu(n: u32, tile: u32, precision: Precision) -> Result<Graph, String> {
     let elem = precision.bytes();
     let mut g = Graph::default();
     let [getrf, trsm_ll, trsm_ru, gemm] = lu_codelets(precision).map(|c| g.codelet(&c));
-    let ids = tile_handles(&mut g, nt, tile, elem, |_, _| true);
+    // Tile (i, j) is lu_implicit's sub-data (j, i): its kernels index the transpose.
+    let ids = tile_handles(&mut g, nt, tile, elem, |_, _| true, |i, j| j * nt + i);
     let a = |i: u32, j: u32| ids[(i * nt + j) as usize];
     let b = tile as f64;
     let nt_i = nt as i64;
@@ -149,7 +151,7 @@ pub fn qr(n: u32, tile: u32, elem: u32) -> Result<Graph, String> {
         g.codelet("qr_model_tsqrt"),
         g.codelet("qr_model_tsmqr"),
     );
-    let ids = tile_handles(&mut g, nt, tile, elem, |_, _| true);
+    let ids = tile_handles(&mut g, nt, tile, elem, |_, _| true, |i, j| i * nt + j);
     let a = |i: u32, j: u32| ids[(i * nt + j) as usize];
     // T factors: ib x tile, with ib = tile / 4 (a common inner blocking).
     let ib = (tile / 4).max(1);
@@ -226,14 +228,18 @@ fn tile_handles(
     tile: u32,
     elem: u32,
     keep: impl Fn(u32, u32) -> bool,
+    path: impl Fn(u32, u32) -> u32,
 ) -> Vec<u32> {
     let fp = footprint::matrix(tile, tile);
     let size = tile as f64 * tile as f64 * elem as f64;
     let mut ids = vec![u32::MAX; (nt * nt) as usize];
+    let root = g.handles.len() as u32;
     for i in 0..nt {
         for j in 0..nt {
             if keep(i, j) {
-                ids[(i * nt + j) as usize] = g.add_handle(size, fp);
+                let h = g.add_handle(size, fp);
+                g.handles[h as usize].order = (root, path(i, j));
+                ids[(i * nt + j) as usize] = h;
             }
         }
     }
