@@ -130,13 +130,18 @@ fn eager_wakes_the_first_sleeping_worker_not_every_worker() {
 }
 
 #[test]
-fn under_eager_the_worker_a_push_wakes_pops_before_the_next_push() {
-    // 2 GPUs, 2 CPUs; every task 10 ms on a GPU, 100 ms on a CPU. Root r runs on GPU0
-    // (0-10 ms); its end releases s1, s2, s3 in that order, and c waits for s1. In
-    // StarPU-SimGrid each push costs the pusher 1 us, so the worker a push wakes pops before
-    // the next push: s1 wakes GPU1 (10-20 ms), s2 and s3 wake the CPUs (10-110 ms), and c,
-    // released by GPU1 at 20 ms, wakes GPU0 (20-30 ms): 110 ms. (Waking all three, then
-    // letting the last woken pop first, gave s1 to a CPU and c ran 110-120 ms.)
+fn under_eager_pushes_and_pops_take_starpu_simgrids_microseconds() {
+    // 2 GPUs, 2 CPUs; every task 10 ms on a GPU (+10 us launch), 100 ms on a CPU. StarPU-
+    // SimGrid 1.4 (drivers.rs): each push costs its pusher 1 us; it signals the workers in
+    // order up to the first asleep and not yet told (CPUs, told once, stay told), and a
+    // signalled driver pops after its progress: 1 us for a CPU, 2 us for a GPU (it drives
+    // RAM and its GPU). r is pushed at 1 us, GPU0 pops it at 3 us, it ends at 10.013 ms.
+    // GPU0 pushes s1, s2, s3 at 10.014, 10.015, 10.016 ms: s1 tells GPU0 itself, s2 GPU1
+    // (pops at 10.017), s3 passes both GPUs and signals both CPUs (pop at 10.017). GPU1
+    // takes s1, the CPUs s2 and s3 (to 110.017 ms); GPU0, back at 10.018 ms after its
+    // pushes, finds nothing. c, pushed by GPU1 at 20.028 ms, tells GPU0, which would pop at
+    // 20.030 ms; GPU1, back from its push at that same microsecond, pops first (a tie goes
+    // to the pop set first) and runs c (20.030-30.040 ms).
     let dag = r#"Dag(handles: [], tasks: [
         (name: "r", codelet: "k"),
         (name: "s1", codelet: "k", deps: ["r"]),
@@ -149,13 +154,24 @@ fn under_eager_the_worker_a_push_wakes_pops_before_the_next_push() {
             &node(2, 2),
             dag,
             &format!("scheduler: {sched}, {models}"),
-            QUIET,
+            &[],
         )
         .unwrap();
-        assert_makespan(&r, 0.110);
-        // GPU0 ran r and c, GPU1 s1, each CPU one of s2 and s3.
-        let tasks: Vec<u64> = r.workers.iter().map(|w| w.2).collect();
-        assert_eq!(tasks, [2, 1, 1, 1], "{sched}");
+        let starts: Vec<(f64, u32)> = r.task_times.iter().map(|t| (t.0, t.2)).collect();
+        let expect = [
+            (3e-6, 0),
+            (0.010017, 1),
+            (0.010017, 2),
+            (0.010017, 3),
+            (0.020030, 1),
+        ];
+        for (got, want) in starts.iter().zip(expect) {
+            assert!(
+                (got.0 - want.0).abs() < 1e-9 && got.1 == want.1,
+                "{sched}: {starts:?}"
+            );
+        }
+        assert_makespan(&r, 0.110017);
     }
 }
 

@@ -10,6 +10,7 @@ use hetsim_engine::record::ResId;
 use hetsim_schema::SimTime;
 use hetsim_schema::tasks::Mode;
 
+use super::drivers::{Drivers, MICROSECOND};
 use super::graph::Graph;
 use super::machine::{Arch, Machine, Models};
 use super::memory::{Evict, Memory, Msi, Replicas};
@@ -32,6 +33,12 @@ pub enum Due {
     TaskDone(u32),
     /// A transfer off the shared bus is over.
     XferDone(u32),
+    /// A worker a push signalled, or that released tasks, pops now (`drivers.rs`).
+    Pop(u32),
+    /// A released task is pushed now (after its pusher's earlier pushes).
+    Push(u32),
+    /// A releaser is done pushing and pops now.
+    Resume(u32),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,6 +118,14 @@ pub struct Runtime {
     /// Worker indices that may make progress.
     pub(crate) dirty: Vec<u32>,
     pub(crate) dirty_mark: Vec<bool>,
+    /// Driver states for the policies that wake one worker per push.
+    pub(crate) drivers: Drivers,
+    /// Pushes made at this instant by this releaser (None: the application): their count.
+    pub(crate) push_clock: (SimTime, Option<u32>, u32),
+    /// Releasers that may not pop before their `Due::Resume`: after their pushes.
+    pub(crate) deferred: Vec<bool>,
+    /// Who released each task waiting for its `Due::Push` (None: the application).
+    pub(crate) pusher: Vec<Option<u32>>,
     pub(crate) tick: u64,
     pub(crate) now: SimTime,
     pub(crate) alpha: f64,
@@ -184,27 +199,127 @@ impl Runtime {
         if let Some(w) = pushed.prefetch {
             self.prefetch(t, w);
         }
-        if self.sched.as_ref().expect("a policy").wakes_one() {
-            if let Some(w) = self.first_sleeper(t, by) {
-                // StarPU-SimGrid charges each push a simulated microsecond, so the worker a
-                // push woke pops (the task just pushed, if nobody did) before the next push.
-                self.advance_worker(w);
-            }
+        if self.wakes_one() {
+            self.signal_for(t, by);
         } else {
             self.wake_all();
         }
     }
 
-    /// The worker a push of `t` wakes: the first (in worker order) with nothing in hand that
-    /// can run `t` and is not woken already; the releasing worker `by` asks again after its
-    /// pushes anyway. StarPU-SimGrid 1.4.10's pop log (LU, 8 tiles, eager, 3 GPUs + 8 CPUs)
-    /// shows the 10 trsm's released by GPU0's getrf popped 1 us apart by CUDA1, CUDA2, then
-    /// CPUs, and GPU0 itself last.
-    fn first_sleeper(&mut self, t: u32, by: Option<u32>) -> Option<usize> {
-        (0..self.workers.len()).find(|&w| {
-            let asleep = !self.dirty_mark[w] && self.workers[w].in_hand.is_empty();
-            asleep && Some(w as u32) != by && self.policy_and_view().1.can_run(t, w)
-        })
+    fn wakes_one(&self) -> bool {
+        self.sched.as_ref().expect("a policy").wakes_one()
+    }
+
+    /// Task `t`'s dependencies are done, `by` released it: under a policy that wakes one
+    /// worker per push, pushed after the pusher's earlier pushes of this instant, 1 us each
+    /// (StarPU-SimGrid's push cost), else at once.
+    pub(crate) fn ready(&mut self, t: u32, by: Option<u32>) {
+        if !self.wakes_one() {
+            self.release(t, by);
+            return;
+        }
+        let (at, pusher, count) = self.push_clock;
+        let count = if (at, pusher) == (self.now, by) {
+            count + 1
+        } else {
+            1
+        };
+        self.push_clock = (self.now, by, count);
+        self.pusher[t as usize] = by;
+        let at = self.after(count as f64 * MICROSECOND);
+        self.timers.push((at, Due::Push(t)));
+    }
+
+    /// A `Due::Push` came: `t` goes to the policy now.
+    pub(crate) fn push_due(&mut self, t: u32) {
+        self.release(t, self.pusher[t as usize]);
+    }
+
+    /// The push of `t` by `by` signals workers as StarPU-SimGrid's drivers would
+    /// (`drivers.rs`); each pops after its own progress.
+    fn signal_for(&mut self, t: u32, by: Option<u32>) {
+        let eligible: Vec<bool> = (0..self.workers.len())
+            .map(|w| self.policy_and_view().1.can_run(t, w))
+            .collect();
+        for w in self.drivers.push_wakes(|w| eligible[w]) {
+            if Some(w as u32) != by {
+                self.signal(w);
+            }
+        }
+    }
+
+    /// `w`'s driver loops after its progress, and pops if it has room then.
+    fn signal(&mut self, w: usize) {
+        let at = self.after(self.drivers.pop_delay(w));
+        self.timers.push((at, Due::Pop(w as u32)));
+    }
+
+    /// `delay` seconds from now, or now without the runtime's overheads (events due now run
+    /// after this instant's, in the order they were set).
+    fn after(&self, delay: f64) -> SimTime {
+        let delay = if self.flags.overheads { delay } else { 0.0 };
+        self.now
+            .saturating_add(SimTime::from_secs_saturating(delay))
+    }
+
+    /// A request into `node` ended: under a policy that wakes one worker per push, it flags
+    /// and signals every driver of the node (in RAM, every worker: `drivers.rs`), and the
+    /// worker waiting for the data goes on at once.
+    pub(crate) fn landed_on(&mut self, node: u32) {
+        for w in 0..self.workers.len() {
+            let drives = node == 0 || self.machine.workers[w].node == node;
+            if !drives {
+                continue;
+            }
+            if !self.wakes_one() {
+                if self.machine.workers[w].node == node {
+                    self.wake(w as u32);
+                }
+                continue;
+            }
+            self.drivers.flag(w);
+            if self.workers[w].fetching.is_some() {
+                self.wake(w as u32);
+            } else {
+                self.signal(w);
+            }
+        }
+    }
+
+    /// A request handled by `node`'s GPU driver was posted: under a policy that wakes one
+    /// worker per push, that driver is flagged and signalled (`_starpu_post_data_request`).
+    pub(crate) fn posted_on(&mut self, node: u32) {
+        if node == 0 || !self.wakes_one() {
+            return;
+        }
+        for w in 0..self.workers.len() {
+            if self.machine.workers[w].node == node {
+                self.drivers.flag(w);
+                self.signal(w);
+            }
+        }
+    }
+
+    /// A `Due::Pop` came: `w` pops now (pops due at one instant go in the order they were
+    /// set).
+    pub(crate) fn pop_due(&mut self, w: u32) {
+        self.advance_worker(w as usize);
+    }
+
+    /// A `Due::Resume` came: the releaser `w` pops now.
+    pub(crate) fn resume(&mut self, w: u32) {
+        self.deferred[w as usize] = false;
+        self.advance_worker(w as usize);
+    }
+
+    /// The releasing worker `w` pops after its pushes and its progress.
+    fn defer_releaser(&mut self, w: usize) {
+        let (at, pusher, count) = self.push_clock;
+        if (at, pusher) == (self.now, Some(w as u32)) {
+            let at = self.after(count as f64 * MICROSECOND + self.drivers.pop_delay(w));
+            self.deferred[w] = true;
+            self.timers.push((at, Due::Resume(w as u32)));
+        }
     }
 
     /// Whether `w`'s driver is waiting for an eviction's write-back on its node: StarPU
@@ -295,8 +410,11 @@ impl Runtime {
         for s in succ {
             self.left[s as usize] -= 1;
             if self.left[s as usize] == 0 {
-                self.release(s, Some(w as u32));
+                self.ready(s, Some(w as u32));
             }
+        }
+        if self.wakes_one() {
+            self.defer_releaser(w);
         }
         self.wake(w as u32);
         self.mem.freed[node as usize] = true;
@@ -358,6 +476,7 @@ impl Runtime {
         if self.driver_waits(w) {
             return;
         }
+        let mut popped_one = false;
         loop {
             // Fetching task: are its inputs there now?
             if let Some(t) = self.workers[w].fetching {
@@ -375,11 +494,19 @@ impl Runtime {
                 Arch::Cuda(_) => self.pipeline as usize,
                 Arch::Cpu => 1,
             };
-            if self.workers[w].in_hand.len() >= slots {
+            if self.workers[w].in_hand.len() >= slots || self.deferred[w] {
                 break;
             }
+            if popped_one && self.wakes_one() {
+                // One pop per driver loop: the next comes after its progress.
+                let at = self.after(self.drivers.pop_delay(w));
+                self.timers.push((at, Due::Pop(w as u32)));
+                break;
+            }
+            popped_one = true;
             let (policy, mut view) = self.policy_and_view();
             let popped = policy.pop(w, &mut view);
+            self.drivers.popped(w, popped.is_some());
             let Some(t) = popped else { break };
             self.worker_of[t as usize] = w as u32;
             self.state[t as usize] = TaskState::Fetching;

@@ -25,7 +25,14 @@
 //! reused without it; buffers up to 4 MiB come from StarPU's sub-allocator, whose 32 MiB
 //! chunks alone pay it), 750 us per cudaFree when memory runs short and the cache holds other
 //! sizes, 650 us per MiB of pinned RAM for handles without home data. Costs a node's driver
-//! owes are paid by its next copy or task.
+//! owes are paid by its next copy or task. Under eager and prio, pushes and pops follow
+//! StarPU-SimGrid's drivers (`drivers.rs`): a released task is pushed 1 us after its
+//! releaser's previous push; the push signals the workers in order up to the first asleep
+//! and not yet told to stay awake (a CPU stays told for good; a GPU until its next pop; a
+//! finished request tells every driver of its destination, a posted one its GPU handler);
+//! a signalled driver pops after 1 us of progress per memory node it drives (CPU 1, GPU 2),
+//! one task per loop; the releaser pops after its pushes. Without `runtime_overheads` these
+//! microseconds are zero and events due at one instant go in the order they were set.
 //! Requests have StarPU's levels: a task's fetch goes before push-time prefetches, which go
 //! before idle write-backs; a node pair starts fetches while fewer than 5 requests are in
 //! flight on it, prefetches while fewer than 2, idle requests when none is. A request allocates
@@ -63,9 +70,11 @@
 //! check), `core.rs` (state, worker loop, task ends), `memory.rs` (replicas, allocation,
 //! eviction, prefetch), `suballoc.rs` (StarPU's chunked GPU allocator), `tidy.rs` (background
 //! write-backs), `transfers.rs` (requests, caps, copies), `sched/` (the policies),
-//! `graph.rs` (task graphs) and `machine.rs` (workers, buses, codelet models).
+//! `graph.rs` (task graphs), `machine.rs` (workers, buses, codelet models) and `drivers.rs`
+//! (which workers a push signals under eager and prio).
 
 mod core;
+mod drivers;
 pub mod graph;
 pub mod machine;
 mod memory;
@@ -108,6 +117,9 @@ enum RtEvent {
     TaskDone(u32),
     XferDone(u32),
     Start,
+    Pop(u32),
+    Push(u32),
+    Resume(u32),
 }
 
 impl SimEvent for RtEvent {
@@ -117,6 +129,9 @@ impl SimEvent for RtEvent {
             RtEvent::TaskDone(t) => (0u64, t),
             RtEvent::XferDone(x) => (1, x),
             RtEvent::Start => (2, 0),
+            RtEvent::Pop(w) => (3, w),
+            RtEvent::Push(t) => (4, t),
+            RtEvent::Resume(w) => (5, w),
         };
         (Entity::PLACEHOLDER, (k << 32) | v as u64)
     }
@@ -125,6 +140,9 @@ impl SimEvent for RtEvent {
         match arg >> 32 {
             0 => RtEvent::TaskDone(v),
             1 => RtEvent::XferDone(v),
+            3 => RtEvent::Pop(v),
+            4 => RtEvent::Push(v),
+            5 => RtEvent::Resume(v),
             _ => RtEvent::Start,
         }
     }
@@ -151,12 +169,12 @@ impl Plugin for RuntimePlugin {
         app.add_sim_event::<RtEvent>()
             .add_sim_event::<XferFlowDone>()
             .register_switch("gpu_memory_limit", true, "GPU memory holds at most its capacity (90 % of the device, or limit_cuda_mem_mb); replicas are evicted LRU with write-back; off: unlimited")
-            .register_switch("runtime_overheads", true, "StarPU-SimGrid's runtime costs: 10 us per transfer and per GPU kernel, 175 us per cudaMalloc and 750 us per cudaFree (one at a time across GPUs); off: none")
+            .register_switch("runtime_overheads", true, "StarPU-SimGrid's runtime costs: 10 us per transfer and per GPU kernel, 175 us per cudaMalloc and 750 us per cudaFree (one at a time across GPUs), eager/prio drivers' 1 us per push and 1 us of progress per driven memory node; off: none")
             .register_switch("pcie_shared_bus", true, "data transfers are flows sharing the platform's PCIe links; off: each transfer alone at latency + size / bandwidth (one independent link per transfer)")
             .register_switch("prefetch", true, "dm* schedulers prefetch a task's inputs when they assign it; off: data move when the task is popped")
             .register_switch("memory_tidying", true, "StarPU's background tidying: under 5 % of a GPU's buffers clean, dirty ones are written back to RAM at idle level, least recently used first, until 10 % are; off: dirty buffers reach RAM only when evicted or hinted wont_use")
             .register_switch("perfmodel_noise", false, "task times drawn from the model's normal distribution (mean, stddev; seeded); off: the mean")
-            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with synchronous write-back (the GPU's driver waits for it), transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation and allocation costs (cudaMalloc/cudaFree one at a time across GPUs); a popped task's buffers fetched in StarPU's handle order (written tiles first); fetch, prefetch and idle request levels with StarPU's in-flight caps (5/2/idle per node pair), buffers allocated as a request starts, StarPU's prefetch pins (a request joining another task's copy in flight loses its pin), wont_use idle write-backs once the last writer ends; eager/prio: the worker a push wakes pops before the next push (StarPU-SimGrid's push cost); StarPU codelet models and bus files. StarPU's sub-allocator (32 MiB chunks for buffers up to 4 MiB); background tidying (switch memory_tidying, on)")
+            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with synchronous write-back (the GPU's driver waits for it), transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation and allocation costs (cudaMalloc/cudaFree one at a time across GPUs); a popped task's buffers fetched in StarPU's handle order (written tiles first); fetch, prefetch and idle request levels with StarPU's in-flight caps (5/2/idle per node pair), buffers allocated as a request starts, StarPU's prefetch pins (a request joining another task's copy in flight loses its pin), wont_use idle write-backs once the last writer ends; eager/prio: StarPU-SimGrid's driver choreography (a push costs 1 us and signals workers up to the first asleep and not yet told, CPUs staying told; a signalled driver pops after 1 us of progress per memory node it drives; the releaser pops after its pushes); StarPU codelet models and bus files. StarPU's sub-allocator (32 MiB chunks for buffers up to 4 MiB); background tidying (switch memory_tidying, on)")
             .init_resource::<Runtime>()
             .add_systems(SimStartup, setup_runtime.in_set(StartupSet::Workload))
             .add_systems(
@@ -256,11 +274,14 @@ fn run_runtime(mut inbox: ResMut<Inbox<RtEvent>>, mut rt: ResMut<Runtime>, mut c
                     .filter(|&t| rt.left[t as usize] == 0)
                     .collect();
                 for t in roots {
-                    rt.release(t, None);
+                    rt.ready(t, None);
                 }
             }
             RtEvent::TaskDone(t) => rt.kernel_done(t),
             RtEvent::XferDone(x) => rt.xfer_done(x),
+            RtEvent::Pop(w) => rt.pop_due(w),
+            RtEvent::Push(t) => rt.push_due(t),
+            RtEvent::Resume(w) => rt.resume(w),
         }
     }
     rt.progress();
@@ -288,6 +309,9 @@ fn flush(rt: &mut Runtime, cx: &mut Ctx) {
         let ev = match due {
             Due::TaskDone(t) => RtEvent::TaskDone(t),
             Due::XferDone(x) => RtEvent::XferDone(x),
+            Due::Pop(w) => RtEvent::Pop(w),
+            Due::Push(t) => RtEvent::Push(t),
+            Due::Resume(w) => RtEvent::Resume(w),
         };
         cx.cal.schedule(at, ev);
     }

@@ -1,12 +1,14 @@
 //! Building the runtime of a task-graph workload: the graph (Cholesky, LU, QR generators or
 //! a DAG), the machine and codelet models, and the checks that every task can run.
 
+use hetsim_schema::SimTime;
 use hetsim_schema::scenario::{PlatformSpec, Workload};
 use hetsim_schema::tasks::RuntimeSpec;
 
 use super::core::{Runtime, RuntimeReport, TaskState, WorkerRt};
+use super::drivers::Drivers;
 use super::graph::{self, Graph, Priorities};
-use super::machine::{Machine, Models};
+use super::machine::{Arch, Machine, Models};
 use super::memory::{Memory, Replicas};
 use super::sched;
 use super::transfers::Transfers;
@@ -153,6 +155,16 @@ pub fn assemble(
         copies: Transfers::new(nn, graph.handles.len()),
         workers,
         dirty_mark: vec![false; nw],
+        drivers: Drivers::new(
+            machine
+                .workers
+                .iter()
+                .map(|w| matches!(w.arch, Arch::Cuda(_)))
+                .collect(),
+        ),
+        push_clock: (SimTime::ZERO, None, 0),
+        deferred: vec![false; nw],
+        pusher: vec![None; nt],
         hints_left: graph.hints.iter().map(|h| h.1).collect(),
         sched: Some(sched::policy(spec.scheduler, nw)),
         running: vec![None; nw],

@@ -194,6 +194,9 @@ impl Runtime {
             self.launch(x);
         } else {
             self.pump(src, dst);
+            // Posting it flags and signals its handler: the destination's driver, or the
+            // source's when the destination is RAM (CPUs cannot reach a GPU).
+            self.posted_on(if dst != 0 { dst } else { src });
         }
         x
     }
@@ -409,6 +412,7 @@ impl Runtime {
             writeback,
             ..
         } = self.copies.xfers[x as usize];
+
         let then = std::mem::take(&mut self.copies.xfers[x as usize].then);
         let (level, prio) = (
             self.copies.xfers[x as usize].level,
@@ -464,12 +468,7 @@ impl Runtime {
                 }
             }
         }
-        // Only the workers of the destination can be waiting for these data.
-        for w in 0..self.machine.workers.len() {
-            if self.machine.workers[w].node == dst {
-                self.wake(w as u32);
-            }
-        }
+        self.landed_on(dst);
         // The second hop of copies between GPUs without peer access.
         for node in then {
             self.new_xfer(h, 0, node, false, level, prio);
