@@ -11,12 +11,26 @@
 # node is_prefetch) and request joining another's copy in flight, its pins lost (L time
 # handle node is_prefetch nb_tasks_prefetch). is_prefetch: 0 fetch, 1 task prefetch, 3 idle;
 # StarPU's memory nodes are 0 = RAM, 1.. = CUDA0...
+# STARPU_SCALE_CPU="model factor" (for example "chol_model_gemm 1.01") scales that codelet's
+# CPU history means, on every machine, in the copy of the models the rows run with: how much a
+# row moves when one calibrated time moves by 1 % (issue 21's note, section 3).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 ex=${STARPU_ORACLE:-/tmp/starpu-oracle}/starpu-1.4.10+dfsg/examples
 models=$(mktemp -d)
 trap 'rm -rf "$models"' EXIT
 cp -r "$here/../../scenarios/machines/." "$models/"
+if [ -n "${STARPU_SCALE_CPU:-}" ]; then
+    read -r scale_model scale_factor <<<"$STARPU_SCALE_CPU"
+    for f in "$models"/codelets/45/"$scale_model".*; do
+        # The first combination is the CPU's; its history rows have 8 fields, the mean 4th.
+        awk -v k="$scale_factor" '
+            /^# COMB_/ { comb = substr($2, 6) + 0 }
+            comb == 0 && !/^#/ && NF == 8 && $1 ~ /^[0-9a-f]+$/ { $4 = sprintf("%e", $4 * k) }
+            { print }' "$f" > "$f.scaled"
+        mv "$f.scaled" "$f"
+    done
+fi
 one() {
     local m=$1 app=$2 s=$3 nc=$4 np=$5 nb=$6 cap=$7 bin
     case $app in
