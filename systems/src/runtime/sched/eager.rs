@@ -1,7 +1,7 @@
 //! eager and prio: one central queue (prio: sorted by priority, FIFO within one); a worker
-//! takes the first task it can run. A push wakes one sleeping worker that can run the task,
-//! the first in worker order (GPUs first), as eager_central_policy.c does; busy workers take
-//! from the queue when they next ask.
+//! takes the first task it can run. A push signals the workers up to the first asleep and not
+//! yet told (eager_central_policy.c; who and when: `drivers.rs`); busy workers take from the
+//! queue when they next ask.
 
 use std::collections::VecDeque;
 
