@@ -107,8 +107,8 @@ fn independent_tasks_share_two_workers() {
 #[test]
 fn eager_wakes_the_first_sleeping_worker_not_every_worker() {
     // One task, 10 ms on the GPU, 100 ms on a CPU core, two CPU workers idle beside the GPU.
-    // StarPU's eager push wakes one sleeping worker that can run it, the first in worker
-    // order (GPUs are numbered first): the GPU takes it, 10 ms. (Waking all three and letting
+    // StarPU's eager push signals the workers in order up to the first asleep and not yet
+    // told (GPUs are numbered first; drivers.rs): the GPU takes it, 10 ms. (Waking all three and letting
     // a CPU ask first would give 100 ms.) ws wakes everyone, and the task submitted by the
     // application goes round-robin to worker 1, a CPU: 100 ms.
     let dag = r#"Dag(handles: [], tasks: [(name: "t", codelet: "k")])"#;

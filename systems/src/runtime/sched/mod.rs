@@ -43,8 +43,9 @@ pub trait Policy: Send + Sync {
     fn on_end(&mut self, _t: u32, _w: usize, _rt: &View) {}
     /// Tasks waiting in the policy's queues.
     fn queued(&self) -> usize;
-    /// Whom a push wakes: every worker (StarPU's ws and dm* wake the whole context), or
-    /// only the first idle worker that can run the task (eager and prio wake one sleeper).
+    /// Whom a push wakes: every worker at once (StarPU's ws and dm* wake the whole context),
+    /// or, paced by StarPU-SimGrid's driver microseconds, the workers up to the first asleep
+    /// and not yet told that can run the task (eager and prio: `drivers.rs`).
     fn wakes_one(&self) -> bool {
         false
     }
