@@ -199,14 +199,16 @@ impl Runtime {
         if let Some(w) = pushed.prefetch {
             self.prefetch(t, w);
         }
-        if self.wakes_one() {
+        if self.driver_paced() {
             self.signal_for(t, by);
         } else {
             self.wake_all();
         }
     }
 
-    fn wakes_one(&self) -> bool {
+    /// Whether pushes and pops follow StarPU-SimGrid's driver microseconds (`drivers.rs`):
+    /// the policies whose push wakes one worker (eager, prio).
+    fn driver_paced(&self) -> bool {
         self.sched.as_ref().expect("a policy").wakes_one()
     }
 
@@ -214,20 +216,25 @@ impl Runtime {
     /// worker per push, pushed after the pusher's earlier pushes of this instant, 1 us each
     /// (StarPU-SimGrid's push cost), else at once.
     pub(crate) fn ready(&mut self, t: u32, by: Option<u32>) {
-        if !self.wakes_one() {
+        if !self.driver_paced() {
             self.release(t, by);
             return;
         }
-        let (at, pusher, count) = self.push_clock;
-        let count = if (at, pusher) == (self.now, by) {
-            count + 1
-        } else {
-            1
-        };
+        let count = self.pushes_now(by) + 1;
         self.push_clock = (self.now, by, count);
         self.pusher[t as usize] = by;
         let at = self.after(count as f64 * MICROSECOND);
         self.timers.push((at, Due::Push(t)));
+    }
+
+    /// How many pushes `by` has made at this instant.
+    fn pushes_now(&self, by: Option<u32>) -> u32 {
+        let (at, pusher, count) = self.push_clock;
+        if (at, pusher) == (self.now, by) {
+            count
+        } else {
+            0
+        }
     }
 
     /// A `Due::Push` came: `t` goes to the policy now.
@@ -266,15 +273,17 @@ impl Runtime {
     /// and signals every driver of the node (in RAM, every worker: `drivers.rs`), and the
     /// worker waiting for the data goes on at once.
     pub(crate) fn landed_on(&mut self, node: u32) {
-        for w in 0..self.workers.len() {
-            let drives = node == 0 || self.machine.workers[w].node == node;
-            if !drives {
-                continue;
-            }
-            if !self.wakes_one() {
+        if !self.driver_paced() {
+            // Only the workers of the destination can be waiting for these data.
+            for w in 0..self.workers.len() {
                 if self.machine.workers[w].node == node {
                     self.wake(w as u32);
                 }
+            }
+            return;
+        }
+        for w in 0..self.workers.len() {
+            if !self.drives(w, node) {
                 continue;
             }
             self.drivers.flag(w);
@@ -286,14 +295,20 @@ impl Runtime {
         }
     }
 
+    /// Whether `w`'s driver handles requests on `node`: every worker's drives RAM (CUDA
+    /// drivers too), a GPU's its GPU.
+    fn drives(&self, w: usize, node: u32) -> bool {
+        node == 0 || self.machine.workers[w].node == node
+    }
+
     /// A request handled by `node`'s GPU driver was posted: under a policy that wakes one
     /// worker per push, that driver is flagged and signalled (`_starpu_post_data_request`).
     pub(crate) fn posted_on(&mut self, node: u32) {
-        if node == 0 || !self.wakes_one() {
+        if node == 0 || !self.driver_paced() {
             return;
         }
         for w in 0..self.workers.len() {
-            if self.machine.workers[w].node == node {
+            if self.drives(w, node) {
                 self.drivers.flag(w);
                 self.signal(w);
             }
@@ -314,8 +329,8 @@ impl Runtime {
 
     /// The releasing worker `w` pops after its pushes and its progress.
     fn defer_releaser(&mut self, w: usize) {
-        let (at, pusher, count) = self.push_clock;
-        if (at, pusher) == (self.now, Some(w as u32)) {
+        let count = self.pushes_now(Some(w as u32));
+        if count > 0 {
             let at = self.after(count as f64 * MICROSECOND + self.drivers.pop_delay(w));
             self.deferred[w] = true;
             self.timers.push((at, Due::Resume(w as u32)));
@@ -413,7 +428,7 @@ impl Runtime {
                 self.ready(s, Some(w as u32));
             }
         }
-        if self.wakes_one() {
+        if self.driver_paced() {
             self.defer_releaser(w);
         }
         self.wake(w as u32);
@@ -497,10 +512,9 @@ impl Runtime {
             if self.workers[w].in_hand.len() >= slots || self.deferred[w] {
                 break;
             }
-            if popped_one && self.wakes_one() {
+            if popped_one && self.driver_paced() {
                 // One pop per driver loop: the next comes after its progress.
-                let at = self.after(self.drivers.pop_delay(w));
-                self.timers.push((at, Due::Pop(w as u32)));
+                self.signal(w);
                 break;
             }
             popped_one = true;

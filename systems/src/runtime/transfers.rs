@@ -412,7 +412,6 @@ impl Runtime {
             writeback,
             ..
         } = self.copies.xfers[x as usize];
-
         let then = std::mem::take(&mut self.copies.xfers[x as usize].then);
         let (level, prio) = (
             self.copies.xfers[x as usize].level,
