@@ -220,7 +220,9 @@ impl Policy for DequeModel {
         s.pipeline_len = (s.pipeline_len - transfer).max(0.0);
         s.exp_len = (s.exp_len - len).max(0.0);
         s.pipeline_len += len;
-        s.exp_start = s.exp_start.max(now + s.pipeline_len);
+        // StarPU's pre-exec hook (_starpu_fifo_task_started) restarts the expectation from
+        // now; only the pop and the end keep a later one.
+        s.exp_start = now + s.pipeline_len;
     }
 
     fn on_end(&mut self, t: u32, w: usize, rt: &View) {
@@ -234,5 +236,36 @@ impl Policy for DequeModel {
 
     fn queued(&self) -> usize {
         self.local.iter().map(VecDeque::len).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::setup::{Flags, test_runtime};
+    use hetsim_schema::SimTime;
+
+    #[test]
+    fn a_task_start_restarts_the_expected_start_from_now() {
+        // One GPU-only task reading 1 GB that is not on the GPU: dmda predicts 10 ms of work
+        // after a 0.2 s copy (2 x ngpus x size / bandwidth). The pop moves the copy into the
+        // pipeline: expected start 0 + 0.2 s. The data come early and the task starts at
+        // 0.05 s: StarPU's pre-exec hook (_starpu_fifo_task_started) sets the expected start
+        // to now + what is left in the pipeline, 0.05 + 0.01 = 0.06 s, even though the pop
+        // had expected 0.2 s (hetsim kept the later one).
+        let dag = r#"(handles: [(name: "x", size: 1e9)],
+            tasks: [(name: "t", codelet: "g", accesses: [("x", R)])])"#;
+        let gpu_only = r#"{"g": (cpu: None, cuda: Some(Constant("10ms")))}"#;
+        let mut rt = test_runtime(dag, gpu_only, 16e9, Flags::default());
+        let mut dmda = DequeModel::new(Scheduler::Dmda, 2);
+        let pushed = dmda.push(0, None, &mut rt.policy_and_view().1);
+        assert_eq!(pushed.prediction, Some((0.01, 0.2)));
+        rt.pred[0] = (0.01, 0.2);
+        assert_eq!(dmda.pop(0, &mut rt.policy_and_view().1), Some(0));
+        assert_eq!(dmda.dm[0].exp_start, 0.2);
+        rt.now = SimTime::from_secs_saturating(0.05);
+        dmda.on_start(0, 0, &rt.policy_and_view().1);
+        assert!((dmda.dm[0].exp_start - 0.06).abs() < 1e-12);
+        assert!(dmda.dm[0].exp_len.abs() < 1e-12);
     }
 }
