@@ -6,11 +6,19 @@
 #   HETSIM_REF_CSV=rows.csv HETSIM_REF_ROWS=1 cargo test --release --test starpu_simgrid -- --nocapture
 # STARPU_XLOG=file (one row only) makes StarPU log each transfer (X time src dst handle
 # origin), task pop (P time worker name handle:mode...), task start (S time worker name
-# j=job handle:mode... p=priority), eviction (E time node handle reuse|free is_prefetch),
-# request made (Q time handle src dst is_prefetch), request short of memory (N time handle
-# node is_prefetch) and request joining another's copy in flight, its pins lost (L time
-# handle node is_prefetch nb_tasks_prefetch). is_prefetch: 0 fetch, 1 task prefetch, 3 idle;
-# StarPU's memory nodes are 0 = RAM, 1.. = CUDA0...
+# j=job handle:mode... p=priority M buffers pinned referenced idle U used_MiB K chunks
+# blocks: the occupancy of the worker's GPU, see below), eviction (E time node handle
+# reuse|free is_prefetch nb_tasks_prefetch), request made (Q time handle src dst
+# is_prefetch), request short of memory (N time handle node is_prefetch buffers pinned
+# referenced idle), request joining another's copy in flight, its pins lost (L time handle
+# node is_prefetch nb_tasks_prefetch) and request raised to a fetch by a popped task (U time
+# handle node old_is_prefetch). is_prefetch: 0 fetch, 1 task prefetch, 3 idle; StarPU's
+# memory nodes are 0 = RAM, 1.. = CUDA0... Occupancy: buffers on the node's LRU list, those
+# pinned by queued tasks' prefetches (nb_tasks_prefetch > 0), those referenced, those
+# neither; the memory counted against the limit; the sub-allocator's 32 MiB chunks and the
+# 16 KiB blocks in use in them (issue 21's note: 32 chunks, room for 288 tiles, 250 held).
+# After changing xlog.patch, rebuild with build.sh on a fresh $STARPU_ORACLE (it patches
+# only a fresh source tree).
 # STARPU_SCALE_CPU="model factor" (for example "chol_model_gemm 1.01") scales that codelet's
 # CPU history means, on every machine, in the copy of the models the rows run with: how much a
 # row moves when one calibrated time moves by 1 % (issue 21's note, section 3).

@@ -62,8 +62,10 @@
 //! does not wait for transfers in flight, a popped task's buffers are allocated at once (in
 //! StarPU as its fetch requests start), a prefetch of data relayed through RAM pins them at
 //! push, a request joining one still queued takes its place (that one's pin is lost at once),
-//! and redux accesses are plain writes (no init or
-//! reduction tasks).
+//! the memory limit counts buffers where StarPU counts the sub-allocator's 32 MiB chunks
+//! (and hides room freed between live buffers: see `suballoc.rs`; at 1024 MiB per GPU
+//! hetsim holds 291 tiles of 3.5 MiB, StarPU about 250), and redux accesses are plain writes
+//! (no init or reduction tasks).
 //!
 //! Layout: this file is the coordinator (events, systems, and the one place that touches the
 //! calendar, the network and the recorder); the leaves hold the rules: `setup.rs` (build and
@@ -174,7 +176,7 @@ impl Plugin for RuntimePlugin {
             .register_switch("prefetch", true, "dm* schedulers prefetch a task's inputs when they assign it; off: data move when the task is popped")
             .register_switch("memory_tidying", true, "StarPU's background tidying: under 5 % of a GPU's buffers clean, dirty ones are written back to RAM at idle level, least recently used first, until 10 % are; off: dirty buffers reach RAM only when evicted or hinted wont_use")
             .register_switch("perfmodel_noise", false, "task times drawn from the model's normal distribution (mean, stddev; seeded); off: the mean")
-            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with synchronous write-back (the GPU's driver waits for it), transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation and allocation costs (cudaMalloc/cudaFree one at a time across GPUs); a popped task's buffers fetched in StarPU's handle order (written tiles first); fetch, prefetch and idle request levels with StarPU's in-flight caps (5/2/idle per node pair), buffers allocated as a request starts, StarPU's prefetch pins (a request joining another task's copy in flight loses its pin), wont_use idle write-backs once the last writer ends; eager/prio: StarPU-SimGrid's driver choreography (a push costs 1 us and signals workers up to the first asleep and not yet told, CPUs staying told; a signalled driver pops after 1 us of progress per memory node it drives; the releaser pops after its pushes); StarPU codelet models and bus files. StarPU's sub-allocator (32 MiB chunks for buffers up to 4 MiB); background tidying (switch memory_tidying, on)")
+            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with synchronous write-back (the GPU's driver waits for it), transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation and allocation costs (cudaMalloc/cudaFree one at a time across GPUs); a popped task's buffers fetched in StarPU's handle order (written tiles first); fetch, prefetch and idle request levels with StarPU's in-flight caps (5/2/idle per node pair), buffers allocated as a request starts, StarPU's prefetch pins (a request joining another task's copy in flight loses its pin), wont_use idle write-backs once the last writer ends; eager/prio: StarPU-SimGrid's driver choreography (a push costs 1 us and signals workers up to the first asleep and not yet told, CPUs staying told; a signalled driver pops after 1 us of progress per memory node it drives; the releaser pops after its pushes); StarPU codelet models and bus files. StarPU's sub-allocator (32 MiB chunks for buffers up to 4 MiB; simplified: the memory limit counts buffers, not chunks, about 15 % more room than StarPU at 1024 MiB per GPU); background tidying (switch memory_tidying, on)")
             .init_resource::<Runtime>()
             .add_systems(SimStartup, setup_runtime.in_set(StartupSet::Workload))
             .add_systems(

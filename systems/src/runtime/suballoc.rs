@@ -2,12 +2,21 @@
 //! `STARPU_SUBALLOCATOR=1`): a buffer of at most 4 MiB is carved, in 16 KiB blocks, out of a
 //! 32 MiB chunk; only a new chunk costs a cudaMalloc, and up to four wholly free chunks are
 //! kept rather than given back with cudaFree. A 960 x 960 single-precision tile (3.5 MiB)
-//! is served this way; a double-precision one (7 MiB) is allocated directly. The memory
-//! limit is still counted buffer by buffer (StarPU accounts the buffer's size, not its
-//! chunk's).
+//! is served this way; a double-precision one (7 MiB) is allocated directly.
 //!
-//! Simplified: first fit over the chunks in creation order, and a chunk's free blocks are
-//! counted without their places (no fragmentation inside a chunk).
+//! Simplified, and it matters under a memory limit: the limit is counted buffer by buffer,
+//! and a chunk's free blocks are counted without their places (first fit over the chunks in
+//! creation order, no fragmentation). StarPU counts the 32 MiB chunks against
+//! `STARPU_LIMIT_CUDA_MEM` (`_starpu_new_chunk` allocates with `STARPU_MALLOC_COUNT`; the
+//! buffers carved out of it count nothing more), and its search skips a chunk whose
+//! `available_max` hint is too short, a hint a free raises only when the freed blocks merge
+//! with a free neighbour. So StarPU holds fewer tiles than the limit suggests: with 1024 MiB
+//! per GPU (attila, dmdas, 64 tiles, its own log) 32 chunks have room for 288 tiles and hold
+//! 245-257 for most of the run, where this model holds 291. StarPU's exact rules are written,
+//! with unit tests, on the branch `issue21-exact-suballocator`; with them hetsim holds
+//! 246-260 tiles there, but its memory-capped dm* rows come out 13-27 % slow against
+//! StarPU-SimGrid: the extra memory of this simplification hides an inefficiency hetsim
+//! still has under memory pressure (issue 21).
 
 /// Buffers up to this size are sub-allocated.
 pub const MAX_SUB: f64 = 4.0 * 1048576.0;
