@@ -40,7 +40,7 @@ const TOLERANCE: f64 = 0.10;
 ///   mirage Cholesky and LU at 8 tiles on the same kinds of workers as StarPU's log within
 ///   0.13 ms, and turned these rows from 18-44 % fast to 10-31 % slow: what is left is the
 ///   order of pops due at the same microsecond and the drivers' states at start;
-/// - attila with 1024 MB per GPU, dmdas with 8 CPUs at 64 tiles (-14 %, hetsim slow). Five
+/// - attila with 1024 MB per GPU, dmdas with 8 CPUs at 64 tiles (-13 %, hetsim slow). Five
 ///   StarPU rules brought the rest of this group, and most of the memory-capped rows of the
 ///   oracle file, within 10 %: a request allocates its buffer when it starts; a prefetch
 ///   short of memory stops every prefetch into its node until memory frees up; prefetch
@@ -48,7 +48,14 @@ const TOLERANCE: f64 = 0.10;
 ///   and go when the task's data are all there; dmdar's pop ranks the tasks of the head's
 ///   priority by bytes not valid, not loading, not allocated; background tidying is on.
 ///   GPU-only rows at 64-80 tiles went from +18..+31 % to within 6 %. Under memory pressure
-///   these rows move by +-10 points with any change in eviction timing;
+///   these rows move by +-10 points with any change in eviction timing. What is left, from
+///   StarPU's log of this row: both move the same bytes per second (the host bus is full),
+///   but hetsim needs 16 % more copies. 23,000 of its copies are fetches a popped task made
+///   for data that was not there, mostly prefetched for it and then evicted by another
+///   task's fetch (StarPU: 7,800), and StarPU keeps 15-35 clean, unpinned buffers per GPU
+///   idle mid-run where hetsim keeps 2. hetsim also has about 15 % more room than StarPU
+///   here (it counts buffers against the limit, StarPU counts 32 MiB chunks: `suballoc.rs`),
+///   which hides part of that gap on the other memory-capped rows;
 /// - mirage dmdar GPU-only at 8 tiles (+11.4 %, 120 tasks): it moved from +5.6 % when dm*'s
 ///   expected start at a task's start followed StarPU's pre-exec hook (now + the pipeline,
 ///   not the later of that and the old expectation), which moved most dm* rows by under a
