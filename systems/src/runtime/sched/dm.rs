@@ -6,7 +6,7 @@
 //! counts only the queued work ahead of the task. Uncalibrated models (StarPU history entries
 //! under 10 samples) make them fall back to StarPU's greedy rule: the least loaded worker, the
 //! first uncalibrated one at once.
-//! Simplified: the ready-first scan looks at the first 64 queued tasks; no energy term.
+//! Simplified: no energy term (StarPU adds none without energy models, as in its default runs).
 
 use std::collections::VecDeque;
 
