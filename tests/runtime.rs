@@ -6,7 +6,7 @@ mod common;
 use hetsim::schema::load::{load_scenario, parse_scenario};
 use hetsim::schema::scenario::OutputSpec;
 use hetsim::systems::runtime::RuntimeReport;
-use hetsim::systems::runtime::graph::{self, Priorities};
+use hetsim::systems::runtime::graph;
 use hetsim::{Error, RunOptions, simulate};
 
 /// One node: `gpus` GPUs (PCIe 10 GB/s each way, no latency, 100 GB/s host link) and
@@ -352,7 +352,7 @@ fn attila_app(app: &str, n: u32, sched: &str, extra: &[String]) -> Result<Runtim
 
 #[test]
 fn every_scheduler_runs_each_task_once_after_its_dependencies() {
-    let g = graph::cholesky(9600, 960, 4, Priorities::Used).unwrap();
+    let g = graph::cholesky(9600, 960, 4).unwrap();
     for sched in [
         "eager",
         "prio",
@@ -410,6 +410,41 @@ fn dmdas_beats_eager_on_attila() {
         "dmdas {} eager {}",
         dmdas.gflops,
         eager.gflops
+    );
+}
+
+#[test]
+fn priorities_are_capped_into_the_schedulers_range() {
+    // One CPU worker, three 1 s tasks submitted a, b, c with priorities 0, 1, 2, all queued
+    // before the worker wakes. StarPU caps each task's priority into its context's range at
+    // submission: prio widens an unset end to the whole int range (c, b, a), and
+    // STARPU_MAX_PRIO=0 caps every one to 0 (FIFO: a, b, c). eager keeps [0, 0].
+    let dag = r#"Dag(handles: [], tasks: [(name: "a", codelet: "k", priority: 0),
+        (name: "b", codelet: "k", priority: 1), (name: "c", codelet: "k", priority: 2)])"#;
+    let models = r#"models: {"k": CodeletModel(cpu: Some(Constant("1s")))}"#;
+    let order = |runtime: &str| {
+        let r = run(&node(0, 1), dag, runtime, QUIET).unwrap();
+        let mut by_start: Vec<usize> = (0..3).collect();
+        by_start.sort_by(|&x, &y| r.task_times[x].0.total_cmp(&r.task_times[y].0));
+        by_start
+    };
+    assert_eq!(order(&format!("scheduler: prio, {models}")), [2, 1, 0]);
+    assert_eq!(
+        order(&format!("scheduler: prio, max_priority: 0, {models}")),
+        [0, 1, 2]
+    );
+    assert_eq!(order(&format!("scheduler: eager, {models}")), [0, 1, 2]);
+    let e = run(
+        &node(0, 1),
+        dag,
+        &format!("scheduler: prio, min_priority: 3, max_priority: 2, {models}"),
+        &[],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("runtime.min_priority (3) is above runtime.max_priority (2)"),
+        "{e}"
     );
 }
 

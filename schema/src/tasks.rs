@@ -155,6 +155,12 @@ pub struct RuntimeSpec {
     /// Codelet models given here (they win over a StarPU machine's files).
     #[serde(default)]
     pub models: std::collections::BTreeMap<String, CodeletModel>,
+    /// The lowest and highest task priority the scheduler keeps (StarPU's STARPU_MIN_PRIO
+    /// and STARPU_MAX_PRIO); unset, the policy decides ([`Scheduler::priority_range`]).
+    #[serde(default)]
+    pub min_priority: Option<i64>,
+    #[serde(default)]
+    pub max_priority: Option<i64>,
 }
 
 fn two() -> u32 {
@@ -172,6 +178,8 @@ impl Default for RuntimeSpec {
             alpha: 1.0,
             beta: 1.0,
             models: Default::default(),
+            min_priority: None,
+            max_priority: None,
         }
     }
 }
@@ -199,19 +207,31 @@ pub enum Scheduler {
 }
 
 impl Scheduler {
-    /// Whether the policy declares an unbounded priority range (StarPU: the others leave it
-    /// at [0, 0], so the examples' priorities are all 0 under them).
-    pub fn uses_priorities(self) -> bool {
-        matches!(
-            self,
+    /// The task priorities the policy keeps, given the ends the user set: StarPU caps every
+    /// submitted task's priority into its context's range (`_starpu_task_submit`). A context
+    /// starts at [0, 0] but for the ends set by STARPU_MIN_PRIO / STARPU_MAX_PRIO; prio, ws,
+    /// lws, dmdap, dmdas and dmdasd widen an unset end to the whole `int` range, heteroprio
+    /// widens the range to hold [0, 99], and eager, random, dm, dmda and dmdar leave it: under
+    /// them the examples' priorities all become 0.
+    pub fn priority_range(self, min: Option<i64>, max: Option<i64>) -> (i64, i64) {
+        let (lo, hi) = (min.unwrap_or(0), max.unwrap_or(0));
+        match self {
             Scheduler::Prio
-                | Scheduler::Ws
-                | Scheduler::Lws
-                | Scheduler::Dmdap
-                | Scheduler::Dmdas
-                | Scheduler::Dmdasd
-                | Scheduler::Heteroprio
-        )
+            | Scheduler::Ws
+            | Scheduler::Lws
+            | Scheduler::Dmdap
+            | Scheduler::Dmdas
+            | Scheduler::Dmdasd => (
+                min.unwrap_or(i32::MIN.into()),
+                max.unwrap_or(i32::MAX.into()),
+            ),
+            Scheduler::Heteroprio => (lo.min(0), hi.max(99)),
+            Scheduler::Eager
+            | Scheduler::Random
+            | Scheduler::Dm
+            | Scheduler::Dmda
+            | Scheduler::Dmdar => (lo, hi),
+        }
     }
 }
 
@@ -248,4 +268,29 @@ pub enum TimeModel {
         b: f64,
         c: f64,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Scheduler::*;
+
+    #[test]
+    fn each_policy_keeps_starpus_priority_range() {
+        // StarPU 1.4.10: a context starts at [0, 0] (sched_ctx.c); dmdas, prio, ws... set
+        // [INT_MIN, INT_MAX] where unset (initialize_dmda_sorted_policy,
+        // initialize_ws_policy...); heteroprio raises the max to 99 and the min to 0 at most;
+        // eager, random, dm, dmda and dmdar set nothing. StarPU-SimGrid's log of
+        // lu_implicit under eager, dmda and dmdar shows every task at priority 0.
+        let int = (i64::from(i32::MIN), i64::from(i32::MAX));
+        for s in [Prio, Ws, Lws, Dmdap, Dmdas, Dmdasd] {
+            assert_eq!(s.priority_range(None, None), int, "{s:?}");
+            assert_eq!(s.priority_range(Some(-3), None), (-3, int.1), "{s:?}");
+        }
+        for s in [Eager, Random, Dm, Dmda, Dmdar] {
+            assert_eq!(s.priority_range(None, None), (0, 0), "{s:?}");
+            assert_eq!(s.priority_range(Some(-5), Some(5)), (-5, 5), "{s:?}");
+        }
+        assert_eq!(Heteroprio.priority_range(None, None), (0, 99));
+        assert_eq!(Heteroprio.priority_range(Some(4), Some(200)), (0, 200));
+    }
 }

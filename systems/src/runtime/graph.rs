@@ -13,7 +13,7 @@ use smallvec::SmallVec;
 use hetsim_schema::starpu::footprint;
 use hetsim_schema::tasks::{DagSpec, Mode};
 
-pub use super::tiled::{Priorities, cholesky, lu, qr};
+pub use super::tiled::{cholesky, lu, qr};
 
 /// A piece of data.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,6 +80,13 @@ struct HandleGroups {
 }
 
 impl Graph {
+    /// Caps every task's priority into `[lo, hi]`, as StarPU does at submission.
+    pub fn cap_priorities(&mut self, lo: i64, hi: i64) {
+        for t in &mut self.tasks {
+            t.priority = t.priority.clamp(lo, hi);
+        }
+    }
+
     pub fn codelet(&mut self, name: &str) -> u16 {
         match self.codelets.iter().position(|c| c == name) {
             Some(i) => i as u16,
@@ -332,7 +339,7 @@ mod tests {
         // writes A[2][1]: StarPU's log (mirage, 8 tiles) requests A[2][1] first, then
         // A[1][0] before A[2][0] (path (1,0) < (2,0)).
         let nt = 4;
-        let g = cholesky(960 * nt, 960, 4, Priorities::Ignored).unwrap();
+        let g = cholesky(960 * nt, 960, 4).unwrap();
         let task = |l: &str| g.tasks.iter().position(|t| t.label == l).unwrap() as u32;
         // Tiles j <= i are registered in (i, j) order: A00 A10 A11 A20 A21 ...
         let a = |i: u32, j: u32| i * (i + 1) / 2 + j;
@@ -376,7 +383,7 @@ mod tests {
     #[test]
     fn cholesky_has_starpus_task_counts_and_flops() {
         // nt = 10: POTRF nt, TRSM and SYRK nt(nt-1)/2, GEMM nt(nt-1)(nt-2)/6 (notes 6.1).
-        let g = cholesky(9600, 960, 4, Priorities::Used).unwrap();
+        let g = cholesky(9600, 960, 4).unwrap();
         let count = |c: &str| {
             let id = g.codelets.iter().position(|x| x == c).unwrap() as u16;
             g.tasks.iter().filter(|t| t.codelet == id).count()
@@ -407,7 +414,7 @@ mod tests {
     fn cholesky_carries_the_examples_wont_use_hints() {
         // nt = 3: per step k the diagonal tile (after its nt-1-k TRSMs, or POTRF alone at the
         // last step) and each panel tile (after its SYRK and GEMMs): 3 + 2 + 1 hints.
-        let g = cholesky(300, 100, 4, Priorities::Used).unwrap();
+        let g = cholesky(300, 100, 4).unwrap();
         assert_eq!(g.hints.len(), 6);
         // Each hint is a read acquire: it waits for the tile's last writer, not for the
         // readers submitted before it. The first, A[0][0], fires when potrf(0) ends (while

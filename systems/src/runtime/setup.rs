@@ -7,7 +7,7 @@ use hetsim_schema::tasks::RuntimeSpec;
 
 use super::core::{Runtime, RuntimeReport, TaskState, WorkerRt};
 use super::drivers::Drivers;
-use super::graph::{self, Graph, Priorities};
+use super::graph::{self, Graph};
 use super::machine::{Arch, Machine, Models};
 use super::memory::{Memory, Replicas};
 use super::sched;
@@ -35,16 +35,18 @@ pub fn build(
     rng: rand_chacha::ChaCha8Rng,
 ) -> Result<Option<Runtime>, String> {
     let (workload, spec) = cfg;
-    let prio = if spec.scheduler.uses_priorities() {
-        Priorities::Used
-    } else {
-        Priorities::Ignored
-    };
-    let (graph, flops) = match workload {
+    if let (Some(lo), Some(hi)) = (spec.min_priority, spec.max_priority)
+        && lo > hi
+    {
+        return Err(format!(
+            "runtime.min_priority ({lo}) is above runtime.max_priority ({hi})"
+        ));
+    }
+    let (mut graph, flops) = match workload {
         Workload::Cholesky(t) => {
             let n = t.n as f64;
             (
-                graph::cholesky(t.n, t.tile, t.precision.bytes(), prio)
+                graph::cholesky(t.n, t.tile, t.precision.bytes())
                     .map_err(|e| format!("workload.Cholesky: {e}"))?,
                 n * n * n / 3.0,
             )
@@ -71,6 +73,10 @@ pub fn build(
         }
         _ => return Ok(None),
     };
+    let (lo, hi) = spec
+        .scheduler
+        .priority_range(spec.min_priority, spec.max_priority);
+    graph.cap_priorities(lo, hi);
     let machine = Machine::from_platform(platform, topo)?;
     if machine.workers.is_empty() {
         return Err("platform: the runtime has no worker (ncpu = 0 and ncuda = 0)".into());

@@ -1,25 +1,17 @@
 //! The tiled factorisations StarPU's examples run, as task graphs: Cholesky
-//! (cholesky_implicit), LU (lu_implicit, no pivoting) and QR, with the examples' priorities,
-//! flops and hints.
+//! (cholesky_implicit), LU (lu_implicit, no pivoting) and QR, with the examples' priorities
+//! (capped into the scheduler's range by `setup.rs`, as StarPU caps them), flops and hints.
 
 use hetsim_schema::starpu::footprint;
 use hetsim_schema::tasks::{Mode, Precision, lu_codelets};
 
 use super::graph::Graph;
 
-/// Whether the scheduler takes priorities (StarPU: dmdas, dmdasd, prio, ws, lws declare an
-/// unbounded range; eager, dm, dmda, dmdar leave it at [0, 0]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Priorities {
-    Used,
-    Ignored,
-}
-
 /// Tiled Cholesky (right-looking, StarPU's cholesky_implicit) of an n x n matrix of
 /// `tile` x `tile` tiles of `elem` bytes: POTRF, TRSM, SYRK, GEMM with the example's
 /// bottom-level priorities (2nt-2k, 2nt-2k-m, 2nt-2k-n, 2nt-2k-m-n), flops and wont_use
 /// hints.
-pub fn cholesky(n: u32, tile: u32, elem: u32, prio: Priorities) -> Result<Graph, String> {
+pub fn cholesky(n: u32, tile: u32, elem: u32) -> Result<Graph, String> {
     let nt = tiles(n, tile)?;
     let mut g = Graph::default();
     let (potrf, trsm, syrk, gemm) = (
@@ -32,7 +24,6 @@ pub fn cholesky(n: u32, tile: u32, elem: u32, prio: Priorities) -> Result<Graph,
     let ids = tile_handles(&mut g, nt, tile, elem, |i, j| j <= i, |i, j| i * nt + j);
     let a = |i: u32, j: u32| ids[(i * nt + j) as usize];
     let b = tile as f64;
-    let p = |v: i64| if prio == Priorities::Used { v } else { 0 };
     let nt_i = nt as i64;
     for k in 0..nt {
         let ki = k as i64;
@@ -40,7 +31,7 @@ pub fn cholesky(n: u32, tile: u32, elem: u32, prio: Priorities) -> Result<Graph,
         g.add_task(
             potrf,
             &[(kk, Mode::RW)],
-            p(2 * nt_i - 2 * ki),
+            2 * nt_i - 2 * ki,
             b * b * b / 3.0 + b * b / 2.0 + b / 6.0,
             format!("potrf({k})"),
         );
@@ -48,7 +39,7 @@ pub fn cholesky(n: u32, tile: u32, elem: u32, prio: Priorities) -> Result<Graph,
             g.add_task(
                 trsm,
                 &[(kk, Mode::R), (a(m, k), Mode::RW)],
-                p(2 * nt_i - 2 * ki - m as i64),
+                2 * nt_i - 2 * ki - m as i64,
                 b * b * (b + 1.0),
                 format!("trsm({k},{m})"),
             );
@@ -60,7 +51,7 @@ pub fn cholesky(n: u32, tile: u32, elem: u32, prio: Priorities) -> Result<Graph,
             g.add_task(
                 syrk,
                 &[(a(nn, k), Mode::R), (a(nn, nn), Mode::RW)],
-                p(2 * nt_i - 2 * ki - nn as i64),
+                2 * nt_i - 2 * ki - nn as i64,
                 b * b * (b + 1.0),
                 format!("syrk({k},{nn})"),
             );
@@ -72,7 +63,7 @@ pub fn cholesky(n: u32, tile: u32, elem: u32, prio: Priorities) -> Result<Graph,
                         (a(nn, k), Mode::R),
                         (a(m, nn), Mode::RW),
                     ],
-                    p(2 * nt_i - 2 * ki - m as i64 - nn as i64),
+                    2 * nt_i - 2 * ki - m as i64 - nn as i64,
                     2.0 * b * b * b,
                     format!("gemm({k},{m},{nn})"),
                 );
@@ -85,8 +76,7 @@ pub fn cholesky(n: u32, tile: u32, elem: u32, prio: Priorities) -> Result<Graph,
 }
 
 /// Tiled LU without pivoting (StarPU's lu_implicit_example): GETRF, TRSM on the L and U
-/// panels, GEMM, with the example's priorities (3nt-3k, 3nt-2k-i, 3nt-k-i-j; set under every
-/// scheduler) and flops.
+/// panels, GEMM, with the example's priorities (3nt-3k, 3nt-2k-i, 3nt-k-i-j) and flops.
 pub fn lu(n: u32, tile: u32, precision: Precision) -> Result<Graph, String> {
     let nt = tiles(n, tile)?;
     let elem = precision.bytes();
