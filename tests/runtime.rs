@@ -528,8 +528,8 @@ fn an_uncalibrated_worker_gets_the_task_to_calibrate() {
 
 #[test]
 fn tidying_writes_dirty_buffers_back_at_idle_level_so_evictions_need_fewer() {
-    // LU (no wont_use hints, unlike Cholesky, whose hints keep buffers clean so that
-    // tidying never triggers) with 128 MB per GPU (36 tiles of 3.5 MiB) for 1.4 GB of tiles
+    // LU (its wont_use hints cover the panel tiles only, so the trailing tiles the GEMMs
+    // write stay dirty; Cholesky's hints keep buffers clean) with 128 MB per GPU (36 tiles of 3.5 MiB) for 1.4 GB of tiles
     // under eager (no prefetch): most buffers hold tiles written on the GPU. With StarPU's
     // tidying (a GPU of 36 buffers tidies when none is clean, 36 * 5 / 100 = 1, until
     // 36 * 10 / 100 = 3 are), dirty buffers go back to RAM at idle level and evictions find

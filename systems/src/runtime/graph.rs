@@ -433,6 +433,25 @@ mod tests {
     }
 
     #[test]
+    fn lu_carries_the_examples_wont_use_hints() {
+        // lu_implicit (StarPU 1.4.10, xlu_implicit.c): per step k, the diagonal tile after
+        // its TRSMs, then both panel tiles of each i > k after the step's GEMMs. nt = 3:
+        // 1 + 4, 1 + 2, 1 hints. Each fires when the tile's last writer ends.
+        let g = lu(300, 100, Precision::Single).unwrap();
+        assert_eq!(g.hints.len(), 9);
+        let waiting = |id: u32| -> Vec<&str> {
+            (0..g.tasks.len())
+                .filter(|&t| g.hint_of[t].contains(&id))
+                .map(|t| g.tasks[t].label.as_str())
+                .collect()
+        };
+        assert_eq!(waiting(0), ["getrf(0)"]);
+        assert_eq!(waiting(1), ["trsm_l(0,1)"]);
+        assert_eq!(waiting(2), ["trsm_u(0,1)"]);
+        assert_eq!(waiting(5), ["getrf(1)"]);
+    }
+
+    #[test]
     fn readers_share_and_writers_wait_for_every_reader() {
         let mut g = Graph::default();
         let c = g.codelet("k");

@@ -76,7 +76,8 @@ pub fn cholesky(n: u32, tile: u32, elem: u32) -> Result<Graph, String> {
 }
 
 /// Tiled LU without pivoting (StarPU's lu_implicit_example): GETRF, TRSM on the L and U
-/// panels, GEMM, with the example's priorities (3nt-3k, 3nt-2k-i, 3nt-k-i-j) and flops.
+/// panels, GEMM, with the example's priorities (3nt-3k, 3nt-2k-i, 3nt-k-i-j), flops and
+/// wont_use hints.
 pub fn lu(n: u32, tile: u32, precision: Precision) -> Result<Graph, String> {
     let nt = tiles(n, tile)?;
     let elem = precision.bytes();
@@ -113,6 +114,9 @@ pub fn lu(n: u32, tile: u32, precision: Precision) -> Result<Graph, String> {
                 format!("trsm_u({k},{i})"),
             );
         }
+        // As StarPU's lu_implicit: the diagonal tile is done with after its TRSMs, the
+        // step's panel tiles after its GEMMs.
+        g.wont_use(a(k, k));
         for i in k + 1..nt {
             for j in k + 1..nt {
                 g.add_task(
@@ -123,6 +127,10 @@ pub fn lu(n: u32, tile: u32, precision: Precision) -> Result<Graph, String> {
                     format!("gemm({k},{i},{j})"),
                 );
             }
+        }
+        for i in k + 1..nt {
+            g.wont_use(a(i, k));
+            g.wont_use(a(k, i));
         }
     }
     g.finish()?;
