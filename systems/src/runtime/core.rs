@@ -33,6 +33,9 @@ pub enum Due {
     TaskDone(u32),
     /// A transfer off the shared bus is over.
     XferDone(u32),
+    /// A copy on the shared bus is submitted now (after its driver's allocations and
+    /// queueing cost).
+    XferSubmit(u32),
     /// A worker a push signalled, or that released tasks, pops now (`drivers.rs`).
     Pop(u32),
     /// A released task is pushed now (after its pusher's earlier pushes).

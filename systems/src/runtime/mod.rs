@@ -21,7 +21,9 @@
 //! source with the smallest predicted time; RAM, then a GPU, when none is direct). GPU-to-GPU
 //! copies go directly only where the two GPUs have peer access, else through RAM in two hops.
 //! Copies between the same pair of nodes, and a GPU-to-GPU copy against copies into either of
-//! its ends, go one at a time as in StarPU-SimGrid. A worker runs its ready tasks in order, one
+//! its ends, go one at a time as in StarPU-SimGrid, in the order their drivers submit them:
+//! the driver handling a copy (the GPU end's; the destination's between GPUs) sleeps for the
+//! allocations it owes and 10 us of queueing before each submission, one copy after another. A worker runs its ready tasks in order, one
 //! at a time, for the codelet model's time. Writes make the worker's replica the owner and
 //! invalidate the others.
 //! Runtime overheads (switch `runtime_overheads`, StarPU-SimGrid's figures): 10 us before each
@@ -123,6 +125,7 @@ pub struct RuntimeConfig {
 enum RtEvent {
     TaskDone(u32),
     XferDone(u32),
+    XferSubmit(u32),
     Start,
     Pop(u32),
     Push(u32),
@@ -139,6 +142,7 @@ impl SimEvent for RtEvent {
             RtEvent::Pop(w) => (3, w),
             RtEvent::Push(t) => (4, t),
             RtEvent::Resume(w) => (5, w),
+            RtEvent::XferSubmit(x) => (6, x),
         };
         (Entity::PLACEHOLDER, (k << 32) | v as u64)
     }
@@ -150,6 +154,7 @@ impl SimEvent for RtEvent {
             3 => RtEvent::Pop(v),
             4 => RtEvent::Push(v),
             5 => RtEvent::Resume(v),
+            6 => RtEvent::XferSubmit(v),
             _ => RtEvent::Start,
         }
     }
@@ -181,7 +186,7 @@ impl Plugin for RuntimePlugin {
             .register_switch("prefetch", true, "dm* schedulers prefetch a task's inputs when they assign it; off: data move when the task is popped")
             .register_switch("memory_tidying", true, "StarPU's background tidying: under 5 % of a GPU's buffers clean, dirty ones are written back to RAM at idle level, least recently used first, until 10 % are; off: dirty buffers reach RAM only when evicted or hinted wont_use")
             .register_switch("perfmodel_noise", false, "task times drawn from the model's normal distribution (mean, stddev; seeded); off: the mean")
-            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with synchronous write-back (the GPU's driver waits for it), transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); task priorities capped into the policy's range as StarPU does at submission (eager, random, dm, dmda, dmdar: [0, 0] unless runtime.min_priority/max_priority set it); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation and allocation costs (cudaMalloc/cudaFree one at a time across GPUs); a popped task's buffers fetched in StarPU's handle order (written tiles first); fetch, prefetch and idle request levels with StarPU's in-flight caps (5/2/idle per node pair), buffers allocated as a request starts, StarPU's prefetch pins (a request joining another task's copy in flight loses its pin), wont_use idle write-backs once the last writer ends; eager/prio: StarPU-SimGrid's driver choreography (a push costs 1 us and signals workers up to the first asleep and not yet told, CPUs staying told; a signalled driver pops after 1 us of progress per memory node it drives; the releaser pops after its pushes); StarPU codelet models and bus files. StarPU's sub-allocator (32 MiB chunks for buffers up to 4 MiB; simplified: the memory limit counts buffers, not chunks, about 15 % more room than StarPU at 1024 MiB per GPU); background tidying (switch memory_tidying, on)")
+            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with synchronous write-back (the GPU's driver waits for it), transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); task priorities capped into the policy's range as StarPU does at submission (eager, random, dm, dmda, dmdar: [0, 0] unless runtime.min_priority/max_priority set it); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation (copies ordered as their GPU's driver submits them, in turn, after its allocations and 10 us of queueing each) and allocation costs (cudaMalloc/cudaFree one at a time across GPUs); a popped task's buffers fetched in StarPU's handle order (written tiles first); fetch, prefetch and idle request levels with StarPU's in-flight caps (5/2/idle per node pair), buffers allocated as a request starts, StarPU's prefetch pins (a request joining another task's copy in flight loses its pin), wont_use idle write-backs once the last writer ends; eager/prio: StarPU-SimGrid's driver choreography (a push costs 1 us and signals workers up to the first asleep and not yet told, CPUs staying told; a signalled driver pops after 1 us of progress per memory node it drives; the releaser pops after its pushes); StarPU codelet models and bus files. StarPU's sub-allocator (32 MiB chunks for buffers up to 4 MiB; simplified: the memory limit counts buffers, not chunks, about 15 % more room than StarPU at 1024 MiB per GPU); background tidying (switch memory_tidying, on)")
             .init_resource::<Runtime>()
             .add_systems(SimStartup, setup_runtime.in_set(StartupSet::Workload))
             .add_systems(
@@ -286,6 +291,7 @@ fn run_runtime(mut inbox: ResMut<Inbox<RtEvent>>, mut rt: ResMut<Runtime>, mut c
             }
             RtEvent::TaskDone(t) => rt.kernel_done(t),
             RtEvent::XferDone(x) => rt.xfer_done(x),
+            RtEvent::XferSubmit(x) => rt.submit(x),
             RtEvent::Pop(w) => rt.pop_due(w),
             RtEvent::Push(t) => rt.push_due(t),
             RtEvent::Resume(w) => rt.resume(w),
@@ -316,6 +322,7 @@ fn flush(rt: &mut Runtime, cx: &mut Ctx) {
         let ev = match due {
             Due::TaskDone(t) => RtEvent::TaskDone(t),
             Due::XferDone(x) => RtEvent::XferDone(x),
+            Due::XferSubmit(x) => RtEvent::XferSubmit(x),
             Due::Pop(w) => RtEvent::Pop(w),
             Due::Push(t) => RtEvent::Push(t),
             Due::Resume(w) => RtEvent::Resume(w),

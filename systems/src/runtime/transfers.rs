@@ -86,6 +86,9 @@ pub struct Transfers {
     pub write_wait: Vec<(u32, u32)>,
     /// Transfers queued or running on the shared bus.
     pub pending: Vec<u32>,
+    /// When each node's driver is done submitting the copies it handles: StarPU-SimGrid's
+    /// driver thread sleeps for each copy's queueing in turn.
+    pub driver_free: Vec<SimTime>,
 }
 
 impl Transfers {
@@ -95,6 +98,7 @@ impl Transfers {
             requests: vec![Vec::new(); nodes * nodes],
             inflight: vec![0; nodes * nodes],
             handle_xfers: vec![0; handles],
+            driver_free: vec![SimTime::ZERO; nodes],
             ..Default::default()
         }
     }
@@ -354,38 +358,55 @@ impl Runtime {
             (_, 0) => self.report.bytes_d2h += size,
             _ => self.report.bytes_d2d += size,
         }
-        // Queueing cost, after the allocations the destination's driver owes.
-        let mut delay = std::mem::take(&mut self.mem.debt[dst as usize]);
-        if self.flags.overheads {
-            delay += QUEUE_COST;
-        }
-        let at = self
+        // Queueing cost, after the allocations the destination's driver owes, paid by the
+        // driver handling the copy (StarPU: the GPU end's, the destination's between GPUs)
+        // after the copies it submitted before.
+        let owed = std::mem::take(&mut self.mem.debt[dst as usize]);
+        let driver = if dst != 0 { dst } else { src } as usize;
+        let mut at = self
             .now
-            .saturating_add(SimTime::from_secs_saturating(delay));
-        let mut xfer = std::mem::take(&mut self.copies.xfers[x as usize]);
-        xfer.ready_at = at;
-        if self.flags.shared_bus {
-            // Waits for the pending copies it must follow; the flow starts after them and
-            // the queueing delay.
-            for &p in &self.copies.pending {
-                let old = &mut self.copies.xfers[p as usize];
-                if Xfer::after((src, dst), (old.src, old.dst)) {
-                    old.wakes.push(x);
-                    xfer.waits += 1;
-                }
-            }
-            self.copies.pending.push(x);
-            if xfer.waits == 0 {
-                self.flows.push((at, x));
-            }
-        } else {
+            .saturating_add(SimTime::from_secs_saturating(owed))
+            .max(self.copies.driver_free[driver]);
+        if self.flags.overheads {
+            at = at.saturating_add(SimTime::from_secs_saturating(QUEUE_COST));
+        }
+        self.copies.driver_free[driver] = at;
+        self.copies.xfers[x as usize].ready_at = at;
+        if !self.flags.shared_bus {
             let t = self.machine.alone(src, dst, size);
             self.timers.push((
                 at.saturating_add(SimTime::from_secs_saturating(t)),
                 Due::XferDone(x),
             ));
+        } else if at > self.now {
+            // StarPU-SimGrid submits the copy (and orders it against the others) once the
+            // driver has slept for the allocations and the queueing.
+            self.timers.push((at, Due::XferSubmit(x)));
+        } else {
+            self.submit(x);
         }
-        self.copies.xfers[x as usize] = xfer;
+    }
+
+    /// Copy `x` reaches the shared bus: it waits for the pending copies it must follow
+    /// (StarPU-SimGrid's `transfer_submit`), else its flow starts now.
+    pub(crate) fn submit(&mut self, x: u32) {
+        let (src, dst) = (
+            self.copies.xfers[x as usize].src,
+            self.copies.xfers[x as usize].dst,
+        );
+        let mut waits = 0;
+        for &p in &self.copies.pending {
+            let old = &mut self.copies.xfers[p as usize];
+            if Xfer::after((src, dst), (old.src, old.dst)) {
+                old.wakes.push(x);
+                waits += 1;
+            }
+        }
+        self.copies.pending.push(x);
+        self.copies.xfers[x as usize].waits = waits;
+        if waits == 0 {
+            self.flows.push((self.now, x));
+        }
     }
 
     /// Transfer `x` is over: the copies serialised behind it may go.
@@ -491,6 +512,47 @@ mod tests {
         assert!(Xfer::after((1, 2), (0, 1)) && Xfer::after((1, 2), (0, 2)));
         assert!(Xfer::after((0, 2), (1, 2)) && Xfer::after((0, 1), (1, 2)));
         assert!(!Xfer::after((1, 0), (1, 2)) && !Xfer::after((0, 3), (1, 2)));
+    }
+
+    #[test]
+    fn a_driver_submits_its_copies_in_turn_after_its_allocations() {
+        // StarPU-SimGrid's GPU driver, handling two requests into its GPU: the first
+        // allocates the sub-allocator's first chunk (a cudaMalloc, 175 us of sleep), sleeps
+        // 10 us for the queueing and submits its copy (at 185 us, when it is ordered against
+        // the copies pending then); the second, served from the chunk, sleeps 10 us after
+        // that (195 us) and, on the same node pair, waits for the first copy to end.
+        let dag = r#"(handles: [(name: "a", size: 1e6), (name: "b", size: 1e6)], tasks: [])"#;
+        let flags = Flags {
+            overheads: true,
+            mem_limit: true,
+            shared_bus: true,
+            prefetch: true,
+            noise: false,
+            tidy: false,
+        };
+        let mut rt = test_runtime(dag, "{}", 16e9, flags);
+        for h in 0..2 {
+            assert!(rt.allocate(h, 1, Evict::ForFetch));
+            rt.request(h, 1, Level::Fetch, 0, None);
+        }
+        let us = |t: SimTime| (t.as_secs_f64() * 1e6).round() as u64;
+        let submits: Vec<(u64, Due)> = rt.timers.iter().map(|&(t, d)| (us(t), d)).collect();
+        assert_eq!(
+            submits,
+            [(185, Due::XferSubmit(0)), (195, Due::XferSubmit(1))]
+        );
+        assert!(
+            rt.flows.is_empty(),
+            "no copy is on the bus before its submission"
+        );
+        rt.timers.clear();
+        rt.now = SimTime::from_secs_saturating(185e-6);
+        rt.submit(0);
+        rt.now = SimTime::from_secs_saturating(195e-6);
+        rt.submit(1);
+        let started: Vec<(u64, u32)> = rt.flows.iter().map(|&(t, x)| (us(t), x)).collect();
+        assert_eq!(started, [(185, 0)]);
+        assert_eq!(rt.copies.xfers[1].waits, 1);
     }
 
     #[test]
