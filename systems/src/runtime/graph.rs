@@ -410,6 +410,14 @@ mod tests {
         assert_eq!(g.npred[1], 1);
     }
 
+    /// The tasks whose end fires hint `id`.
+    fn hint_waits_for(g: &Graph, id: u32) -> Vec<&str> {
+        (0..g.tasks.len())
+            .filter(|&t| g.hint_of[t].contains(&id))
+            .map(|t| g.tasks[t].label.as_str())
+            .collect()
+    }
+
     #[test]
     fn cholesky_carries_the_examples_wont_use_hints() {
         // nt = 3: per step k the diagonal tile (after its nt-1-k TRSMs, or POTRF alone at the
@@ -421,12 +429,7 @@ mod tests {
         // trsm(0,1) and trsm(0,2) read it); the one on A[1][0] when trsm(0,1) ends, before
         // syrk(0,1) and gemm(0,2,1) read it. StarPU-SimGrid 1.4.10's log of attila ws at 48
         // tiles shows the same: each tile's write-back home starts before its readers run.
-        let waiting = |id: u32| -> Vec<&str> {
-            (0..g.tasks.len())
-                .filter(|&t| g.hint_of[t].contains(&id))
-                .map(|t| g.tasks[t].label.as_str())
-                .collect()
-        };
+        let waiting = |id: u32| hint_waits_for(&g, id);
         assert_eq!(g.hints[0].1, 1);
         assert_eq!(waiting(0), ["potrf(0)"]);
         assert_eq!(waiting(1), ["trsm(0,1)"]);
@@ -439,12 +442,7 @@ mod tests {
         // 1 + 4, 1 + 2, 1 hints. Each fires when the tile's last writer ends.
         let g = lu(300, 100, Precision::Single).unwrap();
         assert_eq!(g.hints.len(), 9);
-        let waiting = |id: u32| -> Vec<&str> {
-            (0..g.tasks.len())
-                .filter(|&t| g.hint_of[t].contains(&id))
-                .map(|t| g.tasks[t].label.as_str())
-                .collect()
-        };
+        let waiting = |id: u32| hint_waits_for(&g, id);
         assert_eq!(waiting(0), ["getrf(0)"]);
         assert_eq!(waiting(1), ["trsm_l(0,1)"]);
         assert_eq!(waiting(2), ["trsm_u(0,1)"]);
