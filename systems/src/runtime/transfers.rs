@@ -50,8 +50,6 @@ pub struct Xfer {
     pub(crate) launched: bool,
     /// GPUs to forward the data to once they land in RAM (no peer access to the source).
     pub(crate) then: Vec<u32>,
-    /// When its queueing costs are paid and it may start.
-    pub(crate) ready_at: SimTime,
     /// Earlier transfers it waits for, and later ones waiting for it (StarPU-SimGrid's
     /// serialisation: one copy at a time per node pair and per GPU-GPU pair).
     pub(crate) waits: u32,
@@ -68,6 +66,13 @@ impl Xfer {
             || (gpu_gpu(new) && gpu_gpu(old) && new == (old.1, old.0))
             || (gpu_gpu(new) && (old.1 == new.0 || old.1 == new.1))
             || (gpu_gpu(old) && (new.1 == old.0 || new.1 == old.1))
+    }
+
+    /// The node whose driver handles a copy (StarPU's `link_supports_direct_transfers`):
+    /// the destination's, or the source's when the destination is RAM (CPUs cannot reach a
+    /// GPU).
+    pub(crate) fn handler(src: u32, dst: u32) -> u32 {
+        if dst != 0 { dst } else { src }
     }
 }
 
@@ -198,9 +203,8 @@ impl Runtime {
             self.launch(x);
         } else {
             self.pump(src, dst);
-            // Posting it flags and signals its handler: the destination's driver, or the
-            // source's when the destination is RAM (CPUs cannot reach a GPU).
-            self.posted_on(if dst != 0 { dst } else { src });
+            // Posting it flags and signals its handler's driver.
+            self.posted_on(Xfer::handler(src, dst));
         }
         x
     }
@@ -359,10 +363,9 @@ impl Runtime {
             _ => self.report.bytes_d2d += size,
         }
         // Queueing cost, after the allocations the destination's driver owes, paid by the
-        // driver handling the copy (StarPU: the GPU end's, the destination's between GPUs)
-        // after the copies it submitted before.
+        // driver handling the copy after the copies it submitted before.
         let owed = std::mem::take(&mut self.mem.debt[dst as usize]);
-        let driver = if dst != 0 { dst } else { src } as usize;
+        let driver = Xfer::handler(src, dst) as usize;
         let mut at = self
             .now
             .saturating_add(SimTime::from_secs_saturating(owed))
@@ -371,7 +374,6 @@ impl Runtime {
             at = at.saturating_add(SimTime::from_secs_saturating(QUEUE_COST));
         }
         self.copies.driver_free[driver] = at;
-        self.copies.xfers[x as usize].ready_at = at;
         if !self.flags.shared_bus {
             let t = self.machine.alone(src, dst, size);
             self.timers.push((
@@ -419,7 +421,8 @@ impl Runtime {
             let next = &mut self.copies.xfers[w as usize];
             next.waits -= 1;
             if next.waits == 0 {
-                self.flows.push((next.ready_at.max(now), w));
+                // Submitted (at its queueing's end) before what it waited for ended.
+                self.flows.push((now, w));
             }
         }
     }
