@@ -529,16 +529,21 @@ fn an_uncalibrated_worker_gets_the_task_to_calibrate() {
 #[test]
 fn tidying_writes_dirty_buffers_back_at_idle_level_so_evictions_need_fewer() {
     // LU (its wont_use hints cover the panel tiles only, so the trailing tiles the GEMMs
-    // write stay dirty; Cholesky's hints keep buffers clean) with 128 MB per GPU (36 tiles of 3.5 MiB) for 1.4 GB of tiles
-    // under eager (no prefetch): most buffers hold tiles written on the GPU. With StarPU's
-    // tidying (a GPU of 36 buffers tidies when none is clean, 36 * 5 / 100 = 1, until
-    // 36 * 10 / 100 = 3 are), dirty buffers go back to RAM at idle level and evictions find
-    // clean victims: fewer synchronous write-backs for the same work.
+    // write stay dirty; Cholesky's hints keep buffers clean) on the GPUs alone with 256 MB
+    // per GPU (73 tiles of 3.5 MiB) for 1.4 GB of tiles under eager (no prefetch): most
+    // buffers hold tiles written on the GPU. With StarPU's tidying (a GPU of 73 buffers
+    // tidies when fewer than 73 * 5 / 100 = 3 are clean, until 73 * 10 / 100 = 7 are),
+    // dirty buffers go back to RAM at idle level and evictions find clean victims: fewer
+    // synchronous write-backs for the same work (534 against 1,132 today).
     let base = [
-        "platform.limit_cuda_mem_mb=128".to_string(),
+        "platform.limit_cuda_mem_mb=256".to_string(),
+        "platform.ncpu=0".into(),
         "switches.memory_tidying=false".into(),
     ];
-    let tidy = ["platform.limit_cuda_mem_mb=128".to_string()];
+    let tidy = [
+        "platform.limit_cuda_mem_mb=256".to_string(),
+        "platform.ncpu=0".into(),
+    ];
     let off = attila_app("lu", 19200, "eager", &base).unwrap();
     let on = attila_app("lu", 19200, "eager", &tidy).unwrap();
     assert_eq!(off.tidy_writebacks, 0);
@@ -771,4 +776,50 @@ fn a_kernel_launched_before_the_driver_waits_still_runs() {
     let r = run(&node(1, 0), dag, &runtime, QUIET).unwrap();
     assert_makespan(&r, 0.140);
     assert_eq!((r.evictions, r.writebacks), (1, 1));
+}
+
+#[test]
+fn a_synchronous_cuda_codelet_blocks_its_driver() {
+    // StarPU's CUDA driver runs a codelet without STARPU_CUDA_ASYNC itself (driver_cuda.c):
+    // it pops nothing more and progresses no copy until the kernel ends, and the kernel
+    // pays no 10 us of queueing (simgrid.c sleeps only for asynchronous ones).
+    let sync = r#""s": CodeletModel(cuda: Some(Constant("10ms")), cuda_sync: true)"#;
+    let not_sync = r#""s": CodeletModel(cuda: Some(Constant("10ms")))"#;
+    // One GPU under eager: s (10 ms) then a, which reads x (100 MB, 10 ms over the GPU's
+    // 10 GB/s link). Asynchronous, s leaves the pipeline's second slot free: a is popped at
+    // 0 and fetched while s runs (ends at 20 ms). Synchronous, a is popped at 10 ms, fetched
+    // until 20 ms and ends at 30 ms.
+    let dag = r#"Dag(handles: [(name: "x", size: 1e8)], tasks: [
+        (name: "s", codelet: "s"),
+        (name: "a", codelet: "k", accesses: [("x", R)])])"#;
+    let k = r#""k": CodeletModel(cuda: Some(Constant("10ms")))"#;
+    for (model, makespan) in [(not_sync, 0.020), (sync, 0.030)] {
+        let runtime = format!("scheduler: eager, models: {{{model}, {k}}}");
+        let r = run(&node(1, 0), dag, &runtime, QUIET).unwrap();
+        assert_makespan(&r, makespan);
+    }
+    // With the runtime's overheads, s lasts exactly its 10 ms and a its 10 ms + 10 us.
+    let runtime = format!("scheduler: eager, models: {{{sync}, {k}}}");
+    let r = run(&node(1, 0), dag, &runtime, &[]).unwrap();
+    let length = |t: usize| r.task_times[t].1 - r.task_times[t].0;
+    assert!((length(0) - 0.010).abs() < 1e-9, "{:?}", r.task_times);
+    assert!((length(1) - 0.01001).abs() < 1e-9, "{:?}", r.task_times);
+    // One GPU and one CPU under dmda: s runs on the GPU (0-10 ms) while c writes y (100 MB)
+    // on the CPU (0-5 ms); b, on the GPU, reads y. Its copy into the GPU, handled by the
+    // GPU's driver, starts at 5 ms (b runs 15-25 ms), or, while that driver runs s
+    // itself, at 10 ms (b runs 20-30 ms).
+    let dag = r#"Dag(handles: [(name: "y", size: 1e8)], tasks: [
+        (name: "s", codelet: "s"),
+        (name: "c", codelet: "c", accesses: [("y", W)]),
+        (name: "b", codelet: "k", accesses: [("y", R)], deps: ["c"])])"#;
+    let c = r#""c": CodeletModel(cpu: Some(Constant("5ms")))"#;
+    for (model, makespan) in [(not_sync, 0.025), (sync, 0.030)] {
+        let r = dmda(
+            &node(1, 1),
+            dag,
+            &format!("models: {{{model}, {k}, {c}}}"),
+            QUIET,
+        );
+        assert_makespan(&r, makespan);
+    }
 }

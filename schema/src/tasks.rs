@@ -243,6 +243,11 @@ pub struct CodeletModel {
     pub cpu: Option<TimeModel>,
     #[serde(default)]
     pub cuda: Option<TimeModel>,
+    /// The CUDA implementation is synchronous (a StarPU codelet without
+    /// `STARPU_CUDA_ASYNC`): the GPU's driver runs it itself and, from its pop to its end,
+    /// pops nothing more and submits no copy.
+    #[serde(default)]
+    pub cuda_sync: bool,
 }
 
 /// StarPU's model kinds. Regression coefficients take the size in bytes and give

@@ -512,7 +512,7 @@ impl Runtime {
                 Arch::Cuda(_) => self.pipeline as usize,
                 Arch::Cpu => 1,
             };
-            if self.workers[w].in_hand.len() >= slots || self.deferred[w] {
+            if self.workers[w].in_hand.len() >= slots || self.deferred[w] || self.holds_sync(w) {
                 break;
             }
             if popped_one && self.driver_paced() {
@@ -592,6 +592,17 @@ impl Runtime {
         ready
     }
 
+    /// Whether GPU worker `w` holds a synchronous task: its driver pops no more until that
+    /// task ends (StarPU's CUDA driver fetches it, flushes its pipeline, then runs it
+    /// blocking).
+    fn holds_sync(&self, w: usize) -> bool {
+        matches!(self.machine.workers[w].arch, Arch::Cuda(_))
+            && self.workers[w]
+                .in_hand
+                .iter()
+                .any(|&t| self.graph.cuda_sync_task(t))
+    }
+
     /// Starts the front task of `w` when it is ready and nothing runs.
     pub(crate) fn try_run(&mut self, w: usize) {
         if self.running[w].is_some() {
@@ -613,7 +624,8 @@ impl Runtime {
             secs =
                 (mean + sd * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()).max(0.0);
         }
-        if self.flags.overheads && matches!(arch, Arch::Cuda(_)) {
+        let sync = matches!(arch, Arch::Cuda(_)) && self.graph.cuda_sync_task(t);
+        if self.flags.overheads && matches!(arch, Arch::Cuda(_)) && !sync {
             secs += QUEUE_COST;
         }
         // Allocations made for it without a copy (written-only buffers) before it starts.
@@ -630,9 +642,15 @@ impl Runtime {
         self.report.task_times[t as usize] = (self.now.as_secs_f64(), f64::NAN, w as u32);
         self.state[t as usize] = TaskState::Running;
         self.running[w] = Some(t);
-        let wr = &mut self.workers[w];
-        wr.busy_s += secs;
+        self.workers[w].busy_s += secs;
         let end = self.now.saturating_add(SimTime::from_secs_saturating(secs));
+        if sync {
+            // The driver runs the kernel itself: it submits none of its copies meanwhile.
+            let node = self.machine.workers[w].node as usize;
+            let free = &mut self.copies.driver_free[node];
+            *free = (*free).max(end);
+        }
+        let wr = &mut self.workers[w];
         if let Some(row) = wr.row {
             self.intervals
                 .push((row, self.graph.tasks[t as usize].codelet, t, self.now, end));

@@ -55,6 +55,9 @@ pub struct Task {
 #[derive(Debug, Clone, Default)]
 pub struct Graph {
     pub codelets: Vec<String>,
+    /// Per codelet: its CUDA implementation is synchronous (StarPU's codelet without
+    /// `STARPU_CUDA_ASYNC`): the GPU's driver runs it itself, blocked until it ends.
+    pub cuda_sync: Vec<bool>,
     pub handles: Vec<Handle>,
     pub tasks: Vec<Task>,
     /// Successors of task t: `succ[succ_start[t]..succ_start[t + 1]]` (after [`Graph::finish`]).
@@ -92,9 +95,20 @@ impl Graph {
             Some(i) => i as u16,
             None => {
                 self.codelets.push(name.to_string());
+                self.cuda_sync.push(false);
                 (self.codelets.len() - 1) as u16
             }
         }
+    }
+
+    /// Codelet `c`'s CUDA implementation is synchronous.
+    pub fn set_cuda_sync(&mut self, c: u16) {
+        self.cuda_sync[c as usize] = true;
+    }
+
+    /// Whether task `t`'s CUDA kernel is synchronous.
+    pub fn cuda_sync_task(&self, t: u32) -> bool {
+        self.cuda_sync[self.tasks[t as usize].codelet as usize]
     }
 
     pub fn add_handle(&mut self, size: f64, footprint: u32) -> u32 {

@@ -77,6 +77,13 @@ pub fn build(
         .scheduler
         .priority_range(spec.min_priority, spec.max_priority);
     graph.cap_priorities(lo, hi);
+    for (name, model) in &spec.models {
+        if model.cuda_sync
+            && let Some(c) = graph.codelets.iter().position(|c| c == name)
+        {
+            graph.set_cuda_sync(c as u16);
+        }
+    }
     let machine = Machine::from_platform(platform, topo)?;
     if machine.workers.is_empty() {
         return Err("platform: the runtime has no worker (ncpu = 0 and ncuda = 0)".into());

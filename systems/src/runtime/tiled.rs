@@ -1,6 +1,8 @@
 //! The tiled factorisations StarPU's examples run, as task graphs: Cholesky
 //! (cholesky_implicit), LU (lu_implicit, no pivoting) and QR, with the examples' priorities
 //! (capped into the scheduler's range by `setup.rs`, as StarPU caps them), flops and hints.
+//! Cholesky's POTRF and LU's GETRF have synchronous CUDA implementations, as the examples
+//! have when built for SimGrid (without cuSOLVER they lack STARPU_CUDA_ASYNC).
 
 use hetsim_schema::starpu::footprint;
 use hetsim_schema::tasks::{Mode, Precision, lu_codelets};
@@ -20,6 +22,8 @@ pub fn cholesky(n: u32, tile: u32, elem: u32) -> Result<Graph, String> {
         g.codelet("chol_model_syrk"),
         g.codelet("chol_model_gemm"),
     );
+    // Built for SimGrid (no cuSOLVER), the example's POTRF has no STARPU_CUDA_ASYNC.
+    g.set_cuda_sync(potrf);
     // Tile (i, j) is StarPU's sub-data (i, j) of the partitioned matrix.
     let ids = tile_handles(&mut g, nt, tile, elem, |i, j| j <= i, |i, j| i * nt + j);
     let a = |i: u32, j: u32| ids[(i * nt + j) as usize];
@@ -83,6 +87,8 @@ pub fn lu(n: u32, tile: u32, precision: Precision) -> Result<Graph, String> {
     let elem = precision.bytes();
     let mut g = Graph::default();
     let [getrf, trsm_ll, trsm_ru, gemm] = lu_codelets(precision).map(|c| g.codelet(&c));
+    // Built for SimGrid (no cuSOLVER), the example's GETRF has no STARPU_CUDA_ASYNC.
+    g.set_cuda_sync(getrf);
     // Tile (i, j) is lu_implicit's sub-data (j, i): its kernels index the transpose.
     let ids = tile_handles(&mut g, nt, tile, elem, |_, _| true, |i, j| j * nt + i);
     let a = |i: u32, j: u32| ids[(i * nt + j) as usize];
