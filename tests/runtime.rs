@@ -823,3 +823,18 @@ fn a_synchronous_cuda_codelet_blocks_its_driver() {
         assert_makespan(&r, makespan);
     }
 }
+
+#[test]
+fn a_kernel_queued_behind_a_running_one_starts_when_it_ends() {
+    // StarPU-SimGrid's CUDA driver sleeps 10 us queueing an asynchronous kernel once its
+    // data are there, then the GPU runs the queue back to back (simgrid.c: a task queued
+    // behind a running one starts at its end). One GPU, pipeline of 2, a and b (10 ms, no
+    // data) both popped at 0: a runs 10 us-10.01 ms, b from 10.01 ms to 20.01 ms (the oracle's
+    // log: consecutive GEMMs on one GPU start exactly one model length apart).
+    let dag = r#"Dag(handles: [], tasks: [
+        (name: "a", codelet: "k"),
+        (name: "b", codelet: "k")])"#;
+    let models = r#"models: {"k": CodeletModel(cuda: Some(Constant("10ms")))}"#;
+    let r = dmda(&node(1, 0), dag, models, &[]);
+    assert_makespan(&r, 0.02001);
+}

@@ -104,6 +104,8 @@ pub struct Runtime {
     /// The scheduling policy (set up with the runtime).
     pub(crate) sched: Option<Box<dyn Policy>>,
     pub(crate) state: Vec<TaskState>,
+    /// When each task's inputs were all there: a GPU's driver queues the kernel then.
+    pub(crate) launched: Vec<SimTime>,
     pub(crate) left: Vec<u32>,
     pub(crate) worker_of: Vec<u32>,
     /// dm* predictions per task: (length, transfer not hidden), seconds.
@@ -506,6 +508,7 @@ impl Runtime {
                 let node = self.machine.workers[w].node;
                 self.unpin_prefetch(t, node);
                 self.state[t as usize] = TaskState::Ready;
+                self.launched[t as usize] = self.now;
                 self.workers[w].fetching = None;
             }
             let slots = match self.machine.workers[w].arch {
@@ -626,7 +629,12 @@ impl Runtime {
         }
         let sync = matches!(arch, Arch::Cuda(_)) && self.graph.cuda_sync_task(t);
         if self.flags.overheads && matches!(arch, Arch::Cuda(_)) && !sync {
-            secs += QUEUE_COST;
+            // The driver queues an asynchronous kernel 10 us after its inputs are there
+            // (StarPU-SimGrid's queueing sleep); one queued behind a running kernel starts
+            // as soon as that one ends.
+            let queued =
+                self.launched[t as usize].saturating_add(SimTime::from_secs_saturating(QUEUE_COST));
+            secs += queued.saturating_sub(self.now).as_secs_f64();
         }
         // Allocations made for it without a copy (written-only buffers) before it starts.
         secs += std::mem::take(&mut self.mem.debt[self.machine.workers[w].node as usize]);

@@ -160,6 +160,7 @@ pub fn assemble(
     let nw = machine.workers.len();
     Runtime {
         state: vec![TaskState::Blocked; nt],
+        launched: vec![SimTime::ZERO; nt],
         left: graph.npred.clone(),
         worker_of: vec![u32::MAX; nt],
         pred: vec![(0.0, 0.0); nt],
