@@ -318,10 +318,11 @@ mod tests {
         (name: "c", codelet: "k", priority: 1), (name: "d", codelet: "k", priority: 0)])"#;
 
     #[test]
-    fn ws_thief_takes_what_the_owner_would_from_a_busy_victim() {
+    fn ws_thief_takes_the_newest_of_the_highest_priority_from_a_busy_victim() {
         // Worker 0's deque: b, c (priority 1, in release order), then a, d. StarPU 1.4's
-        // thief walks the victim's deque from the front like the owner (prio_deque.c), and
-        // robs only a worker whose last pop returned a task.
+        // owner pops from the front (prio_deque_pop_task_for_worker: list_begin), a thief
+        // deques from the back of the highest priority (list_back_highest, then
+        // list_prev_highest), and robs only a worker whose last pop returned a task.
         for kind in [Scheduler::Ws, Scheduler::Lws] {
             let mut rt = runtime(FOUR, GPU_FASTER);
             let mut ws = policy(kind, 2);
@@ -334,8 +335,9 @@ mod tests {
             assert_eq!(ws.pop(0, &mut view(&mut rt)), Some(1), "{kind:?}");
             // Busy now, even though nothing runs (`running` is empty throughout).
             assert_eq!(ws.pop(1, &mut view(&mut rt)), Some(2), "{kind:?}");
-            assert_eq!(ws.pop(1, &mut view(&mut rt)), Some(0), "{kind:?}");
-            assert_eq!(ws.pop(0, &mut view(&mut rt)), Some(3), "{kind:?}");
+            // Of a and d (priority 0), the thief takes d, the owner a.
+            assert_eq!(ws.pop(1, &mut view(&mut rt)), Some(3), "{kind:?}");
+            assert_eq!(ws.pop(0, &mut view(&mut rt)), Some(0), "{kind:?}");
             // Worker 0's pop found its deque empty and stole nothing: no longer busy.
             assert_eq!(ws.pop(0, &mut view(&mut rt)), None, "{kind:?}");
         }

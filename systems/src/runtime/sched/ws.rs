@@ -11,8 +11,9 @@
 //!   workers round-robin from where this thief's previous walk stopped (itself included);
 //!   lws walks a proximity list (itself, then workers of its own kind, nearest id first:
 //!   StarPU's hwloc tree, without the tree). From the one victim it takes the first task
-//!   in priority order it can run, as the owner would (prio_deque's "deque from the back"
-//!   iterates from the front in 1.4); if it can run none, the pop fails.
+//!   it can run in the thief's order: the highest priority first, and within one priority the
+//!   newest first (prio_deque's deque from the back, where the owner pops from the front);
+//!   if it can run none, the pop fails.
 //! - No prefetch: the task's data are fetched when it is popped.
 //!
 //! Simplified: StarPU's thief backs off when the victim's lock is taken; here no lock is
@@ -83,11 +84,32 @@ impl WorkStealing {
         found
     }
 
-    /// Removes the first task of `v`'s deque (priority order) that `w` can run.
+    /// Removes the task of `v`'s deque that `w` takes: its owner the first it can run (highest
+    /// priority, oldest first: prio_deque's pop), a thief the newest of the highest priority
+    /// it can run (prio_deque's deque: `list_back_highest`, then `list_prev_highest`).
     fn take(&mut self, v: usize, w: usize, rt: &mut View) -> Option<u32> {
-        let i = (0..self.local[v].len()).find(|&i| rt.can_run(self.local[v][i], w))?;
+        let q = &self.local[v];
+        let i = if v == w {
+            (0..q.len()).find(|&i| rt.can_run(q[i], w))?
+        } else {
+            let prios: Vec<i64> = q.iter().map(|&t| rt.priority(t)).collect();
+            thief_order(&prios)
+                .into_iter()
+                .find(|&i| rt.can_run(q[i], w))?
+        };
         self.local[v].remove(i)
     }
+}
+
+/// The positions of a deque sorted by priority (highest first, oldest first within one) in
+/// the order a thief looks at them: each priority from the highest, newest first.
+fn thief_order(prios: &[i64]) -> Vec<usize> {
+    let mut order = Vec::with_capacity(prios.len());
+    for run in prios.chunk_by(|a, b| a == b) {
+        let start = order.len();
+        order.extend((start..start + run.len()).rev());
+    }
+    order
 }
 
 impl Policy for WorkStealing {
@@ -120,5 +142,18 @@ impl Policy for WorkStealing {
 
     fn queued(&self) -> usize {
         self.local.iter().map(VecDeque::len).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::thief_order;
+
+    #[test]
+    fn a_thief_looks_at_each_priority_newest_first() {
+        // Priorities 5, 5, 5, 3, 1, 1 (highest first, oldest first within one): positions
+        // 2, 1, 0, then 3, then 5, 4.
+        assert_eq!(thief_order(&[5, 5, 5, 3, 1, 1]), [2, 1, 0, 3, 5, 4]);
+        assert_eq!(thief_order(&[]), Vec::<usize>::new());
     }
 }
