@@ -176,6 +176,37 @@ fn under_eager_pushes_and_pops_take_starpu_simgrids_microseconds() {
 }
 
 #[test]
+fn under_ws_idle_thieves_race_the_releaser_for_its_pushes() {
+    // 1 GPU (worker 0), 1 CPU (worker 1); every task 10 ms on the GPU (+10 us of kernel
+    // queueing), 100 ms on the CPU. StarPU-SimGrid 1.4's ws: a push costs its pusher 1 us
+    // and wakes every worker; a woken driver pops after its progress (CPU 1 us, GPU 2 us),
+    // the releaser after its pushes. r, submitted, goes round-robin to the CPU's deque at
+    // 1 us; the CPU pops it at 2 us (the GPU, at 3 us, finds nothing: the CPU's deque is
+    // empty). r ends at 100.002 ms and the CPU pushes s1, s2, s3 into its deque at 100.003,
+    // 100.004 and 100.005 ms. The GPU, woken by the first, steals at 100.005 ms (after s3's
+    // push, set earlier): the newest task, s3. At 100.006 ms the CPU, back from its pushes,
+    // pops the oldest, s1 (its resume was set before the GPU's second signal), and the GPU
+    // steals s2, which runs after s3 (100.005-110.015 ms) from 110.015 to 120.015 ms.
+    // s1 runs 100.006-200.006 ms.
+    let dag = r#"Dag(handles: [], tasks: [
+        (name: "r", codelet: "k"),
+        (name: "s1", codelet: "k", deps: ["r"]),
+        (name: "s2", codelet: "k", deps: ["r"]),
+        (name: "s3", codelet: "k", deps: ["r"])])"#;
+    let models = r#"models: {"k": CodeletModel(cpu: Some(Constant("100ms")), cuda: Some(Constant("10ms")))}"#;
+    let r = run(&node(1, 1), dag, &format!("scheduler: ws, {models}"), &[]).unwrap();
+    let starts: Vec<(f64, u32)> = r.task_times.iter().map(|t| (t.0, t.2)).collect();
+    let expect = [(2e-6, 1), (0.100006, 1), (0.110015, 0), (0.100005, 0)];
+    for (got, want) in starts.iter().zip(expect) {
+        assert!(
+            (got.0 - want.0).abs() < 1e-9 && got.1 == want.1,
+            "{starts:?}"
+        );
+    }
+    assert_makespan(&r, 0.200006);
+}
+
+#[test]
 fn a_chain_pays_its_transfer() {
     // GPU-only task A writes 1 GB; CPU-only task B reads it: A (10 ms) + 1 GB over the GPU's
     // 10 GB/s down link (0.1 s) + B (10 ms) = 0.12 s.

@@ -29,7 +29,7 @@ const TOLERANCE: f64 = 0.10;
 
 /// Rows hetsim does not yet predict within 10 %: (machine, app, sched, ncpu, nblocks).
 /// - eager and ws with 8 CPU workers at small sizes (Cholesky eager at 8-16 tiles, hetsim
-///   11-22 % slow; LU eager at 8-16 tiles -37 and -15 %; attila ws at 16 tiles -21 %): which
+///   11-22 % slow; LU eager at 8-16 tiles -37 and -15 %; attila ws at 16 tiles -12 %): which
 ///   worker takes a
 ///   critical task first depends on microsecond ordering in StarPU-SimGrid, where one task on
 ///   a CPU costs a lot (a CPU gemm is 88 ms, a GPU's 2.8 ms; LU's getrf 128 ms on a CPU).

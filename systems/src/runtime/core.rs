@@ -14,7 +14,7 @@ use super::drivers::{Drivers, MICROSECOND};
 use super::graph::Graph;
 use super::machine::{Arch, Machine, Models};
 use super::memory::{Evict, Memory, Msi, Replicas};
-use super::sched::{Policy, View};
+use super::sched::{Policy, View, Wakes};
 use super::setup::Flags;
 use super::transfers::{Level, Transfers};
 
@@ -123,7 +123,7 @@ pub struct Runtime {
     /// Worker indices that may make progress.
     pub(crate) dirty: Vec<u32>,
     pub(crate) dirty_mark: Vec<bool>,
-    /// Driver states for the policies that wake one worker per push.
+    /// Driver states for the policies paced by StarPU-SimGrid's drivers.
     pub(crate) drivers: Drivers,
     /// Pushes made at this instant by this releaser (None: the application): their count.
     pub(crate) push_clock: (SimTime, Option<u32>, u32),
@@ -211,14 +211,18 @@ impl Runtime {
         }
     }
 
-    /// Whether pushes and pops follow StarPU-SimGrid's driver microseconds (`drivers.rs`):
-    /// the policies whose push wakes one worker (eager, prio).
-    fn driver_paced(&self) -> bool {
-        self.sched.as_ref().expect("a policy").wakes_one()
+    /// Whom the policy's pushes wake.
+    fn wakes(&self) -> Wakes {
+        self.sched.as_ref().expect("a policy").wakes()
     }
 
-    /// Task `t`'s dependencies are done, `by` released it: under a policy that wakes one
-    /// worker per push, pushed after the pusher's earlier pushes of this instant, 1 us each
+    /// Whether pushes and pops follow StarPU-SimGrid's driver microseconds (`drivers.rs`):
+    /// the policies whose pushes race workers for tasks (eager, prio, ws, lws).
+    fn driver_paced(&self) -> bool {
+        self.wakes() != Wakes::AtOnce
+    }
+
+    /// Task `t`'s dependencies are done, `by` released it: under a paced policy, pushed after the pusher's earlier pushes of this instant, 1 us each
     /// (StarPU-SimGrid's push cost), else at once.
     pub(crate) fn ready(&mut self, t: u32, by: Option<u32>) {
         if !self.driver_paced() {
@@ -250,6 +254,14 @@ impl Runtime {
     /// The push of `t` by `by` signals workers as StarPU-SimGrid's drivers would
     /// (`drivers.rs`); each pops after its own progress.
     fn signal_for(&mut self, t: u32, by: Option<u32>) {
+        if self.wakes() == Wakes::Every {
+            for w in 0..self.workers.len() {
+                if Some(w as u32) != by {
+                    self.signal(w);
+                }
+            }
+            return;
+        }
         let eligible: Vec<bool> = (0..self.workers.len())
             .map(|w| self.policy_and_view().1.can_run(t, w))
             .collect();
@@ -274,7 +286,7 @@ impl Runtime {
             .saturating_add(SimTime::from_secs_saturating(delay))
     }
 
-    /// A request into `node` ended: under a policy that wakes one worker per push, it flags
+    /// A request into `node` ended: under a paced policy, it flags
     /// and signals every driver of the node (in RAM, every worker: `drivers.rs`), and the
     /// worker waiting for the data goes on at once.
     pub(crate) fn landed_on(&mut self, node: u32) {
@@ -306,8 +318,7 @@ impl Runtime {
         node == 0 || self.machine.workers[w].node == node
     }
 
-    /// A request handled by `node`'s GPU driver was posted: under a policy that wakes one
-    /// worker per push, that driver is flagged and signalled (`_starpu_post_data_request`).
+    /// A request handled by `node`'s GPU driver was posted: under a paced policy, that driver is flagged and signalled (`_starpu_post_data_request`).
     pub(crate) fn posted_on(&mut self, node: u32) {
         if node == 0 || !self.driver_paced() {
             return;

@@ -1,5 +1,6 @@
 //! Which workers a push wakes, and when they pop, as StarPU-SimGrid 1.4's drivers do it for
-//! the policies that wake one worker per push (eager, prio).
+//! the policies whose workers race for pushed tasks: eager and prio wake one worker per
+//! push (below), ws and lws every worker (`ws_push_task`); the timing below is theirs too.
 //!
 //! StarPU's push walks the workers in order and tries to wake each one that can run the task
 //! (`starpu_wake_worker_relax_light`): every one it passes is signalled and runs its driver

@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 
-use super::{Policy, Pushed, View, insert_sorted};
+use super::{Policy, Pushed, View, Wakes, insert_sorted};
 
 pub struct Central {
     queue: VecDeque<u32>,
@@ -40,7 +40,7 @@ impl Policy for Central {
         self.queue.len()
     }
 
-    fn wakes_one(&self) -> bool {
-        true
+    fn wakes(&self) -> Wakes {
+        Wakes::One
     }
 }

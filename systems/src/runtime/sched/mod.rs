@@ -43,12 +43,24 @@ pub trait Policy: Send + Sync {
     fn on_end(&mut self, _t: u32, _w: usize, _rt: &View) {}
     /// Tasks waiting in the policy's queues.
     fn queued(&self) -> usize;
-    /// Whom a push wakes: every worker at once (StarPU's ws and dm* wake the whole context),
-    /// or, paced by StarPU-SimGrid's driver microseconds, the workers up to the first asleep
-    /// and not yet told that can run the task (eager and prio: `drivers.rs`).
-    fn wakes_one(&self) -> bool {
-        false
+    /// Whom a push wakes, and whether StarPU-SimGrid's driver microseconds pace pushes and
+    /// pops (`drivers.rs`).
+    fn wakes(&self) -> Wakes {
+        Wakes::AtOnce
     }
+}
+
+/// Whom a push wakes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wakes {
+    /// Every worker, at once (dm*, random, heteroprio: the task has its worker, or the
+    /// policy needs no race).
+    AtOnce,
+    /// Paced: the workers up to the first asleep and not yet told that can run the task
+    /// (eager and prio).
+    One,
+    /// Paced: every worker (ws and lws: each push wakes the whole context).
+    Every,
 }
 
 /// What a push decided beyond the policy's own queues.
