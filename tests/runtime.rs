@@ -63,6 +63,18 @@ fn assert_makespan(r: &RuntimeReport, expected: f64) {
     );
 }
 
+/// Task i starts at `expect[i].0` seconds (to the nanosecond) on worker `expect[i].1`.
+fn assert_starts(r: &RuntimeReport, expect: &[(f64, u32)], label: &str) {
+    let starts: Vec<(f64, u32)> = r.task_times.iter().map(|t| (t.0, t.2)).collect();
+    assert_eq!(starts.len(), expect.len(), "{label}: {starts:?}");
+    for (got, want) in starts.iter().zip(expect) {
+        assert!(
+            (got.0 - want.0).abs() < 1e-9 && got.1 == want.1,
+            "{label}: {starts:?}"
+        );
+    }
+}
+
 #[test]
 fn independent_tasks_share_two_workers() {
     // Four 10 ms tasks without data on one GPU and one CPU, 10 ms on either: two each,
@@ -157,7 +169,6 @@ fn under_eager_pushes_and_pops_take_starpu_simgrids_microseconds() {
             &[],
         )
         .unwrap();
-        let starts: Vec<(f64, u32)> = r.task_times.iter().map(|t| (t.0, t.2)).collect();
         let expect = [
             (3e-6, 0),
             (0.010017, 1),
@@ -165,12 +176,7 @@ fn under_eager_pushes_and_pops_take_starpu_simgrids_microseconds() {
             (0.010017, 3),
             (0.020030, 1),
         ];
-        for (got, want) in starts.iter().zip(expect) {
-            assert!(
-                (got.0 - want.0).abs() < 1e-9 && got.1 == want.1,
-                "{sched}: {starts:?}"
-            );
-        }
+        assert_starts(&r, &expect, sched);
         assert_makespan(&r, 0.110017);
     }
 }
@@ -195,14 +201,8 @@ fn under_ws_idle_thieves_race_the_releaser_for_its_pushes() {
         (name: "s3", codelet: "k", deps: ["r"])])"#;
     let models = r#"models: {"k": CodeletModel(cpu: Some(Constant("100ms")), cuda: Some(Constant("10ms")))}"#;
     let r = run(&node(1, 1), dag, &format!("scheduler: ws, {models}"), &[]).unwrap();
-    let starts: Vec<(f64, u32)> = r.task_times.iter().map(|t| (t.0, t.2)).collect();
     let expect = [(2e-6, 1), (0.100006, 1), (0.110015, 0), (0.100005, 0)];
-    for (got, want) in starts.iter().zip(expect) {
-        assert!(
-            (got.0 - want.0).abs() < 1e-9 && got.1 == want.1,
-            "{starts:?}"
-        );
-    }
+    assert_starts(&r, &expect, "ws");
     assert_makespan(&r, 0.200006);
 }
 
