@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Builds StarPU 1.4.10 in SimGrid mode (the oracle the task runtime is checked against) with a
 # transfer/task/eviction log (xlog.patch, written for hetsim), into $STARPU_ORACLE (default
-# /tmp/starpu-oracle). Not used by CI or the tests. Needs root for apt and the Debian package
+# /tmp/starpu-oracle). STARPU_DRIVERS_LOG=1 adds drivers-log.patch: the log then also has
+# D time worker task (a task's end handled), H time worker task (a push, after its 1 us),
+# O time worker busy N queued (a ws pop), W time thief none|locked V|stole V yes|no (a
+# steal), M time worker nt N pl N tr 0|1 st 0|1 (a pop attempt: tasks in the pipeline,
+# its length, a transfer pending, the pipeline stuck), R time worker (a CUDA driver loop)
+# and Z time worker (it waits): issue 21's note, 2026-11-25. Not used by CI or the tests. Needs root for apt and the Debian package
 # registry: StarPU's source comes from Debian's `starpu` source package (1.4.10+dfsg-2, sid).
 #
 # StarPU 1.4.10 reproduces all 220 rows of tests/data/starpu-simgrid/results-visible.csv
@@ -30,6 +35,9 @@ if [ ! -d starpu-1.4.10+dfsg ]; then
     apt-get source --download-only starpu=1.4.10+dfsg-2 >/dev/null 2>&1
     tar xzf starpu_1.4.10+dfsg.orig.tar.gz
     (cd starpu-1.4.10+dfsg && patch -p1 -s < "$here/xlog.patch")
+    if [ -n "${STARPU_DRIVERS_LOG:-}" ]; then
+        (cd starpu-1.4.10+dfsg && patch -p1 -s < "$here/drivers-log.patch")
+    fi
 fi
 cd starpu-1.4.10+dfsg
 ./configure -q --enable-simgrid --enable-maxcpus=64 --disable-mpi --disable-opencl \
