@@ -30,14 +30,14 @@ const TOLERANCE: f64 = 0.10;
 /// Rows hetsim does not yet predict within 10 %: (machine, app, sched, ncpu, nblocks).
 /// - eager and ws with 8 CPU workers at small sizes (Cholesky eager at 8-16 tiles, hetsim
 ///   11-22 % slow; LU eager at 8-16 tiles -37 and -15 %; attila ws at 16 tiles -12 %): which
-///   worker takes a
-///   critical task first depends on microsecond ordering in StarPU-SimGrid, where one task on
-///   a CPU costs a lot (a CPU gemm is 88 ms, a GPU's 2.8 ms; LU's getrf 128 ms on a CPU).
-///   StarPU's own answer on these rows is that fragile: scaling one CPU kernel's calibrated
+///   worker takes a critical task first depends on microsecond ordering in StarPU-SimGrid,
+///   where one task on a CPU costs a lot (a CPU gemm is 88 ms, a GPU's 2.8 ms; LU's getrf
+///   128 ms on a CPU). StarPU's own answer on these rows is that fragile: scaling one CPU kernel's calibrated
 ///   time by 0.99-1.01 moves it by -9..+11 % (mirage eager 16 tiles: 717-871 GFlop/s around
 ///   784; attila ws 16 tiles: 558-623 around 612; `tools/starpu-simgrid/run.sh` on copies of
 ///   the model files). eager follows StarPU-SimGrid's drivers (`drivers.rs`: who a push
-///   signals, 1 us per push, 1 us of progress per memory node before a pop) and copies are
+///   signals, 1 us per push, 1 us of progress per memory node before a pop; ws and lws the
+///   same timing, every push waking every worker) and copies are
 ///   ordered as their drivers submit them; a GPU running the synchronous POTRF or GETRF pops
 ///   nothing more meanwhile (that rule brought mirage ws at 24 tiles from +13 % to +5 %);
 ///   on mirage LU at 8 tiles the first 25 tasks start

@@ -222,8 +222,9 @@ impl Runtime {
         self.wakes() != Wakes::AtOnce
     }
 
-    /// Task `t`'s dependencies are done, `by` released it: under a paced policy, pushed after the pusher's earlier pushes of this instant, 1 us each
-    /// (StarPU-SimGrid's push cost), else at once.
+    /// Task `t`'s dependencies are done, `by` released it: under a paced policy, pushed
+    /// after the pusher's earlier pushes of this instant, 1 us each (StarPU-SimGrid's push
+    /// cost), else at once.
     pub(crate) fn ready(&mut self, t: u32, by: Option<u32>) {
         if !self.driver_paced() {
             self.release(t, by);
@@ -286,9 +287,9 @@ impl Runtime {
             .saturating_add(SimTime::from_secs_saturating(delay))
     }
 
-    /// A request into `node` ended: under a paced policy, it flags
-    /// and signals every driver of the node (in RAM, every worker: `drivers.rs`), and the
-    /// worker waiting for the data goes on at once.
+    /// A request into `node` ended: under a paced policy, it flags and signals every driver
+    /// of the node (in RAM, every worker: `drivers.rs`), and the worker waiting for the data
+    /// goes on at once.
     pub(crate) fn landed_on(&mut self, node: u32) {
         if !self.driver_paced() {
             // Only the workers of the destination can be waiting for these data.
@@ -318,7 +319,8 @@ impl Runtime {
         node == 0 || self.machine.workers[w].node == node
     }
 
-    /// A request handled by `node`'s GPU driver was posted: under a paced policy, that driver is flagged and signalled (`_starpu_post_data_request`).
+    /// A request handled by `node`'s GPU driver was posted: under a paced policy, that
+    /// driver is flagged and signalled (`_starpu_post_data_request`).
     pub(crate) fn posted_on(&mut self, node: u32) {
         if node == 0 || !self.driver_paced() {
             return;

@@ -1,94 +1,88 @@
-//! The StarPU-like task runtime: a task graph ([`graph`]) runs on workers ([`machine`]: GPUs
-//! first, then CPU cores) under one of StarPU's policies ([`sched`]), with data kept
-//! coherent per memory node (MSI replicas) and moved by transfers that are flows on the
-//! platform's links.
+//! The StarPU-like task runtime: a task graph ([`graph`]) runs on workers ([`machine`]: GPUs first,
+//! then CPU cores) under one of StarPU's policies ([`sched`]), with data kept coherent per memory
+//! node (MSI replicas) and moved by transfers that are flows on the platform's links.
 //!
-//! Task priorities are capped into the policy's range at build, as StarPU caps them at
-//! submission: eager, random, dm, dmda and dmdar keep [0, 0] (every priority becomes 0, so
-//! their queues, dmdar's ready-first pop and data requests see none), the sorting policies
-//! the whole `int` range, heteroprio [0, 99]; `runtime.min_priority` / `max_priority` set
-//! an end as STARPU_MIN_PRIO / STARPU_MAX_PRIO do.
-//! A task becomes ready when its dependencies are done and is pushed to the policy. A worker
-//! holds at most `cuda_pipeline` tasks (GPUs) or one (CPUs); it pops when it has room and no
-//! task is still fetching its inputs. A GPU holding a task of a synchronous CUDA codelet
-//! (StarPU's codelet without STARPU_CUDA_ASYNC: Cholesky's POTRF and LU's GETRF as the
-//! examples build for SimGrid; `cuda_sync` in a DAG's models) pops nothing more until it
-//! ends: StarPU's driver flushes its pipeline and runs the kernel itself, submitting none of
-//! the copies it handles meanwhile and paying no 10 us of kernel queueing. Fetching walks the task's buffers in StarPU's handle
-//! order (`_starpu_compar_handles`: tiles of one partitioned matrix written first, then by
-//! sub-data path; handles registered alone by registration) and allocates each on the
-//! worker's memory node (evicting least-recently-used replicas that no task uses: dropped when another valid
-//! copy exists, written back to RAM first when they are the only one; as in StarPU, a buffer
-//! counts as used when it is allocated and when a fetch or prefetch finds its data there, not
-//! when a copy lands or a task ends) and transfers every
-//! buffer it reads that is not valid there from the valid copy StarPU would pick (the direct
-//! source with the smallest predicted time; RAM, then a GPU, when none is direct). GPU-to-GPU
-//! copies go directly only where the two GPUs have peer access, else through RAM in two hops.
-//! Copies between the same pair of nodes, and a GPU-to-GPU copy against copies into either of
-//! its ends, go one at a time as in StarPU-SimGrid, in the order their drivers submit them:
-//! the driver handling a copy (the GPU end's; the destination's between GPUs) sleeps for the
-//! allocations it owes and 10 us of queueing before each submission, one copy after another. A worker runs its ready tasks in order, one
-//! at a time, for the codelet model's time. Writes make the worker's replica the owner and
-//! invalidate the others.
+//! Task priorities are capped into the policy's range at build, as StarPU caps them at submission:
+//! eager, random, dm, dmda and dmdar keep [0, 0] (every priority becomes 0, so their queues,
+//! dmdar's ready-first pop and data requests see none), the sorting policies the whole `int` range,
+//! heteroprio [0, 99]; `runtime.min_priority` / `max_priority` set an end as STARPU_MIN_PRIO /
+//! STARPU_MAX_PRIO do. A task becomes ready when its dependencies are done and is pushed to the
+//! policy. A worker holds at most `cuda_pipeline` tasks (GPUs) or one (CPUs); it pops when it has
+//! room and no task is still fetching its inputs. A GPU holding a task of a synchronous CUDA
+//! codelet (StarPU's codelet without STARPU_CUDA_ASYNC: Cholesky's POTRF and LU's GETRF as the
+//! examples build for SimGrid; `cuda_sync` in a DAG's models) pops nothing more until it ends:
+//! StarPU's driver flushes its pipeline and runs the kernel itself, submitting none of the copies
+//! it handles meanwhile and paying no 10 us of kernel queueing. Fetching walks the task's buffers
+//! in StarPU's handle order (`_starpu_compar_handles`: tiles of one partitioned matrix written
+//! first, then by sub-data path; handles registered alone by registration) and allocates each on
+//! the worker's memory node (evicting least-recently-used replicas that no task uses: dropped when
+//! another valid copy exists, written back to RAM first when they are the only one; as in StarPU, a
+//! buffer counts as used when it is allocated and when a fetch or prefetch finds its data there,
+//! not when a copy lands or a task ends) and transfers every buffer it reads that is not valid
+//! there from the valid copy StarPU would pick (the direct source with the smallest predicted time;
+//! RAM, then a GPU, when none is direct). GPU-to-GPU copies go directly only where the two GPUs
+//! have peer access, else through RAM in two hops. Copies between the same pair of nodes, and a
+//! GPU-to-GPU copy against copies into either of its ends, go one at a time as in StarPU-SimGrid,
+//! in the order their drivers submit them: the driver handling a copy (the GPU end's; the
+//! destination's between GPUs) sleeps for the allocations it owes and 10 us of queueing before each
+//! submission, one copy after another. A worker runs its ready tasks in order, one at a time, for
+//! the codelet model's time. Writes make the worker's replica the owner and invalidate the others.
 //! Runtime overheads (switch `runtime_overheads`, StarPU-SimGrid's figures): 10 us before each
-//! transfer and each asynchronous GPU kernel (the driver queues it 10 us after its data are
-//! there; one queued behind a running kernel starts when that one ends), 175 us per cudaMalloc (taking turns across GPUs: StarPU-SimGrid
-//! sleeps for it, and for a cudaFree, under one mutex; a cached buffer of the same size is
-//! reused without it; buffers up to 4 MiB come from StarPU's sub-allocator, whose 32 MiB
-//! chunks alone pay it), 750 us per cudaFree when memory runs short and the cache holds other
-//! sizes, 650 us per MiB of pinned RAM for handles without home data. Costs a node's driver
-//! owes are paid by its next copy or task. Under eager, prio, ws and lws, pushes and pops
-//! follow StarPU-SimGrid's drivers (`drivers.rs`): a released task is pushed 1 us after its
-//! releaser's previous push; under ws and lws the push signals every worker, under eager
-//! and prio the workers in order up to the first asleep and not yet told to stay awake (a CPU stays told for good; a GPU until its next pop; a
-//! finished request tells every driver of its destination, a posted one its GPU handler);
-//! a signalled driver pops after 1 us of progress per memory node it drives (CPU 1, GPU 2),
-//! one task per loop; the releaser pops after its pushes. Without `runtime_overheads` these
-//! microseconds are zero and events due at one instant go in the order they were set.
-//! Requests have StarPU's levels: a task's fetch goes before push-time prefetches, which go
-//! before idle write-backs; a node pair starts fetches while fewer than 5 requests are in
-//! flight on it, prefetches while fewer than 2, idle requests when none is. A request allocates
-//! its destination buffer when it starts, not when it is made (StarPU's driver allocates as
-//! it handles a request): a fetch may evict any idle replica, a prefetch only those no queued
-//! task pins. A request short of memory stays queued and tries again when memory
-//! frees up or prefetch pins drop on its node; meanwhile a prefetch short of memory, or a
-//! fetch that is, holds back every prefetch into the node. Prefetch pins follow StarPU's
-//! `nb_tasks_prefetch`: a push-time prefetch pins data it finds there at once, else its
-//! request pins them when it lands; requests of different tasks are never merged, so a
-//! prefetch for data another task's request is loading joins it and, handled while that copy
-//! is in flight, loses its pin; once a popped task's data are all there, it takes one pin
-//! off each input, if there is one (StarPU's fetch tail). A `wont_use` hint (a read acquire in
-//! StarPU: it fires when the handle's last writer ends, while earlier-submitted readers may
-//! still run) moves the handle's GPU copies to the front of the eviction order and writes a
-//! dirty one back at idle level, so that later readers elsewhere fetch it from RAM.
-//! StarPU's background tidying (`tidy.rs`: under 5 % of a GPU's buffers clean, dirty ones
-//! are written back at idle level until 10 % are) is modelled behind the switch
-//! `memory_tidying`, on by default as StarPU runs it.
-//! A task that writes a handle waits until no transfer of it is in flight.
-//! An eviction's write-back is synchronous, as StarPU's transfer_subtree_to_node is: the
-//! GPU's driver, which allocates for its node's requests, waits for it. Meanwhile it handles
-//! no task end (successors are released and data let go when it is back), pops and launches
-//! nothing; kernels it launched before go on, and other requests still progress. Being a
-//! fetch request on its node pair, it also holds back idle requests there.
-//! Simplified: a GPU's driver pops its next task as soon as a task's data are there, where
-//! StarPU-SimGrid's sleeps 10 us queueing the kernel and 2 us of progress first (tried:
-//! right in the oracle's log, it moves memory-capped rows by -5..-14 points through
-//! eviction timing, issue 21's note); conflicts between transfers are checked when a transfer starts, a cudaFree
-//! does not wait for transfers in flight, a popped task's buffers are allocated at once (in
-//! StarPU as its fetch requests start), a prefetch of data relayed through RAM pins them at
-//! push, a request joining one still queued takes its place (that one's pin is lost at once),
-//! the memory limit counts buffers where StarPU counts the sub-allocator's 32 MiB chunks
-//! (and hides room freed between live buffers: see `suballoc.rs`; at 1024 MiB per GPU
-//! hetsim holds 291 tiles of 3.5 MiB, StarPU about 250), and redux accesses are plain writes
-//! (no init or reduction tasks).
+//! transfer and each asynchronous GPU kernel (the driver queues it 10 us after its data are there;
+//! one queued behind a running kernel starts when that one ends), 175 us per cudaMalloc (taking
+//! turns across GPUs: StarPU-SimGrid sleeps for it, and for a cudaFree, under one mutex; a cached
+//! buffer of the same size is reused without it; buffers up to 4 MiB come from StarPU's
+//! sub-allocator, whose 32 MiB chunks alone pay it), 750 us per cudaFree when memory runs short and
+//! the cache holds other sizes, 650 us per MiB of pinned RAM for handles without home data. Costs a
+//! node's driver owes are paid by its next copy or task. Under eager, prio, ws and lws, pushes and
+//! pops follow StarPU-SimGrid's drivers (`drivers.rs`): a released task is pushed 1 us after its
+//! releaser's previous push; under ws and lws the push signals every worker, under eager and prio
+//! the workers in order up to the first asleep and not yet told to stay awake (a CPU stays told for
+//! good; a GPU until its next pop; a finished request tells every driver of its destination, a
+//! posted one its GPU handler); a signalled driver pops after 1 us of progress per memory node it
+//! drives (CPU 1, GPU 2), one task per loop; the releaser pops after its pushes. Without
+//! `runtime_overheads` these microseconds are zero and events due at one instant go in the order
+//! they were set. Requests have StarPU's levels: a task's fetch goes before push-time prefetches,
+//! which go before idle write-backs; a node pair starts fetches while fewer than 5 requests are in
+//! flight on it, prefetches while fewer than 2, idle requests when none is. A request allocates its
+//! destination buffer when it starts, not when it is made (StarPU's driver allocates as it handles
+//! a request): a fetch may evict any idle replica, a prefetch only those no queued task pins. A
+//! request short of memory stays queued and tries again when memory frees up or prefetch pins drop
+//! on its node; meanwhile a prefetch short of memory, or a fetch that is, holds back every prefetch
+//! into the node. Prefetch pins follow StarPU's `nb_tasks_prefetch`: a push-time prefetch pins data
+//! it finds there at once, else its request pins them when it lands; requests of different tasks
+//! are never merged, so a prefetch for data another task's request is loading joins it and, handled
+//! while that copy is in flight, loses its pin; once a popped task's data are all there, it takes
+//! one pin off each input, if there is one (StarPU's fetch tail). A `wont_use` hint (a read acquire
+//! in StarPU: it fires when the handle's last writer ends, while earlier-submitted readers may
+//! still run) moves the handle's GPU copies to the front of the eviction order and writes a dirty
+//! one back at idle level, so that later readers elsewhere fetch it from RAM. StarPU's background
+//! tidying (`tidy.rs`: under 5 % of a GPU's buffers clean, dirty ones are written back at idle
+//! level until 10 % are) is modelled behind the switch `memory_tidying`, on by default as StarPU
+//! runs it. A task that writes a handle waits until no transfer of it is in flight. An eviction's
+//! write-back is synchronous, as StarPU's transfer_subtree_to_node is: the GPU's driver, which
+//! allocates for its node's requests, waits for it. Meanwhile it handles no task end (successors
+//! are released and data let go when it is back), pops and launches nothing; kernels it launched
+//! before go on, and other requests still progress. Being a fetch request on its node pair, it also
+//! holds back idle requests there. Simplified: a GPU's driver pops its next task as soon as a
+//! task's data are there, where StarPU-SimGrid's sleeps 10 us queueing the kernel and 2 us of
+//! progress first (tried: right in the oracle's log, it moves memory-capped rows by -5..-14 points
+//! through eviction timing, issue 21's note); conflicts between transfers are checked when a
+//! transfer starts, a cudaFree does not wait for transfers in flight, a popped task's buffers are
+//! allocated at once (in StarPU as its fetch requests start), a prefetch of data relayed through
+//! RAM pins them at push, a request joining one still queued takes its place (that one's pin is
+//! lost at once), the memory limit counts buffers where StarPU counts the sub-allocator's 32 MiB
+//! chunks (and hides room freed between live buffers: see `suballoc.rs`; at 1024 MiB per GPU hetsim
+//! holds 291 tiles of 3.5 MiB, StarPU about 250), and redux accesses are plain writes (no init or
+//! reduction tasks).
 //!
 //! Layout: this file is the coordinator (events, systems, and the one place that touches the
 //! calendar, the network and the recorder); the leaves hold the rules: `setup.rs` (build and
-//! check), `core.rs` (state, worker loop, task ends), `memory.rs` (replicas, allocation,
-//! eviction, prefetch), `suballoc.rs` (StarPU's chunked GPU allocator), `tidy.rs` (background
-//! write-backs), `transfers.rs` (requests, caps, copies), `sched/` (the policies),
-//! `graph.rs` (task graphs), `machine.rs` (workers, buses, codelet models) and `drivers.rs`
-//! (which workers a push signals under eager and prio, when a signalled driver pops).
+//! check), `core.rs` (state, worker loop, task ends), `memory.rs` (replicas, allocation, eviction,
+//! prefetch), `suballoc.rs` (StarPU's chunked GPU allocator), `tidy.rs` (background write-backs),
+//! `transfers.rs` (requests, caps, copies), `sched/` (the policies), `graph.rs` (task graphs),
+//! `machine.rs` (workers, buses, codelet models) and `drivers.rs` (which workers a push signals
+//! under eager and prio, when a signalled driver pops).
 
 mod core;
 mod drivers;
