@@ -608,15 +608,19 @@ impl Runtime {
         ready
     }
 
-    /// Whether GPU worker `w` holds a synchronous task: its driver pops no more until that
-    /// task ends (StarPU's CUDA driver fetches it, flushes its pipeline, then runs it
-    /// blocking).
+    /// Whether task `t` on worker `w` is a synchronous GPU kernel, which its driver runs
+    /// itself (StarPU's CUDA driver fetches it, flushes its pipeline, then runs it blocking).
+    fn runs_sync(&self, t: u32, w: usize) -> bool {
+        matches!(self.machine.workers[w].arch, Arch::Cuda(_)) && self.graph.cuda_sync_task(t)
+    }
+
+    /// Whether worker `w` holds a synchronous GPU task: its driver pops no more until that
+    /// task ends.
     fn holds_sync(&self, w: usize) -> bool {
-        matches!(self.machine.workers[w].arch, Arch::Cuda(_))
-            && self.workers[w]
-                .in_hand
-                .iter()
-                .any(|&t| self.graph.cuda_sync_task(t))
+        self.workers[w]
+            .in_hand
+            .iter()
+            .any(|&t| self.runs_sync(t, w))
     }
 
     /// Starts the front task of `w` when it is ready and nothing runs.
@@ -640,7 +644,7 @@ impl Runtime {
             secs =
                 (mean + sd * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()).max(0.0);
         }
-        let sync = matches!(arch, Arch::Cuda(_)) && self.graph.cuda_sync_task(t);
+        let sync = self.runs_sync(t, w);
         if self.flags.overheads && matches!(arch, Arch::Cuda(_)) && !sync {
             // The driver queues an asynchronous kernel 10 us after its inputs are there
             // (StarPU-SimGrid's queueing sleep); one queued behind a running kernel starts
