@@ -565,7 +565,7 @@ fn tidying_writes_dirty_buffers_back_at_idle_level_so_evictions_need_fewer() {
     // buffers hold tiles written on the GPU. With StarPU's tidying (a GPU of 73 buffers
     // tidies when fewer than 73 * 5 / 100 = 3 are clean, until 73 * 10 / 100 = 7 are),
     // dirty buffers go back to RAM at idle level and evictions find clean victims: fewer
-    // synchronous write-backs for the same work (534 against 1,132 today).
+    // synchronous write-backs for the same work (628 against 1,160 today).
     let base = [
         "platform.limit_cuda_mem_mb=256".to_string(),
         "platform.ncpu=0".into(),

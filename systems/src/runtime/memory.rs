@@ -44,9 +44,9 @@ pub struct Replica {
     pub last_use: u64,
     /// The sub-allocator chunk its buffer is in (GPU buffers of at most 4 MiB).
     pub chunk: Option<u32>,
-    /// StarPU's `clean` mark on a GPU buffer: RAM held the data when it was allocated, or a
-    /// write-back to RAM was asked for since; a task writing it here clears it. Tidying
-    /// counts these ([`super::tidy`]).
+    /// StarPU's `clean` mark on a GPU buffer: set when it is allocated (whatever RAM holds:
+    /// a copy from another GPU is clean too) and when a write-back to RAM is asked for; a
+    /// task writing it here clears it. Tidying counts these ([`super::tidy`]).
     pub marked_clean: bool,
 }
 
@@ -447,7 +447,9 @@ impl Runtime {
             self.replicas.get_mut(h, node).chunk = chunk;
         }
         let tick = self.tick;
-        let clean = node != 0 && self.replicas.get(h, 0).valid();
+        // A new buffer is clean whatever RAM holds (StarPU's _starpu_memchunk_init): only a
+        // task writing it here dirties it.
+        let clean = node != 0;
         let mut r = self.replicas.get_mut(h, node);
         r.allocated = true;
         r.last_use = tick;
@@ -702,6 +704,21 @@ mod tests {
         // (same size, no cudaMalloc: memory use unchanged).
         assert_eq!((rt.report.evictions, rt.report.writebacks), (1, 0));
         assert_eq!(rt.mem.used[1], 2e9);
+    }
+
+    #[test]
+    fn a_new_buffer_is_marked_clean_whatever_ram_holds() {
+        // StarPU's _starpu_memchunk_init marks every new chunk clean; only a task writing it
+        // dirties it. So a copy of b, whose only valid data are on another GPU (RAM lacks
+        // them), counts as clean for tidying, as a copy of a RAM-backed a does.
+        let mut rt = four_handles();
+        rt.replicas.get_mut(1, 0).state = Msi::Invalid;
+        assert!(rt.allocate(0, 1, Evict::ForFetch));
+        assert!(rt.allocate(1, 1, Evict::ForFetch));
+        assert!(rt.replicas.get(0, 1).marked_clean && rt.replicas.get(1, 1).marked_clean);
+        assert_eq!(rt.replicas.marked_clean(1), 2);
+        // No dirty buffer on the node: tidying has nowhere to start.
+        assert_eq!(rt.mem.dirty_head[1], None);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! StarPU's background tidying of GPU memory (memalloc.c, `starpu_memchunk_tidy`, run at
 //! each progress of a node's driver; here after each instant's worker moves): when fewer
-//! than 5 % of a GPU's buffers are marked clean (RAM held the data when the buffer was
-//! allocated, or a write-back there was asked for since), tidying walks the eviction order
+//! than 5 % of a GPU's buffers are marked clean (every buffer is when allocated, whatever RAM
+//! holds, as `_starpu_memchunk_init` sets it; a task writing it here dirties it; a write-back
+//! asked for marks it clean again), tidying walks the eviction order
 //! from the dirty head and marks dirty buffers clean until 10 % are, writing back those RAM
 //! lacks as idle requests (they start only when their node pair has nothing else in flight).
 //! Clean buffers are then evicted or taken over without a synchronous write-back. Buffers of
@@ -12,8 +13,10 @@
 //! On by default (switch `memory_tidying`), as in StarPU: its log of attila dmdas at 512 MB
 //! per GPU, 80 tiles, shows 49,199 tidying write-backs against 23,582 at eviction. It was off
 //! until requests allocated as they start and prefetch pins followed StarPU; before that it
-//! made eager at 1024 MB 17-29 % fast. It still makes attila eager at 2763 MB, 80 tiles, 18 %
-//! fast (4 % without it).
+//! made eager at 1024 MB 17-29 % fast. Until buffers copied from another GPU were marked
+//! clean at allocation, it wrote back 17 times what StarPU does under eager (attila, 1024 MB,
+//! 48 tiles: 5,728 write-backs against StarPU's 333; now 23) and made attila eager at
+//! 2763 MB, 80 tiles, 18 % fast (now 5 %).
 //! StarPU's second trigger, on free memory (`STARPU_MINIMUM_AVAILABLE_MEM`), is off by
 //! default in StarPU and not modelled.
 
