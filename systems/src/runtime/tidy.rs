@@ -2,9 +2,9 @@
 //! each progress of a node's driver; here after each instant's worker moves): when fewer
 //! than 5 % of a GPU's buffers are marked clean (every buffer is when allocated, whatever RAM
 //! holds, as `_starpu_memchunk_init` sets it; a task writing it here dirties it; a write-back
-//! asked for marks it clean again), tidying walks the eviction order
-//! from the dirty head and marks dirty buffers clean until 10 % are, writing back those RAM
-//! lacks as idle requests (they start only when their node pair has nothing else in flight).
+//! asked for marks it clean again), tidying walks the eviction order from the dirty head and
+//! marks dirty buffers clean until 10 % are, writing back those RAM lacks as idle requests
+//! (they start only when their node pair has nothing else in flight).
 //! Clean buffers are then evicted or taken over without a synchronous write-back. Buffers of
 //! handles a popped task writes are skipped, as StarPU skips handles in W mode with
 //! references. The dirty head is StarPU's shortcut: it follows the walk, stops at the first
@@ -16,7 +16,9 @@
 //! made eager at 1024 MB 17-29 % fast. Until buffers copied from another GPU were marked
 //! clean at allocation, it wrote back 17 times what StarPU does under eager (attila, 1024 MB,
 //! 48 tiles: 5,728 write-backs against StarPU's 333; now 23) and made attila eager at
-//! 2763 MB, 80 tiles, 18 % fast (now 5 %).
+//! 2763 MB, 80 tiles, 18 % fast (now 5 %). Under dmdas StarPU tidies far more (attila,
+//! 512 MB, 48 tiles: 3,997 write-backs against hetsim's 24): its prefetch for a task that
+//! writes the data dirties the copy at once, which hetsim does not model (runtime module doc).
 //! StarPU's second trigger, on free memory (`STARPU_MINIMUM_AVAILABLE_MEM`), is off by
 //! default in StarPU and not modelled.
 
