@@ -447,16 +447,15 @@ impl Runtime {
             self.replicas.get_mut(h, node).chunk = chunk;
         }
         let tick = self.tick;
-        // A new buffer is clean whatever RAM holds (StarPU's _starpu_memchunk_init): only a
-        // task writing it here dirties it.
-        let clean = node != 0;
         let mut r = self.replicas.get_mut(h, node);
         r.allocated = true;
         r.last_use = tick;
-        r.marked_clean = clean;
+        // A new GPU buffer is clean whatever RAM holds (StarPU's _starpu_memchunk_init): only
+        // a task writing it here dirties it.
+        r.marked_clean = node != 0;
         drop(r);
         if node != 0 {
-            self.mem.push_back(n, (tick, h), clean);
+            self.mem.push_back(n, (tick, h), true);
             self.mem.tidy_due[n] = true;
         }
         true
