@@ -12,11 +12,12 @@
 //! `available_max` hint is too short, a hint a free raises only when the freed blocks merge
 //! with a free neighbour. So StarPU holds fewer tiles than the limit suggests: with 1024 MiB
 //! per GPU (attila, dmdas, 64 tiles, its own log) 32 chunks have room for 288 tiles and hold
-//! 245-257 for most of the run, where this model holds 291. StarPU's exact rules are written,
-//! with unit tests, on the branch `issue21-exact-suballocator`; with them hetsim holds
-//! 246-260 tiles there, but its memory-capped dm* rows come out 13-27 % slow against
+//! 245-257 for most of the run, where this model holds 291. StarPU's exact rules were written
+//! and measured once (issue 21's notes; the code is not in the repository): with them hetsim
+//! held 246-260 tiles there, but its memory-capped dm* rows came out 13-27 % slow against
 //! StarPU-SimGrid: the extra memory of this simplification hides an inefficiency hetsim
-//! still has under memory pressure (issue 21).
+//! still has under memory pressure (a popped task's fetch evicts data prefetched for a
+//! queued task, which then fetches in turn; StarPU's log shows that cascade dying down).
 
 /// Buffers up to this size are sub-allocated.
 pub const MAX_SUB: f64 = 4.0 * 1048576.0;
