@@ -687,6 +687,22 @@ mod tests {
         tidy: false,
     };
 
+    /// [`four_handles`] with a and b on the GPU, written there (RAM's copies are stale).
+    fn a_and_b_written_on_the_gpu() -> Runtime {
+        let mut rt = four_handles();
+        for h in 0..2 {
+            assert!(rt.allocate(h, 1, Evict::ForFetch));
+            rt.replicas.get_mut(h, 1).state = Msi::Owner;
+            rt.replicas.get_mut(h, 0).state = Msi::Invalid;
+        }
+        rt
+    }
+
+    /// The copy writing `h` back to RAM.
+    fn write_back_of(rt: &Runtime, h: u32) -> u32 {
+        rt.replicas.get(h, 0).incoming.expect("a write-back")
+    }
+
     /// Four 1 GB handles at home in RAM, on a GPU that holds two and a half.
     fn four_handles() -> Runtime {
         let dag = r#"(handles: [(name: "a", size: 1e9), (name: "b", size: 1e9),
@@ -764,26 +780,39 @@ mod tests {
         // lands, its buffer is free for reuse, yet d waits too while b's write-back is in
         // flight: StarPU's driver, reclaiming, allocates nothing there (copy_driver.c,
         // `_starpu_is_reclaiming`).
-        let mut rt = four_handles();
-        for h in 0..2 {
-            assert!(rt.allocate(h, 1, Evict::ForFetch));
-            rt.replicas.get_mut(h, 1).state = Msi::Owner;
-            rt.replicas.get_mut(h, 0).state = Msi::Invalid;
-        }
+        let mut rt = a_and_b_written_on_the_gpu();
         assert!(!rt.allocate(2, 1, Evict::ForFetch));
         assert_eq!((rt.report.writebacks, rt.mem.writebacks[1]), (2, 2));
-        let back = |rt: &Runtime, h| rt.replicas.get(h, 0).incoming.expect("a write-back");
-        let xa = back(&rt, 0);
+        let xa = write_back_of(&rt, 0);
         rt.xfer_done(xa);
         assert_eq!(rt.mem.cache[1].len(), 1);
         assert!(
             !rt.allocate(3, 1, Evict::ForFetch),
             "b is still being written back"
         );
-        let xb = back(&rt, 1);
+        let xb = write_back_of(&rt, 1);
         rt.xfer_done(xb);
         assert!(rt.allocate(3, 1, Evict::ForFetch) && rt.allocate(2, 1, Evict::ForFetch));
         assert_eq!((rt.report.evictions, rt.mem.used[1]), (2, 2e9));
+    }
+
+    #[test]
+    fn requests_held_back_while_a_node_reclaimed_start_when_it_is_done() {
+        // c's prefetch evicts a and b (both written on the GPU) and waits for their
+        // write-backs. b's lands first: its buffer is free, but a's is still in flight, so c
+        // waits on. A task takes a meanwhile, so a's write-back frees nothing when it lands;
+        // c must start then all the same, in b's buffer.
+        let mut rt = a_and_b_written_on_the_gpu();
+        rt.request(2, 1, Level::Prefetch, 0, None);
+        let (xa, xb) = (write_back_of(&rt, 0), write_back_of(&rt, 1));
+        rt.xfer_done(xb);
+        rt.progress();
+        assert!(!rt.replicas.get(2, 1).allocated, "a is still written back");
+        rt.replicas.get_mut(0, 1).refcnt = 1;
+        rt.xfer_done(xa);
+        rt.progress();
+        assert!(rt.replicas.get(0, 1).allocated, "a was kept for its task");
+        assert!(rt.replicas.get(2, 1).allocated && rt.replicas.get(2, 1).incoming.is_some());
     }
 
     #[test]

@@ -471,6 +471,9 @@ impl Runtime {
             }
             self.mem.writebacks[src as usize] -= 1;
             if self.mem.writebacks[src as usize] == 0 {
+                // Requests into the node held back while it reclaimed try again (if no
+                // buffer was freed, nothing else would tell them).
+                self.mem.freed[src as usize] = true;
                 self.driver_back(src);
             }
         } else {
