@@ -77,8 +77,10 @@
 //! holds 291 tiles of 3.5 MiB, StarPU about 250), a push-time prefetch for a task that writes the
 //! data leaves them shared (StarPU updates their state with the task's mode when its request ends
 //! or finds them there: that copy becomes the owner, the others are invalidated and its buffer is
-//! dirty, so it is never taken over as a clean victim; tried, it brings StarPU's tidying figures
-//! under dmdas closer but sinks mirage dmda with 8 CPUs at 512 MB by 35 %, issue 21's note), and
+//! dirty, so it is never taken over as a clean victim; tried, it brings dmdar at 512 MB and
+//! StarPU's tidying under dmdas closer but sinks dmda with 8 CPUs at 512 MB, 64-80 tiles, by
+//! 24-38 %: popped tasks' fetches then evict data prefetched for queued tasks in a cascade
+//! StarPU's log does not show, issue 21's notes), and
 //! redux accesses are plain writes (no init or reduction tasks).
 //!
 //! Layout: this file is the coordinator (events, systems, and the one place that touches the
