@@ -6,7 +6,12 @@
 # O time worker busy N queued (a ws pop), W time thief none|locked V|stole V yes|no (a
 # steal), M time worker nt N pl N tr 0|1 st 0|1 (a pop attempt: tasks in the pipeline,
 # its length, a transfer pending, the pipeline stuck), R time worker (a CUDA driver loop)
-# and Z time worker (it waits): issue 21's note, 2026-11-25. Not used by CI or the tests. Needs root for apt and the Debian package
+# and Z time worker (it waits): issue 21's note, 2026-11-25. STARPU_OCCUPANCY_LOG=1 adds
+# occupancy-log.patch: B time worker task n=queued handle:mode... p=prio (a dmda push, the
+# target's queue length before it), T time node clean buffers (a tidying pass that starts),
+# and on S lines `C clean buffers dirty_head Y` + 12 counts of the worker's GPU buffers by
+# clean mark (dirty, clean) x MSI state (invalid, shared, owner) x pinned (no, yes): issue 21's
+# second note of 2026-11-25. Not used by CI or the tests. Needs root for apt and the Debian package
 # registry: StarPU's source comes from Debian's `starpu` source package (1.4.10+dfsg-2, sid).
 #
 # StarPU 1.4.10 reproduces all 220 rows of tests/data/starpu-simgrid/results-visible.csv
@@ -37,6 +42,9 @@ if [ ! -d starpu-1.4.10+dfsg ]; then
     (cd starpu-1.4.10+dfsg && patch -p1 -s < "$here/xlog.patch")
     if [ -n "${STARPU_DRIVERS_LOG:-}" ]; then
         (cd starpu-1.4.10+dfsg && patch -p1 -s < "$here/drivers-log.patch")
+    fi
+    if [ -n "${STARPU_OCCUPANCY_LOG:-}" ]; then
+        (cd starpu-1.4.10+dfsg && patch -p1 -s < "$here/occupancy-log.patch")
     fi
 fi
 cd starpu-1.4.10+dfsg
