@@ -360,7 +360,7 @@ impl Runtime {
     /// request), so the thread that allocates, the GPU's driver, neither handles task ends
     /// nor pops nor launches meanwhile; data requests still progress.
     pub(crate) fn driver_waits(&self, w: usize) -> bool {
-        self.mem.writebacks[self.machine.workers[w].node as usize] > 0
+        self.mem.reclaiming(self.machine.workers[w].node as usize)
     }
 
     /// A task's kernel ended: its end is handled now, or when its driver is back.

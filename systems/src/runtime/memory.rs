@@ -120,6 +120,12 @@ impl Memory {
         }
     }
 
+    /// Whether node `n` is writing eviction victims back (StarPU's `_starpu_is_reclaiming`):
+    /// its driver waits for them and nothing else is allocated there meanwhile.
+    pub fn reclaiming(&self, n: usize) -> bool {
+        self.writebacks[n] > 0
+    }
+
     /// StarPU's MC_LIST_PUSH_BACK: a buffer goes last in node `n`'s eviction order; a dirty
     /// one becomes the dirty head if there is none.
     fn push_back(&mut self, n: usize, key: (u64, u32), clean: bool) {
@@ -402,7 +408,7 @@ impl Runtime {
         // waits). Else prefetches chain write-backs, and the driver, which waits for them
         // all, stalls: mirage dmda, 3 GPUs + 8 CPUs, 512 MB, 64 tiles, GPU 0 ran no task for
         // 210 ms (63 write-backs); StarPU's longest such gap there is 30 ms, hetsim's now 22.
-        if node != 0 && self.mem.writebacks[n] > 0 {
+        if self.mem.reclaiming(n) {
             return false;
         }
         if node == 0 {

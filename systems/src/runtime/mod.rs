@@ -65,10 +65,11 @@
 //! are released and data let go when it is back), pops and launches nothing; kernels it launched
 //! before go on, and other requests still progress, but none allocates on that node until the
 //! write-back is done (StarPU's `_starpu_is_reclaiming`), so write-backs do not chain behind it.
-//! Being a fetch request on its node pair, it also holds back idle requests there. Simplified: a GPU's driver pops its next task as soon as a
-//! task's data are there, where StarPU-SimGrid's sleeps 10 us queueing the kernel and 2 us of
-//! progress first (tried: right in the oracle's log, it moves memory-capped rows by -5..-14 points
-//! through eviction timing, issue 21's note); conflicts between transfers are checked when a
+//! Being a fetch request on its node pair, it also holds back idle requests there. Simplified:
+//! a GPU's driver pops its next task as soon as a task's data are there, where StarPU-SimGrid's
+//! sleeps 10 us queueing the kernel and 2 us of progress first (tried: right in the oracle's
+//! log, it moves memory-capped rows by -5..-14 points through eviction timing, issue 21's
+//! note); conflicts between transfers are checked when a
 //! transfer starts, a cudaFree does not wait for transfers in flight, a popped task's buffers are
 //! allocated at once (in StarPU as its fetch requests start), a prefetch of data relayed through
 //! RAM pins them at push, a request joining one still queued takes its place (that one's pin is
@@ -80,8 +81,8 @@
 //! dirty, so it is never taken over as a clean victim; tried, it brings dmdar at 512 MB and
 //! StarPU's tidying under dmdas closer but sinks dmda with 8 CPUs at 512 MB, 64-80 tiles, by
 //! 24-38 %: popped tasks' fetches then evict data prefetched for queued tasks in a cascade
-//! StarPU's log does not show, issue 21's notes), and
-//! redux accesses are plain writes (no init or reduction tasks).
+//! StarPU's log does not show, issue 21's notes), and redux accesses are plain writes (no init
+//! or reduction tasks).
 //!
 //! Layout: this file is the coordinator (events, systems, and the one place that touches the
 //! calendar, the network and the recorder); the leaves hold the rules: `setup.rs` (build and
