@@ -182,6 +182,25 @@ fn under_eager_pushes_and_pops_take_starpu_simgrids_microseconds() {
 }
 
 #[test]
+fn under_dmda_a_releaser_pushes_one_task_per_microsecond_then_pops() {
+    // One GPU, every task 10 ms (+10 us launch). StarPU-SimGrid charges every push 1 us,
+    // whatever the policy (`_starpu_push_task`), and the driver that released tasks pops
+    // after its pushes and its progress (2 us for a GPU's). r is pushed by the application
+    // at 1 us and starts then (its kernel queued 10 us later), ends at 10.011 ms; it
+    // releases s1 and s2, pushed at 10.012 and 10.013 ms; GPU0 pops both at 10.015 ms: s1
+    // runs 10.015-20.025 ms, s2 (in the pipeline) from there to 30.025 ms. Pushing and
+    // popping at once would start s1 at 10.011 ms.
+    let dag = r#"Dag(handles: [], tasks: [
+        (name: "r", codelet: "k"),
+        (name: "s1", codelet: "k", deps: ["r"]),
+        (name: "s2", codelet: "k", deps: ["r"])])"#;
+    let models = r#"models: {"k": CodeletModel(cpu: Some(Constant("100ms")), cuda: Some(Constant("10ms")))}"#;
+    let r = dmda(&node(1, 0), dag, models, &[]);
+    assert_starts(&r, &[(1e-6, 0), (0.010015, 0), (0.020025, 0)], "dmda");
+    assert_makespan(&r, 0.030025);
+}
+
+#[test]
 fn under_ws_idle_thieves_race_the_releaser_for_its_pushes() {
     // 1 GPU (worker 0), 1 CPU (worker 1); every task 10 ms on the GPU (+10 us of kernel
     // queueing), 100 ms on the CPU. StarPU-SimGrid 1.4's ws: a push costs its pusher 1 us
@@ -220,15 +239,16 @@ fn a_chain_pays_its_transfer() {
     assert_makespan(&r, 0.12);
     assert_eq!((r.bytes_d2h, r.bytes_h2d), (1e9, 0.0));
     // With the runtime's overheads (StarPU-SimGrid's, notes 5.2): cudaMalloc of x on the GPU
-    // before A (175 us), 10 us per GPU kernel and 10 us before the transfer: 0.120195 s.
+    // before A (175 us), 10 us per GPU kernel, 10 us before the transfer and 1 us per push
+    // (A's by the application, B's by A's worker): 0.120197 s.
     let r = dmda(&node(1, 1), dag, models, &[]);
-    assert_makespan(&r, 0.120195);
+    assert_makespan(&r, 0.120197);
     // x without home data: RAM is allocated when the data go there, pinned at 650 us per MiB
     // (1e9 B = 953.67 MiB: 0.619888 s) before the copy.
     let homeless = dag.replace(r#"size: 1e9)"#, r#"size: 1e9, home: false)"#);
     let r = dmda(&node(1, 1), &homeless, models, &[]);
     let pinned = 650e-6 * 1e9 / 1048576.0;
-    assert_makespan(&r, 0.120195 + pinned);
+    assert_makespan(&r, 0.120197 + pinned);
 }
 
 #[test]
@@ -236,23 +256,24 @@ fn short_of_memory_cached_buffers_of_other_sizes_are_freed() {
     // One GPU of 2 GiB (1,843 MiB usable): a writes x (1.2 GB), then b writes y (1 GB).
     // x is written back and its buffer cached; y needs another size, so the cached buffer
     // is cudaFree'd (750 us) and y cudaMalloc'ed (175 us), paid before b runs:
-    // a 10 ms + 185 us; write-back 10 us + 0.12 s; b 10 ms + 10 us + 750 us + 175 us.
+    // a pushed at 1 us, 10 ms + 185 us; b pushed 1 us after a's end, popped by a's GPU 2 us
+    // later (its progress); write-back 10 us + 0.12 s; b 10 ms + 10 us + 750 us + 175 us.
     let dag = r#"Dag(handles: [(name: "x", size: 1.2e9), (name: "y", size: 1e9)], tasks: [
         (name: "a", codelet: "k", accesses: [("x", W)]),
         (name: "b", codelet: "k", accesses: [("y", W)], deps: ["a"])])"#;
     let models = r#"models: {"k": CodeletModel(cuda: Some(Constant("10ms")))}"#;
     let r = dmda(&node(1, 0), dag, models, &[]);
-    let expected = 0.010185 + 0.00001 + 0.12 + 0.010 + 0.00001 + 0.00075 + 0.000175;
+    let expected = 0.000004 + 0.010185 + 0.00001 + 0.12 + 0.010 + 0.00001 + 0.00075 + 0.000175;
     assert_makespan(&r, expected);
     assert_eq!((r.evictions, r.writebacks), (1, 1));
 }
 
 #[test]
 fn cuda_mallocs_of_different_gpus_take_turns() {
-    // a and b write x and y (1 GB each, beyond the sub-allocator) on two GPUs at t = 0.
-    // StarPU-SimGrid sleeps 175 us per cudaMalloc under one mutex for every GPU
-    // (cuda_alloc_mutex in driver_cuda.c), so the second GPU's waits for the first's:
-    // one task ends at 10 ms + 10 us + 175 us, the other at 10 ms + 10 us + 350 us.
+    // a and b write x and y (1 GB each, beyond the sub-allocator) on two GPUs, pushed at 1
+    // and 2 us. StarPU-SimGrid sleeps 175 us per cudaMalloc under one mutex for every GPU
+    // (cuda_alloc_mutex in driver_cuda.c), so the second GPU's waits for the first's: a
+    // ends at 1 us + 175 us + 10 us + 10 ms, b at 1 us + 350 us + 10 us + 10 ms.
     let dag = r#"Dag(handles: [(name: "x", size: 1e9), (name: "y", size: 1e9)], tasks: [
         (name: "a", codelet: "k", accesses: [("x", W)]),
         (name: "b", codelet: "k", accesses: [("y", W)])])"#;
@@ -260,8 +281,8 @@ fn cuda_mallocs_of_different_gpus_take_turns() {
     let r = dmda(&node(2, 0), dag, models, &[]);
     let mut ends = [r.task_times[0].1, r.task_times[1].1];
     ends.sort_by(f64::total_cmp);
-    assert!((ends[0] - 0.010185).abs() < 1e-9, "{ends:?}");
-    assert!((ends[1] - 0.01036).abs() < 1e-9, "{ends:?}");
+    assert!((ends[0] - 0.010186).abs() < 1e-9, "{ends:?}");
+    assert!((ends[1] - 0.010361).abs() < 1e-9, "{ends:?}");
     assert_ne!(r.task_times[0].2, r.task_times[1].2, "one task per GPU");
 }
 
@@ -860,12 +881,12 @@ fn a_kernel_queued_behind_a_running_one_starts_when_it_ends() {
     // StarPU-SimGrid's CUDA driver sleeps 10 us queueing an asynchronous kernel once its
     // data are there, then the GPU runs the queue back to back (simgrid.c: a task queued
     // behind a running one starts at its end). One GPU, pipeline of 2, a and b (10 ms, no
-    // data) both popped at 0: a runs 10 us-10.01 ms, b from 10.01 ms to 20.01 ms (the oracle's
-    // log: consecutive GEMMs on one GPU start exactly one model length apart).
+    // data) pushed at 1 and 2 us: a runs 11 us-10.011 ms, b from 10.011 ms to 20.011 ms (the
+    // oracle's log: consecutive GEMMs on one GPU start exactly one model length apart).
     let dag = r#"Dag(handles: [], tasks: [
         (name: "a", codelet: "k"),
         (name: "b", codelet: "k")])"#;
     let models = r#"models: {"k": CodeletModel(cuda: Some(Constant("10ms")))}"#;
     let r = dmda(&node(1, 0), dag, models, &[]);
-    assert_makespan(&r, 0.02001);
+    assert_makespan(&r, 0.020011);
 }

@@ -216,20 +216,16 @@ impl Runtime {
         self.sched.as_ref().expect("a policy").wakes()
     }
 
-    /// Whether pushes and pops follow StarPU-SimGrid's driver microseconds (`drivers.rs`):
+    /// Whether pushes signal and pops follow StarPU-SimGrid's driver states (`drivers.rs`):
     /// the policies whose pushes race workers for tasks (eager, prio, ws, lws).
     fn driver_paced(&self) -> bool {
         self.wakes() != Wakes::AtOnce
     }
 
-    /// Task `t`'s dependencies are done, `by` released it: under a paced policy, pushed
-    /// after the pusher's earlier pushes of this instant, 1 us each (StarPU-SimGrid's push
-    /// cost), else at once.
+    /// Task `t`'s dependencies are done, `by` released it: pushed after the pusher's earlier
+    /// pushes of this instant, 1 us each (StarPU-SimGrid's push cost, whatever the policy:
+    /// `_starpu_push_task`).
     pub(crate) fn ready(&mut self, t: u32, by: Option<u32>) {
-        if !self.driver_paced() {
-            self.release(t, by);
-            return;
-        }
         let count = self.pushes_now(by) + 1;
         self.push_clock = (self.now, by, count);
         self.pusher[t as usize] = by;
@@ -446,9 +442,7 @@ impl Runtime {
                 self.ready(s, Some(w as u32));
             }
         }
-        if self.driver_paced() {
-            self.defer_releaser(w);
-        }
+        self.defer_releaser(w);
         self.wake(w as u32);
         self.mem.freed[node as usize] = true;
         for n in 0..nn {

@@ -5,8 +5,12 @@
 //! tasks, dmdap keeps queues sorted by priority, dmdas does both, and dmdasd's decision
 //! counts only the queued work ahead of the task. Uncalibrated models (StarPU history entries
 //! under 10 samples) make them fall back to StarPU's greedy rule: the least loaded worker, the
-//! first uncalibrated one at once.
-//! Simplified: no energy term (StarPU adds none without energy models, as in its default runs).
+//! first uncalibrated one at once. Decisions made at one instant by different releasers do
+//! not see each other's pushes, as in StarPU-SimGrid ([`DequeModel::unseen`]).
+//! Simplified: no energy term (StarPU adds none without energy models, as in its default runs);
+//! a decision at an instant sees none of the other releasers' pushes of that instant, where
+//! SimGrid's actor order lets some commits through (the oracle's log: mostly none, sometimes
+//! a few); dmdasd's work ahead counts them.
 
 use std::collections::VecDeque;
 
@@ -28,6 +32,8 @@ pub struct DequeModel {
     kind: Scheduler,
     local: Vec<VecDeque<u32>>,
     dm: Vec<DmState>,
+    /// The pushes of the current instant: (pusher, worker, expected work added).
+    pushed_now: (f64, Vec<(Option<u32>, usize, f64)>),
 }
 
 impl DequeModel {
@@ -36,7 +42,22 @@ impl DequeModel {
             kind,
             local: vec![VecDeque::new(); workers],
             dm: vec![DmState::default(); workers],
+            pushed_now: (f64::NAN, Vec::new()),
         }
+    }
+
+    /// What `by`'s decision at this instant does not see of worker `w`'s queue: the work
+    /// and tasks other pushers pushed there at the same instant. In StarPU-SimGrid the
+    /// threads that push at one instant (CPU workers whose equal-length tasks end together)
+    /// each decide before any of them commits (the commit waits for the worker's lock, a
+    /// SimGrid context switch), so they all pick the same worker: the oracle's log of mirage
+    /// Cholesky dmda with 8 CPUs has eight threads pushing eight GEMMs to one CPU at once.
+    fn unseen(&self, by: Option<u32>, w: usize) -> (f64, u32) {
+        self.pushed_now
+            .1
+            .iter()
+            .filter(|&&(p, x, _)| p != by && x == w)
+            .fold((0.0, 0), |(len, n), &(_, _, l)| (len + l, n + 1))
     }
 
     /// Queues sorted by priority.
@@ -80,7 +101,7 @@ impl DequeModel {
 
 impl Policy for DequeModel {
     /// The worker with the best fitness; commit the expected times, prefetch.
-    fn push(&mut self, t: u32, _by: Option<u32>, rt: &mut View) -> Pushed {
+    fn push(&mut self, t: u32, by: Option<u32>, rt: &mut View) -> Pushed {
         let da = self.kind != Scheduler::Dm;
         let now = rt.now;
         let (alpha, beta) = (rt.alpha, rt.beta);
@@ -89,12 +110,17 @@ impl Policy for DequeModel {
         // worker (tasks / relative speed-up), grabbing the first uncalibrated one at once.
         let mut greedy: Option<(usize, f64)> = None;
         let mut seen_nan = false;
+        if self.pushed_now.0 != now {
+            self.pushed_now = (now, Vec::new());
+        }
         for w in 0..self.local.len() {
+            let (unseen_len, unseen_tasks) = self.unseen(by, w);
             let Some((len, calibrated)) = rt.predicted(t, w) else {
                 continue;
             };
             let nan = !calibrated;
-            let load = self.dm[w].ntasks as f64 / rt.workers()[w].speedup;
+            let load =
+                self.dm[w].ntasks.saturating_sub(unseen_tasks) as f64 / rt.workers()[w].speedup;
             let take = match greedy {
                 None => true,
                 Some((_, best_load)) => {
@@ -111,7 +137,7 @@ impl Policy for DequeModel {
             let ahead = if self.kind == Scheduler::Dmdasd {
                 self.work_ahead(t, w, rt)
             } else {
-                self.dm[w].exp_len
+                (self.dm[w].exp_len - unseen_len).max(0.0)
             };
             let mut start = start_w + ahead;
             if da {
@@ -122,6 +148,7 @@ impl Policy for DequeModel {
         if seen_nan {
             let (w, _) = greedy.expect("a worker can run the task (checked at start)");
             self.dm[w].ntasks += 1;
+            self.pushed_now.1.push((by, w, 0.0));
             self.local[w].push_back(t);
             return Pushed {
                 prediction: Some((0.0, 0.0)),
@@ -153,6 +180,7 @@ impl Policy for DequeModel {
         };
         s.exp_len += extra + len;
         s.ntasks += 1;
+        self.pushed_now.1.push((by, w, extra + len));
         if self.sorted() {
             insert_sorted(&mut self.local[w], t, rt.priority(t), rt);
         } else {
@@ -242,8 +270,35 @@ impl Policy for DequeModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::Runtime;
     use crate::runtime::setup::{Flags, test_runtime};
     use hetsim_schema::SimTime;
+
+    #[test]
+    fn pushes_of_one_instant_by_different_threads_do_not_see_each_other() {
+        // A GPU and a CPU, every task 10 ms on either, no data (dm: expected end only).
+        // Worker 1 pushes a: both workers would end it at 10 ms, the first (GPU) wins.
+        // Worker 0 pushes b at the same instant: it does not see a (StarPU-SimGrid's threads
+        // decide before either commits), so the GPU wins again. Worker 1's next push, c,
+        // still at that instant, sees its own a but not b: the GPU at 20 ms loses to the
+        // CPU at 10 ms. A microsecond later d sees everything: GPU 20 ms, CPU 10 ms: CPU.
+        let dag = r#"(handles: [], tasks: [
+            (name: "a", codelet: "k"), (name: "b", codelet: "k"),
+            (name: "c", codelet: "k"), (name: "d", codelet: "k")])"#;
+        let both = r#"{"k": (cpu: Some(Constant("10ms")), cuda: Some(Constant("10ms")))}"#;
+        let mut rt = test_runtime(dag, both, 16e9, Flags::default());
+        let mut dm = DequeModel::new(Scheduler::Dm, 2);
+        let push = |dm: &mut DequeModel, t, by, rt: &mut Runtime| {
+            dm.push(t, Some(by), &mut rt.policy_and_view().1);
+            (0..2).find(|&w| dm.local[w].contains(&t)).unwrap()
+        };
+        assert_eq!(push(&mut dm, 0, 1, &mut rt), 0);
+        assert_eq!(push(&mut dm, 1, 0, &mut rt), 0);
+        assert_eq!(push(&mut dm, 2, 1, &mut rt), 1);
+        rt.now = SimTime::from_secs_saturating(1e-6);
+        assert_eq!(push(&mut dm, 3, 1, &mut rt), 1);
+        assert_eq!(dm.dm[0].ntasks, 2);
+    }
 
     #[test]
     fn a_task_start_restarts_the_expected_start_from_now() {

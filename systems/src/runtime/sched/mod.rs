@@ -43,8 +43,8 @@ pub trait Policy: Send + Sync {
     fn on_end(&mut self, _t: u32, _w: usize, _rt: &View) {}
     /// Tasks waiting in the policy's queues.
     fn queued(&self) -> usize;
-    /// Whom a push wakes, and whether StarPU-SimGrid's driver microseconds pace pushes and
-    /// pops (`drivers.rs`).
+    /// Whom a push wakes, and whether StarPU-SimGrid's driver states pace the pops
+    /// (`drivers.rs`).
     fn wakes(&self) -> Wakes {
         Wakes::AtOnce
     }
