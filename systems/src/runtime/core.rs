@@ -206,6 +206,8 @@ impl Runtime {
         }
         if self.driver_paced() {
             self.signal_for(t, by);
+        } else if let Some(w) = pushed.queue {
+            self.wake(w as u32);
         } else {
             self.wake_all();
         }

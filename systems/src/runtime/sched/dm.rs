@@ -153,6 +153,7 @@ impl Policy for DequeModel {
             return Pushed {
                 prediction: Some((0.0, 0.0)),
                 prefetch: da.then_some(w),
+                queue: Some(w),
             };
         }
         let best_end = cands.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
@@ -189,6 +190,7 @@ impl Policy for DequeModel {
         Pushed {
             prediction: Some((len, extra)),
             prefetch: da.then_some(w),
+            queue: Some(w),
         }
     }
 

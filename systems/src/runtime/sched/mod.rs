@@ -70,6 +70,9 @@ pub struct Pushed {
     pub prediction: Option<(f64, f64)>,
     /// Bring the task's inputs to this worker's memory node now (dm* prefetch at push).
     pub prefetch: Option<usize>,
+    /// The worker whose own queue took the task (dm*, random): only it can pop it, so only
+    /// it is woken.
+    pub queue: Option<usize>,
 }
 
 /// The policy of a scheduler, for `workers` workers.
@@ -278,7 +281,8 @@ mod tests {
             pushed,
             Pushed {
                 prediction: Some((0.1, 0.0)),
-                prefetch: Some(1)
+                prefetch: Some(1),
+                queue: Some(1),
             }
         );
         assert_eq!(dmda.pop(0, &mut view(&mut rt)), None);

@@ -36,7 +36,10 @@ impl Policy for Random {
     fn push(&mut self, t: u32, _by: Option<u32>, rt: &mut View) -> Pushed {
         let w = self.draw(t, rt);
         insert_sorted(&mut self.local[w], t, rt.priority(t), rt);
-        Pushed::default()
+        Pushed {
+            queue: Some(w),
+            ..Pushed::default()
+        }
     }
 
     fn pop(&mut self, w: usize, _rt: &mut View) -> Option<u32> {
