@@ -46,7 +46,7 @@ const TOLERANCE: f64 = 0.10;
 ///   order where hetsim's woken workers go last-woken-first, so from step 1 on a different
 ///   CPU takes a different task and the critical path (getrf, trsm, gemm of the next
 ///   diagonal) lands on CPUs at other steps;
-/// - attila with 1024 MB per GPU, dmdas with 8 CPUs at 64 tiles (-14 %, hetsim slow). Five
+/// - attila with 1024 MB per GPU, dmdas with 8 CPUs at 64 tiles (-16 %, hetsim slow). Five
 ///   StarPU rules brought the rest of this group, and most of the memory-capped rows of the
 ///   oracle file, within 10 %: a request allocates its buffer when it starts; a prefetch
 ///   short of memory stops every prefetch into its node until memory frees up; prefetch
