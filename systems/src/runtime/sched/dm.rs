@@ -32,8 +32,14 @@ pub struct DequeModel {
     kind: Scheduler,
     local: Vec<VecDeque<u32>>,
     dm: Vec<DmState>,
-    /// The pushes of the current instant: (pusher, worker, expected work added).
-    pushed_now: (f64, Vec<(Option<u32>, usize, f64)>),
+    /// The pushes of the current instant.
+    pushed_now: InstantPushes,
+}
+
+/// The pushes made at one instant: (pusher, worker, expected work added).
+struct InstantPushes {
+    at: f64,
+    pushes: Vec<(Option<u32>, usize, f64)>,
 }
 
 impl DequeModel {
@@ -42,7 +48,10 @@ impl DequeModel {
             kind,
             local: vec![VecDeque::new(); workers],
             dm: vec![DmState::default(); workers],
-            pushed_now: (f64::NAN, Vec::new()),
+            pushed_now: InstantPushes {
+                at: f64::NAN,
+                pushes: Vec::new(),
+            },
         }
     }
 
@@ -54,7 +63,7 @@ impl DequeModel {
     /// Cholesky dmda with 8 CPUs has eight threads pushing eight GEMMs to one CPU at once.
     fn unseen(&self, by: Option<u32>, w: usize) -> (f64, u32) {
         self.pushed_now
-            .1
+            .pushes
             .iter()
             .filter(|&&(p, x, _)| p != by && x == w)
             .fold((0.0, 0), |(len, n), &(_, _, l)| (len + l, n + 1))
@@ -110,8 +119,11 @@ impl Policy for DequeModel {
         // worker (tasks / relative speed-up), grabbing the first uncalibrated one at once.
         let mut greedy: Option<(usize, f64)> = None;
         let mut seen_nan = false;
-        if self.pushed_now.0 != now {
-            self.pushed_now = (now, Vec::new());
+        if self.pushed_now.at != now {
+            self.pushed_now = InstantPushes {
+                at: now,
+                pushes: Vec::new(),
+            };
         }
         for w in 0..self.local.len() {
             let (unseen_len, unseen_tasks) = self.unseen(by, w);
@@ -148,7 +160,7 @@ impl Policy for DequeModel {
         if seen_nan {
             let (w, _) = greedy.expect("a worker can run the task (checked at start)");
             self.dm[w].ntasks += 1;
-            self.pushed_now.1.push((by, w, 0.0));
+            self.pushed_now.pushes.push((by, w, 0.0));
             self.local[w].push_back(t);
             return Pushed {
                 prediction: Some((0.0, 0.0)),
@@ -181,7 +193,7 @@ impl Policy for DequeModel {
         };
         s.exp_len += extra + len;
         s.ntasks += 1;
-        self.pushed_now.1.push((by, w, extra + len));
+        self.pushed_now.pushes.push((by, w, extra + len));
         if self.sorted() {
             insert_sorted(&mut self.local[w], t, rt.priority(t), rt);
         } else {
