@@ -470,7 +470,7 @@ impl Runtime {
                 self.free(h, src);
             }
             self.mem.writebacks[src as usize] -= 1;
-            if self.mem.writebacks[src as usize] == 0 {
+            if !self.mem.reclaiming(src as usize) {
                 // Requests into the node held back while it reclaimed try again (if no
                 // buffer was freed, nothing else would tell them).
                 self.mem.freed[src as usize] = true;

@@ -36,10 +36,39 @@ pub struct DequeModel {
     pushed_now: InstantPushes,
 }
 
-/// The pushes made at one instant: (pusher, worker, expected work added).
+/// The pushes made at one instant, by worker.
 struct InstantPushes {
     at: f64,
-    pushes: Vec<(Option<u32>, usize, f64)>,
+    to: Vec<PushesTo>,
+}
+
+/// The pushes of one instant into one worker's queue: (pusher, expected work added), in push
+/// order, and whether more than one pusher made them (else a decision by that pusher sees
+/// them all without a scan: a thousand roots the application pushes at once stay linear).
+#[derive(Clone, Default)]
+struct PushesTo {
+    by: Vec<(Option<u32>, f64)>,
+    mixed: bool,
+}
+
+impl InstantPushes {
+    /// Starts instant `now` unless it is the current one.
+    fn begin(&mut self, now: f64) {
+        if self.at != now {
+            self.at = now;
+            for p in &mut self.to {
+                p.by.clear();
+                p.mixed = false;
+            }
+        }
+    }
+
+    /// `by` pushed `len` seconds of expected work to worker `w`.
+    fn record(&mut self, by: Option<u32>, w: usize, len: f64) {
+        let p = &mut self.to[w];
+        p.mixed |= p.by.first().is_some_and(|&(first, _)| first != by);
+        p.by.push((by, len));
+    }
 }
 
 impl DequeModel {
@@ -50,7 +79,7 @@ impl DequeModel {
             dm: vec![DmState::default(); workers],
             pushed_now: InstantPushes {
                 at: f64::NAN,
-                pushes: Vec::new(),
+                to: vec![PushesTo::default(); workers],
             },
         }
     }
@@ -62,11 +91,13 @@ impl DequeModel {
     /// SimGrid context switch), so they all pick the same worker: the oracle's log of mirage
     /// Cholesky dmda with 8 CPUs has eight threads pushing eight GEMMs to one CPU at once.
     fn unseen(&self, by: Option<u32>, w: usize) -> (f64, u32) {
-        self.pushed_now
-            .pushes
-            .iter()
-            .filter(|&&(p, x, _)| p != by && x == w)
-            .fold((0.0, 0), |(len, n), &(_, _, l)| (len + l, n + 1))
+        let p = &self.pushed_now.to[w];
+        if !p.mixed && p.by.first().is_none_or(|&(first, _)| first == by) {
+            return (0.0, 0);
+        }
+        p.by.iter()
+            .filter(|&&(q, _)| q != by)
+            .fold((0.0, 0), |(len, n), &(_, l)| (len + l, n + 1))
     }
 
     /// Queues sorted by priority.
@@ -119,12 +150,7 @@ impl Policy for DequeModel {
         // worker (tasks / relative speed-up), grabbing the first uncalibrated one at once.
         let mut greedy: Option<(usize, f64)> = None;
         let mut seen_nan = false;
-        if self.pushed_now.at != now {
-            self.pushed_now = InstantPushes {
-                at: now,
-                pushes: Vec::new(),
-            };
-        }
+        self.pushed_now.begin(now);
         for w in 0..self.local.len() {
             let (unseen_len, unseen_tasks) = self.unseen(by, w);
             let Some((len, calibrated)) = rt.predicted(t, w) else {
@@ -160,7 +186,7 @@ impl Policy for DequeModel {
         if seen_nan {
             let (w, _) = greedy.expect("a worker can run the task (checked at start)");
             self.dm[w].ntasks += 1;
-            self.pushed_now.pushes.push((by, w, 0.0));
+            self.pushed_now.record(by, w, 0.0);
             self.local[w].push_back(t);
             return Pushed {
                 prediction: Some((0.0, 0.0)),
@@ -193,7 +219,7 @@ impl Policy for DequeModel {
         };
         s.exp_len += extra + len;
         s.ntasks += 1;
-        self.pushed_now.pushes.push((by, w, extra + len));
+        self.pushed_now.record(by, w, extra + len);
         if self.sorted() {
             insert_sorted(&mut self.local[w], t, rt.priority(t), rt);
         } else {
