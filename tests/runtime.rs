@@ -144,16 +144,18 @@ fn eager_wakes_the_first_sleeping_worker_not_every_worker() {
 #[test]
 fn under_eager_pushes_and_pops_take_starpu_simgrids_microseconds() {
     // 2 GPUs, 2 CPUs; every task 10 ms on a GPU (+10 us launch), 100 ms on a CPU. StarPU-
-    // SimGrid 1.4 (drivers.rs): each push costs its pusher 1 us; it signals the workers in
-    // order up to the first asleep and not yet told (CPUs, told once, stay told), and a
-    // signalled driver pops after its progress: 1 us for a CPU, 2 us for a GPU (it drives
-    // RAM and its GPU). r is pushed at 1 us, GPU0 pops it at 3 us, it ends at 10.013 ms.
-    // GPU0 pushes s1, s2, s3 at 10.014, 10.015, 10.016 ms: s1 tells GPU0 itself, s2 GPU1
-    // (pops at 10.017), s3 passes both GPUs and signals both CPUs (pop at 10.017). GPU1
-    // takes s1, the CPUs s2 and s3 (to 110.017 ms); GPU0, back at 10.018 ms after its
-    // pushes, finds nothing. c, pushed by GPU1 at 20.028 ms, tells GPU0, which would pop at
-    // 20.030 ms; GPU1, back from its push at that same microsecond, pops first (a tie goes
-    // to the pop set first) and runs c (20.030-30.040 ms).
+    // SimGrid 1.4 (drivers.rs, threads.rs): each push costs its pusher a 1 us sleep and
+    // signals the workers in order up to the first asleep and not yet told (every driver
+    // starts untold); a signalled driver pops after its progress, 1 us for a CPU, 2 us for
+    // a GPU; sleeps ending together wake pushers first, then by when they began, the last
+    // begun first; a GPU pops nothing while its task's data come, and after a launch sleeps
+    // 10 us before its loop. r: pushed at 1 us, GPU0 pops it at 3 us, ends at 10.013 ms.
+    // GPU0 pushes s1, s2, s3 at 10.014, 10.015, 10.016 ms: s1 tells GPU0 itself, s2 GPU1,
+    // s3 CPU2 (CPU3 is never told). At 10.017 ms GPU1 and CPU2 pop s1 and s2; GPU0, back
+    // from its pushes, pops s3 at 10.018 ms. At 20.028 ms s3 ends (GPU0 begins its loop)
+    // and GPU1, whose s1 ended at 20.027, pushes c, telling GPU0, then begins its loop.
+    // At 20.029 ms the last begun wakes first: GPU1, then GPU0, each sleeping its second
+    // microsecond; at 20.030 ms GPU0's, begun last, wakes first: GPU0 takes c.
     let dag = r#"Dag(handles: [], tasks: [
         (name: "r", codelet: "k"),
         (name: "s1", codelet: "k", deps: ["r"]),
@@ -173,8 +175,8 @@ fn under_eager_pushes_and_pops_take_starpu_simgrids_microseconds() {
             (3e-6, 0),
             (0.010017, 1),
             (0.010017, 2),
-            (0.010017, 3),
-            (0.020030, 1),
+            (0.010018, 0),
+            (0.020030, 0),
         ];
         assert_starts(&r, &expect, sched);
         assert_makespan(&r, 0.110017);

@@ -16,6 +16,7 @@ use super::machine::{Arch, Machine, Models};
 use super::memory::{Evict, Memory, Msi, Replicas};
 use super::sched::{Policy, View, Wakes};
 use super::setup::Flags;
+use super::threads::{Doing, Step, Threads};
 use super::transfers::{Level, Transfers};
 
 /// StarPU-SimGrid's runtime costs (notes 5.2), seconds: per transfer and per GPU kernel
@@ -36,12 +37,12 @@ pub enum Due {
     /// A copy on the shared bus is submitted now (after its driver's allocations and
     /// queueing cost).
     XferSubmit(u32),
-    /// A worker a push signalled, or that released tasks, pops now (`drivers.rs`).
-    Pop(u32),
     /// A released task is pushed now (after its pusher's earlier pushes).
     Push(u32),
     /// A releaser is done pushing and pops now.
     Resume(u32),
+    /// A driver thread's 1 us sleep ended (eager, prio, ws, lws: `threads.rs`).
+    Wake(u32),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,6 +126,12 @@ pub struct Runtime {
     pub(crate) dirty_mark: Vec<bool>,
     /// Driver states for the policies paced by StarPU-SimGrid's drivers.
     pub(crate) drivers: Drivers,
+    /// Their threads' loops and pushes, and SimGrid's order of their wake-ups.
+    pub(crate) threads: Threads,
+    /// The worker whose driver loop pops now (paced policies pop only then).
+    pub(crate) pop_turn: Option<usize>,
+    /// A CPU's fetch found data in RAM at this instant: RAM's drivers are to be woken.
+    pub(crate) ram_broadcast: bool,
     /// Pushes made at this instant by this releaser (None: the application): their count.
     pub(crate) push_clock: (SimTime, Option<u32>, u32),
     /// Releasers that may not pop before their `Due::Resume`: after their pushes.
@@ -228,6 +235,13 @@ impl Runtime {
     /// pushes of this instant, 1 us each (StarPU-SimGrid's push cost, whatever the policy:
     /// `_starpu_push_task`).
     pub(crate) fn ready(&mut self, t: u32, by: Option<u32>) {
+        if self.driver_paced() {
+            let i = by.map_or(self.threads.app(), |w| w as usize);
+            if self.threads.release(i, t) {
+                self.thread_sleep(i);
+            }
+            return;
+        }
         let count = self.pushes_now(by) + 1;
         self.push_clock = (self.now, by, count);
         self.pusher[t as usize] = by;
@@ -253,11 +267,11 @@ impl Runtime {
     /// The push of `t` by `by` signals workers as StarPU-SimGrid's drivers would
     /// (`drivers.rs`); each pops after its own progress.
     fn signal_for(&mut self, t: u32, by: Option<u32>) {
+        // The pusher's own driver is among those signalled: its loop goes round again.
+        let _ = by;
         if self.wakes() == Wakes::Every {
             for w in 0..self.workers.len() {
-                if Some(w as u32) != by {
-                    self.signal(w);
-                }
+                self.signal(w);
             }
             return;
         }
@@ -265,16 +279,88 @@ impl Runtime {
             .map(|w| self.policy_and_view().1.can_run(t, w))
             .collect();
         for w in self.drivers.push_wakes(|w| eligible[w]) {
-            if Some(w as u32) != by {
-                self.signal(w);
-            }
+            self.signal(w);
         }
     }
 
-    /// `w`'s driver loops after its progress, and pops if it has room then.
+    /// `w`'s driver is signalled: it starts its loop if it was waiting, or loops again after
+    /// this one (`threads.rs`).
     fn signal(&mut self, w: usize) {
-        let at = self.after(self.drivers.pop_delay(w));
-        self.timers.push((at, Due::Pop(w as u32)));
+        if self.threads.signal(w) {
+            self.thread_sleep(w);
+        }
+    }
+
+    /// Thread `i` (a worker's, or the application's) sleeps 1 us.
+    fn thread_sleep(&mut self, i: usize) {
+        self.thread_sleep_for(i, MICROSECOND);
+    }
+
+    /// Thread `i` sleeps `secs`.
+    fn thread_sleep_for(&mut self, i: usize, secs: f64) {
+        self.threads.sleep(i, self.now);
+        let at = self.after(secs);
+        self.timers.push((at, Due::Wake(i as u32)));
+    }
+
+    /// Thread `i`'s sleep ended: it pushes its next task, sleeps on, or pops.
+    pub(crate) fn thread_woke(&mut self, i: usize) {
+        match self.threads.woke(i) {
+            Step::Push(t) => {
+                let by = (i != self.threads.app()).then_some(i as u32);
+                self.release(t, by);
+                // Without the runtime's overheads a thread's pushes take no time: all at once.
+                while !self.flags.overheads && self.threads.threads[i].doing == Doing::Pushing {
+                    if let Step::Push(t) = self.threads.woke(i) {
+                        self.release(t, by);
+                    }
+                }
+                if self.threads.sleeping(i) {
+                    self.thread_sleep(i);
+                }
+            }
+            Step::Sleep => self.thread_sleep(i),
+            Step::Pop => self.driver_pops(i),
+            Step::Nothing => {}
+        }
+    }
+
+    /// Worker `w`'s driver loop pops (one task at most), then loops on, holds or waits.
+    fn driver_pops(&mut self, w: usize) {
+        let before = self.workers[w].in_hand.len();
+        self.pop_turn = Some(w);
+        self.advance_worker(w);
+        self.pop_turn = None;
+        let got = self.workers[w].in_hand.len() > before;
+        let room = self.has_room(w);
+        self.threads.popped(w, got, room);
+        if self.threads.sleeping(w) {
+            self.thread_sleep(w);
+        }
+    }
+
+    /// Whether worker `w` could take a task now.
+    fn has_room(&self, w: usize) -> bool {
+        let slots = match self.machine.workers[w].arch {
+            Arch::Cuda(_) => self.pipeline as usize,
+            Arch::Cpu => 1,
+        };
+        // StarPU's drivers pop nothing while a task's data are coming (`task_transferring`).
+        self.workers[w].in_hand.len() < slots
+            && self.workers[w].fetching.is_none()
+            && !self.holds_sync(w)
+            && !self.driver_waits(w)
+    }
+
+    /// A CPU's fetch finding a buffer in RAM wakes every driver of RAM, without telling
+    /// them to stay awake (StarPU-SimGrid's `_starpu_fetch_task_input_cb` broadcasts the
+    /// node's queue).
+    pub(crate) fn broadcast_ram(&mut self) {
+        if std::mem::take(&mut self.ram_broadcast) {
+            for v in 0..self.workers.len() {
+                self.signal(v);
+            }
+        }
     }
 
     /// `delay` seconds from now, or now without the runtime's overheads (events due now run
@@ -329,12 +415,6 @@ impl Runtime {
                 self.signal(w);
             }
         }
-    }
-
-    /// A `Due::Pop` came: `w` pops now (pops due at one instant go in the order they were
-    /// set).
-    pub(crate) fn pop_due(&mut self, w: u32) {
-        self.advance_worker(w as usize);
     }
 
     /// A `Due::Resume` came: the releaser `w` pops now.
@@ -444,7 +524,13 @@ impl Runtime {
                 self.ready(s, Some(w as u32));
             }
         }
-        self.defer_releaser(w);
+        if !self.driver_paced() {
+            self.defer_releaser(w);
+        } else if matches!(self.threads.threads[w].doing, Doing::Waiting | Doing::Busy) {
+            // Released nothing: its driver, woken by the end, loops on.
+            self.threads.start_loop(w);
+            self.thread_sleep(w);
+        }
         self.wake(w as u32);
         self.mem.freed[node as usize] = true;
         for n in 0..nn {
@@ -476,8 +562,8 @@ impl Runtime {
     /// Lets every worker that may move do so.
     pub(crate) fn progress(&mut self) {
         loop {
-            // Last woken first (a stack). Not StarPU-SimGrid's actor order: see the
-            // known misses of tests/starpu_simgrid.rs.
+            // Last woken first (a stack). Under eager, prio, ws and lws pops are made by
+            // the driver threads instead, in SimGrid's order (`threads.rs`).
             while let Some(w) = self.dirty.pop() {
                 self.dirty_mark[w as usize] = false;
                 self.advance_worker(w as usize);
@@ -519,6 +605,14 @@ impl Runtime {
                 self.state[t as usize] = TaskState::Ready;
                 self.launched[t as usize] = self.now;
                 self.workers[w].fetching = None;
+                if self.driver_paced()
+                    && matches!(self.machine.workers[w].arch, Arch::Cuda(_))
+                    && matches!(self.threads.threads[w].doing, Doing::Busy | Doing::Popping)
+                {
+                    // The CUDA driver queues the kernel (a 10 us sleep), then loops on.
+                    self.threads.start_loop_after_sleep(w);
+                    self.thread_sleep_for(w, QUEUE_COST);
+                }
             }
             let slots = match self.machine.workers[w].arch {
                 Arch::Cuda(_) => self.pipeline as usize,
@@ -527,9 +621,8 @@ impl Runtime {
             if self.workers[w].in_hand.len() >= slots || self.deferred[w] || self.holds_sync(w) {
                 break;
             }
-            if popped_one && self.driver_paced() {
-                // One pop per driver loop: the next comes after its progress.
-                self.signal(w);
+            // Paced drivers pop once per loop, at its end (`threads.rs`).
+            if self.driver_paced() && (self.pop_turn != Some(w) || popped_one) {
                 break;
             }
             popped_one = true;
@@ -537,6 +630,7 @@ impl Runtime {
             let popped = policy.pop(w, &mut view);
             self.drivers.popped(w, popped.is_some());
             let Some(t) = popped else { break };
+            let mut ram_hit = false;
             self.worker_of[t as usize] = w as u32;
             self.state[t as usize] = TaskState::Fetching;
             self.workers[w].in_hand.push_back(t);
@@ -560,10 +654,18 @@ impl Runtime {
                 // The fetch finding the data there marks its chunk recently used.
                 if valid {
                     self.touch(h, node);
+                    ram_hit |= node == 0;
                 }
             }
+            // Its fetch's broadcast comes after the other pops of this instant.
+            self.ram_broadcast |= ram_hit && self.driver_paced();
         }
         self.try_run(w);
+        if self.driver_paced() && self.threads.threads[w].doing == Doing::Busy && self.has_room(w) {
+            // What it held ended: its loop goes on.
+            self.threads.start_loop(w);
+            self.thread_sleep(w);
+        }
     }
 
     /// Allocates and requests the task's data on the worker's node; true once all is there.

@@ -1,28 +1,19 @@
-//! Which workers a push wakes, and when they pop, as StarPU-SimGrid 1.4's drivers do it for
-//! the policies whose workers race for pushed tasks: eager and prio wake one worker per
-//! push (below), ws and lws every worker (`ws_push_task`); the timing below is theirs too.
+//! Which workers a push wakes, as StarPU-SimGrid 1.4's drivers do it for the policies whose
+//! workers race for pushed tasks: eager and prio wake one worker per push (below), ws and lws
+//! every worker (`ws_push_task`). When the woken drivers pop, and in which order, is
+//! `threads.rs`.
 //!
 //! StarPU's push walks the workers in order and tries to wake each one that can run the task
-//! (`starpu_wake_worker_relax_light`): every one it passes is signalled and runs its driver
-//! loop, and the walk stops at the first that is asleep (its last pop found nothing) and not
-//! already told to stay awake (`state_keep_awake`), which it then tells. A CUDA driver clears
+//! (`starpu_wake_worker_relax_light`): every one it passes is signalled, and the walk stops at
+//! the first that is asleep (its last pop found nothing) and not already told to stay awake
+//! (`state_keep_awake`), which it then tells. Every driver starts untold (the oracle's log of
+//! the walk, `W` lines: the CPUs' flags are 0 until a push tells them). A CUDA driver clears
 //! its flag at each pop attempt (`_starpu_get_multi_worker_task`); a CPU driver never does
-//! under SimGrid (`_starpu_get_worker_task` clears it only in real runs), so a CPU worker woken
-//! once is passed, and signalled, by every later push. A finished data request flags every
-//! driver of its destination node (`_starpu_data_request_complete_wait`, SimGrid only): a
-//! copy into RAM flags every worker, CUDA ones included (they drive RAM too), a copy into a
+//! under SimGrid (`_starpu_get_worker_task` clears it only in real runs), so a CPU worker
+//! told once is passed, and signalled, by every later push. A finished data request flags
+//! every driver of its destination node (`_starpu_data_request_complete_wait`, SimGrid only):
+//! a copy into RAM flags every worker, CUDA ones included (they drive RAM too), a copy into a
 //! GPU that GPU's worker.
-//!
-//! Time: each push costs its pusher 1 us (`_starpu_push_task`), and a signalled driver pops
-//! after its data-request progress, which sleeps 1 us per memory node it drives: a CPU worker
-//! drives RAM (1 us), a CUDA worker its GPU and RAM (2 us). The releasing worker pops after
-//! all its pushes.
-//!
-//! Simplified: the drivers' states at start (every one asleep after an empty pop, the CPU
-//! ones already told: the oracle's log of mirage Cholesky eager shows the first trsm's taken
-//! by five CPUs within 5 us, more than one per push; a GPU's flag goes at its first pop),
-//! and the order of pops due at the same microsecond (the order they were set, where
-//! SimGrid's actor order decides).
 
 /// One microsecond, StarPU-SimGrid's unit of push and progress cost.
 pub const MICROSECOND: f64 = 1e-6;
@@ -40,11 +31,11 @@ pub struct Drivers {
 
 impl Drivers {
     /// `cuda[w]`: worker `w` is a GPU's. Every driver starts asleep after a first empty pop,
-    /// the CPU ones flagged (see the module doc).
+    /// untold (see the module doc).
     pub fn new(cuda: Vec<bool>) -> Drivers {
         Drivers {
             asleep: vec![true; cuda.len()],
-            keep_awake: cuda.iter().map(|&c| !c).collect(),
+            keep_awake: vec![false; cuda.len()],
             cuda,
         }
     }
@@ -80,13 +71,15 @@ impl Drivers {
         woken
     }
 
-    /// Seconds from a signal to `w`'s pop: 1 us of progress per memory node it drives.
+    /// Microseconds of progress in `w`'s driver loop: 1 per memory node it drives (a CPU's
+    /// RAM; a CUDA driver's RAM and its GPU).
+    pub fn progress_us(&self, w: usize) -> u8 {
+        if self.cuda[w] { 2 } else { 1 }
+    }
+
+    /// Seconds from a signal to `w`'s pop: its progress.
     pub fn pop_delay(&self, w: usize) -> f64 {
-        if self.cuda[w] {
-            2.0 * MICROSECOND
-        } else {
-            MICROSECOND
-        }
+        self.progress_us(w) as f64 * MICROSECOND
     }
 }
 
@@ -102,10 +95,12 @@ mod tests {
     #[test]
     fn a_push_stops_at_the_first_sleeper_it_tells() {
         let mut d = drivers();
-        // Everyone asleep, the CPUs told from the start: the first push tells GPU0 only,
-        // the next GPU1; the third passes both GPUs and signals both CPUs, telling nobody.
+        // Everyone asleep and untold: each push tells the next one and stops there.
         assert_eq!(d.push_wakes(|_| true), [0]);
         assert_eq!(d.push_wakes(|_| true), [0, 1]);
+        assert_eq!(d.push_wakes(|_| true), [0, 1, 2]);
+        assert_eq!(d.push_wakes(|_| true), [0, 1, 2, 3]);
+        // All told: a push passes everyone.
         assert_eq!(d.push_wakes(|_| true), [0, 1, 2, 3]);
         // A task only CPUs run skips the GPUs.
         assert_eq!(d.push_wakes(|w| w >= 2), [2, 3]);
@@ -114,8 +109,9 @@ mod tests {
     #[test]
     fn cpus_stay_told_gpus_until_they_pop() {
         let mut d = drivers();
-        assert_eq!(d.push_wakes(|_| true), [0]);
-        assert_eq!(d.push_wakes(|_| true), [0, 1]);
+        for _ in 0..4 {
+            d.push_wakes(|_| true);
+        }
         // GPU0 pops nothing: asleep and untold again, the next push stops there.
         d.popped(0, false);
         assert_eq!(d.push_wakes(|_| true), [0]);
@@ -134,10 +130,10 @@ mod tests {
         let mut d = drivers();
         d.flag(0);
         assert_eq!(d.push_wakes(|_| true), [0, 1]);
-        assert_eq!(d.push_wakes(|_| true), [0, 1, 2, 3]);
+        assert_eq!(d.push_wakes(|_| true), [0, 1, 2]);
         d.popped(0, false);
         assert_eq!(d.push_wakes(|_| true), [0]);
-        assert_eq!(d.pop_delay(0), 2e-6);
+        assert_eq!(d.progress_us(0), 2);
         assert_eq!(d.pop_delay(2), 1e-6);
     }
 }

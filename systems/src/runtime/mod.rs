@@ -39,13 +39,18 @@
 //! releaser pops after its pushes and its progress (1 us per memory node it drives). dm*
 //! decisions made at one instant by different releasers do not see each other's pushes (each
 //! thread decides before any commits: `sched/dm.rs`). Under eager, prio, ws and lws, pushes and
-//! pops also follow StarPU-SimGrid's drivers (`drivers.rs`): under ws and lws the push signals every worker, under eager and prio
-//! the workers in order up to the first asleep and not yet told to stay awake (a CPU stays told for
-//! good; a GPU until its next pop; a finished request tells every driver of its destination, a
-//! posted one its GPU handler); a signalled driver pops after 1 us of progress per memory node it
-//! drives (CPU 1, GPU 2), one task per loop; the releaser pops after its pushes. Without
-//! `runtime_overheads` these microseconds are zero and events due at one instant go in the order
-//! they were set. Requests have StarPU's levels: a task's fetch goes before push-time prefetches,
+//! pops follow StarPU-SimGrid's driver threads (`threads.rs`, `drivers.rs`): a thread pushes
+//! its released tasks one per microsecond, each push signalling, under ws and lws, every
+//! worker, under eager and prio the workers in order up to the first asleep and not yet told
+//! to stay awake (every driver starts untold; a CPU stays told for good, a GPU until its next
+//! pop; a finished request tells every driver of its destination, a posted one its GPU
+//! handler); a driver loop sleeps 1 us per memory node it drives (CPU 1, GPU 2), pops one task,
+//! and waits, or loops again if it was signalled meanwhile; a CPU's fetch finding data in RAM
+//! wakes every driver of RAM; a GPU pops nothing while its task's data come and sleeps 10 us
+//! after a launch. Sleeps ending at one instant wake pushers first, then by the instant they
+//! began, the last begun first (SimGrid's order, from the oracle's log). Without
+//! `runtime_overheads` these microseconds are zero: a thread's pushes are made at once, and
+//! other events due at one instant go in the order they were set. Requests have StarPU's levels//! they were set. Requests have StarPU's levels: a task's fetch goes before push-time prefetches,
 //! which go before idle write-backs; a node pair starts fetches while fewer than 5 requests are in
 //! flight on it, prefetches while fewer than 2, idle requests when none is. A request allocates its
 //! destination buffer when it starts, not when it is made (StarPU's driver allocates as it handles
@@ -92,8 +97,9 @@
 //! check), `core.rs` (state, worker loop, task ends), `memory.rs` (replicas, allocation, eviction,
 //! prefetch), `suballoc.rs` (StarPU's chunked GPU allocator), `tidy.rs` (background write-backs),
 //! `transfers.rs` (requests, caps, copies), `sched/` (the policies), `graph.rs` (task graphs),
-//! `machine.rs` (workers, buses, codelet models) and `drivers.rs` (which workers a push signals
-//! under eager and prio, when a signalled driver pops).
+//! `machine.rs` (workers, buses, codelet models), `drivers.rs` (which workers a push signals
+//! under eager and prio) and `threads.rs` (the driver threads' pushes and loops, and the order
+//! SimGrid wakes them in).
 
 mod core;
 mod drivers;
@@ -103,6 +109,7 @@ mod memory;
 pub mod sched;
 mod setup;
 mod suballoc;
+mod threads;
 mod tidy;
 mod tiled;
 mod transfers;
@@ -140,9 +147,9 @@ enum RtEvent {
     XferDone(u32),
     XferSubmit(u32),
     Start,
-    Pop(u32),
     Push(u32),
     Resume(u32),
+    Wake(u32),
 }
 
 impl SimEvent for RtEvent {
@@ -152,10 +159,10 @@ impl SimEvent for RtEvent {
             RtEvent::TaskDone(t) => (0u64, t),
             RtEvent::XferDone(x) => (1, x),
             RtEvent::Start => (2, 0),
-            RtEvent::Pop(w) => (3, w),
             RtEvent::Push(t) => (4, t),
             RtEvent::Resume(w) => (5, w),
             RtEvent::XferSubmit(x) => (6, x),
+            RtEvent::Wake(i) => (7, i),
         };
         (Entity::PLACEHOLDER, (k << 32) | v as u64)
     }
@@ -164,10 +171,10 @@ impl SimEvent for RtEvent {
         match arg >> 32 {
             0 => RtEvent::TaskDone(v),
             1 => RtEvent::XferDone(v),
-            3 => RtEvent::Pop(v),
             4 => RtEvent::Push(v),
             5 => RtEvent::Resume(v),
             6 => RtEvent::XferSubmit(v),
+            7 => RtEvent::Wake(v),
             _ => RtEvent::Start,
         }
     }
@@ -199,7 +206,7 @@ impl Plugin for RuntimePlugin {
             .register_switch("prefetch", true, "dm* schedulers prefetch a task's inputs when they assign it; off: data move when the task is popped")
             .register_switch("memory_tidying", true, "StarPU's background tidying: under 5 % of a GPU's buffers clean, dirty ones are written back to RAM at idle level, least recently used first, until 10 % are; off: dirty buffers reach RAM only when evicted or hinted wont_use")
             .register_switch("perfmodel_noise", false, "task times drawn from the model's normal distribution (mean, stddev; seeded); off: the mean")
-            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with synchronous write-back (the GPU's driver waits for it, and nothing is allocated on the node meanwhile), transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); task priorities capped into the policy's range as StarPU does at submission (eager, random, dm, dmda, dmdar: [0, 0] unless runtime.min_priority/max_priority set it); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation (copies ordered as their GPU's driver submits them, in turn, after its allocations and 10 us of queueing each) and allocation costs (cudaMalloc/cudaFree one at a time across GPUs); a popped task's buffers fetched in StarPU's handle order (written tiles first); fetch, prefetch and idle request levels with StarPU's in-flight caps (5/2/idle per node pair), buffers allocated as a request starts, StarPU's prefetch pins (a request joining another task's copy in flight loses its pin), wont_use idle write-backs once the last writer ends; every push costs its releaser 1 us and the releaser pops after its pushes; dm* decisions made at one instant by different releasers do not see each other's pushes (StarPU-SimGrid's threads decide before any commits); eager/prio/ws/lws: StarPU-SimGrid's driver choreography (a push costs 1 us and signals, under ws/lws, every worker, under eager/prio, workers up to the first asleep and not yet told, CPUs staying told; a signalled driver pops after 1 us of progress per memory node it drives; the releaser pops after its pushes); ws/lws thieves take the newest task of the highest priority, owners the oldest; StarPU codelet models and bus files; synchronous CUDA codelets (Cholesky's POTRF, LU's GETRF, `cuda_sync` DAG codelets) block their GPU's driver: no pop, no copy submitted, no 10 us queueing; an asynchronous kernel is queued 10 us after its data are there and starts then or when the kernel before it ends (simplified: the driver pops its next task at once, where StarPU's pops 12 us later, after its queueing sleep and progress). StarPU's sub-allocator (32 MiB chunks for buffers up to 4 MiB; simplified: the memory limit counts buffers, not chunks, about 15 % more room than StarPU at 1024 MiB per GPU); background tidying (switch memory_tidying, on; every new buffer counts as clean, as in StarPU); simplified: a push-time prefetch for a task that writes the data leaves them shared, where StarPU makes that copy the owner at once")
+            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with synchronous write-back (the GPU's driver waits for it, and nothing is allocated on the node meanwhile), transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); task priorities capped into the policy's range as StarPU does at submission (eager, random, dm, dmda, dmdar: [0, 0] unless runtime.min_priority/max_priority set it); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation (copies ordered as their GPU's driver submits them, in turn, after its allocations and 10 us of queueing each) and allocation costs (cudaMalloc/cudaFree one at a time across GPUs); a popped task's buffers fetched in StarPU's handle order (written tiles first); fetch, prefetch and idle request levels with StarPU's in-flight caps (5/2/idle per node pair), buffers allocated as a request starts, StarPU's prefetch pins (a request joining another task's copy in flight loses its pin), wont_use idle write-backs once the last writer ends; every push costs its releaser 1 us and the releaser pops after its pushes; dm* decisions made at one instant by different releasers do not see each other's pushes (StarPU-SimGrid's threads decide before any commits); eager/prio/ws/lws: StarPU-SimGrid's driver threads (a push costs its thread 1 us and signals, under ws/lws, every worker, under eager/prio, workers up to the first asleep and not yet told, every driver starting untold, CPUs staying told; a driver loop sleeps 1 us per memory node it drives, pops one task, then waits, or loops again if signalled meanwhile; a CPU's fetch finding data in RAM wakes RAM's drivers; a GPU pops nothing while its task's data come and sleeps 10 us after a launch; sleeps ending together wake pushers first, then by when they began, the last begun first, as SimGrid does; simplified: a worker's mutex held by a pusher's walk does not delay its pop); ws/lws thieves take the newest task of the highest priority, owners the oldest; StarPU codelet models and bus files; synchronous CUDA codelets (Cholesky's POTRF, LU's GETRF, `cuda_sync` DAG codelets) block their GPU's driver: no pop, no copy submitted, no 10 us queueing; an asynchronous kernel is queued 10 us after its data are there and starts then or when the kernel before it ends (simplified, outside eager/prio/ws/lws: the driver pops its next task at once, where StarPU's pops 12 us later, after its queueing sleep and progress). StarPU's sub-allocator (32 MiB chunks for buffers up to 4 MiB; simplified: the memory limit counts buffers, not chunks, about 15 % more room than StarPU at 1024 MiB per GPU); background tidying (switch memory_tidying, on; every new buffer counts as clean, as in StarPU); simplified: a push-time prefetch for a task that writes the data leaves them shared, where StarPU makes that copy the owner at once")
             .init_resource::<Runtime>()
             .add_systems(SimStartup, setup_runtime.in_set(StartupSet::Workload))
             .add_systems(
@@ -292,8 +299,11 @@ fn finish_runtime_flows(
 
 fn run_runtime(mut inbox: ResMut<Inbox<RtEvent>>, mut rt: ResMut<Runtime>, mut cx: Ctx) {
     rt.now = cx.clock.now;
+    // Driver threads waking at this instant go after the rest, in SimGrid's order.
+    let mut woken: Vec<u32> = Vec::new();
     for ev in inbox.drain() {
         match ev {
+            RtEvent::Wake(i) => woken.push(i),
             RtEvent::Start => {
                 let roots: Vec<u32> = (0..rt.left.len() as u32)
                     .filter(|&t| rt.left[t as usize] == 0)
@@ -305,11 +315,15 @@ fn run_runtime(mut inbox: ResMut<Inbox<RtEvent>>, mut rt: ResMut<Runtime>, mut c
             RtEvent::TaskDone(t) => rt.kernel_done(t),
             RtEvent::XferDone(x) => rt.xfer_done(x),
             RtEvent::XferSubmit(x) => rt.submit(x),
-            RtEvent::Pop(w) => rt.pop_due(w),
             RtEvent::Push(t) => rt.push_due(t),
             RtEvent::Resume(w) => rt.resume(w),
         }
     }
+    rt.threads.wake_order(&mut woken);
+    for i in woken {
+        rt.thread_woke(i as usize);
+    }
+    rt.broadcast_ram();
     rt.progress();
     flush(&mut rt, &mut cx);
 }
@@ -336,9 +350,9 @@ fn flush(rt: &mut Runtime, cx: &mut Ctx) {
             Due::TaskDone(t) => RtEvent::TaskDone(t),
             Due::XferDone(x) => RtEvent::XferDone(x),
             Due::XferSubmit(x) => RtEvent::XferSubmit(x),
-            Due::Pop(w) => RtEvent::Pop(w),
             Due::Push(t) => RtEvent::Push(t),
             Due::Resume(w) => RtEvent::Resume(w),
+            Due::Wake(i) => RtEvent::Wake(i),
         };
         cx.cal.schedule(at, ev);
     }

@@ -11,6 +11,7 @@ use super::graph::{self, Graph};
 use super::machine::{Arch, Machine, Models};
 use super::memory::{Memory, Replicas};
 use super::sched;
+use super::threads::Threads;
 use super::transfers::Transfers;
 use crate::platform::Topology;
 
@@ -158,6 +159,13 @@ pub fn assemble(
     let nn = machine.nodes.len();
     let replicas = Replicas::new(&graph, nn);
     let nw = machine.workers.len();
+    let drivers = Drivers::new(
+        machine
+            .workers
+            .iter()
+            .map(|w| matches!(w.arch, Arch::Cuda(_)))
+            .collect(),
+    );
     Runtime {
         state: vec![TaskState::Blocked; nt],
         launched: vec![SimTime::ZERO; nt],
@@ -169,13 +177,8 @@ pub fn assemble(
         copies: Transfers::new(nn, graph.handles.len()),
         workers,
         dirty_mark: vec![false; nw],
-        drivers: Drivers::new(
-            machine
-                .workers
-                .iter()
-                .map(|w| matches!(w.arch, Arch::Cuda(_)))
-                .collect(),
-        ),
+        threads: Threads::new((0..nw).map(|w| drivers.progress_us(w)).collect()),
+        drivers,
         push_clock: (SimTime::ZERO, None, 0),
         deferred: vec![false; nw],
         pusher: vec![None; nt],
