@@ -11,7 +11,14 @@
 # target's queue length before it), T time node clean buffers (a tidying pass that starts),
 # and on S lines `C clean buffers dirty_head Y` + 12 counts of the worker's GPU buffers by
 # clean mark (dirty, clean) x MSI state (invalid, shared, owner) x pinned (no, yes): issue 21's
-# second note of 2026-11-25. Not used by CI or the tests. Needs root for apt and the Debian package
+# second note of 2026-11-25. STARPU_THREADS_LOG=1 adds threads-log.patch: s time worker us
+# (a thread begins a sleep) and a time worker (it wakes), K time pusher target st=status
+# keep=flag and k time pusher target fast (a push's walk reaches a worker), g time worker
+# block=0|1 (a CPU driver goes to wait) and G time worker (it is woken), y time worker node (a
+# driver's progress on a node), e time worker (an eager pop that found nothing) and A time
+# worker node (a request wakes a node's drivers): the rules of runtime/threads.rs, issue 21's
+# note of 2026-11-26 (tools/starpu-simgrid/sleep-order.py checks the wake order). Not used
+# by CI or the tests. Needs root for apt and the Debian package
 # registry: StarPU's source comes from Debian's `starpu` source package (1.4.10+dfsg-2, sid).
 #
 # StarPU 1.4.10 reproduces all 220 rows of tests/data/starpu-simgrid/results-visible.csv
@@ -45,6 +52,9 @@ if [ ! -d starpu-1.4.10+dfsg ]; then
     fi
     if [ -n "${STARPU_OCCUPANCY_LOG:-}" ]; then
         (cd starpu-1.4.10+dfsg && patch -p1 -s < "$here/occupancy-log.patch")
+    fi
+    if [ -n "${STARPU_THREADS_LOG:-}" ]; then
+        (cd starpu-1.4.10+dfsg && patch -p1 -s < "$here/threads-log.patch")
     fi
 fi
 cd starpu-1.4.10+dfsg
