@@ -326,7 +326,8 @@ impl Plugin for NetworkPlugin {
                     schedule_next_completion,
                 )
                     .chain()
-                    .in_set(SimSet::Network),
+                    .in_set(SimSet::Network)
+                    .run_if(network_has_news),
             )
             .add_systems(SimStep, record_link_activity.in_set(SimSet::Record))
             .add_systems(SimFinish, publish_link_usage)
@@ -360,6 +361,17 @@ fn build_constraints(
         })
         .collect();
     net.stats = vec![LinkStats::default(); topo.links.len()];
+}
+
+/// Whether a flow starts, joins the sharing or ends at this step: otherwise rates and the
+/// next completion stand as they are (its calendar event keeps its place: events of one time
+/// are delivered together, each kind to its own inbox).
+fn network_has_news(
+    starts: Res<Inbox<FlowStart>>,
+    ready: Res<Inbox<FlowReady>>,
+    ends: Res<Inbox<NextCompletion>>,
+) -> bool {
+    !(starts.is_empty() && ready.is_empty() && ends.is_empty())
 }
 
 fn begin_latency(
