@@ -29,8 +29,8 @@ const TOLERANCE: f64 = 0.10;
 
 /// Rows hetsim does not yet predict within 10 %: (machine, app, sched, ncpu, nblocks).
 /// - eager and ws with 8 CPU workers at small sizes (Cholesky eager at 8 tiles, hetsim 15-20 %
-///   slow; LU eager at 8-16 tiles -17 and -12 %; mirage Cholesky ws at 24 tiles and LU ws at
-///   32 tiles +11 and +10 %): which worker takes a critical task first depends on microsecond
+///   slow; LU eager at 8-16 tiles -25 and -12 %; mirage Cholesky ws at 24 tiles and LU ws at
+///   32 tiles +12 and +10 %): which worker takes a critical task first depends on microsecond
 ///   ordering in StarPU-SimGrid, where one task on a CPU costs a lot (a CPU gemm is 88 ms, a
 ///   GPU's 2.8 ms; LU's getrf 128 ms on a CPU). StarPU's own answer on these rows is that
 ///   fragile: scaling one CPU kernel's calibrated time by 0.99-1.01 moves it by -9..+11 %

@@ -298,20 +298,21 @@ impl Runtime {
 
     /// Thread `i` sleeps `secs`.
     fn thread_sleep_for(&mut self, i: usize, secs: f64) {
-        self.threads.sleep(i, self.now);
         let at = self.after(secs);
-        self.timers.push((at, Due::Wake(i as u32)));
+        if self.threads.sleep(i, self.now, at) {
+            self.timers.push((at, Due::Wake(i as u32)));
+        }
     }
 
     /// Thread `i`'s sleep ended: it pushes its next task, sleeps on, or pops.
     pub(crate) fn thread_woke(&mut self, i: usize) {
-        match self.threads.woke(i) {
+        match self.threads.woke(i, self.now) {
             Step::Push(t) => {
                 let by = (i != self.threads.app()).then_some(i as u32);
                 self.release(t, by);
                 // Without the runtime's overheads a thread's pushes take no time: all at once.
-                while !self.flags.overheads && self.threads.threads[i].doing == Doing::Pushing {
-                    if let Step::Push(t) = self.threads.woke(i) {
+                if !self.flags.overheads {
+                    while let Step::Push(t) = self.threads.push_now(i) {
                         self.release(t, by);
                     }
                 }
@@ -333,8 +334,8 @@ impl Runtime {
         self.pop_turn = None;
         let got = self.workers[w].in_hand.len() > before;
         let room = self.has_room(w);
-        self.threads.popped(w, got, room);
-        if self.threads.sleeping(w) {
+        // A launch during the pop already set the thread sleeping (`advance_worker`).
+        if self.threads.popped(w, got, room) && self.threads.sleeping(w) {
             self.thread_sleep(w);
         }
     }

@@ -48,6 +48,8 @@ pub struct Thread {
     pub pending: VecDeque<u32>,
     /// When its current sleep began, and its rank among the sleeps begun at that instant.
     slept: (SimTime, u32),
+    /// When its current sleep ends (a thread sleeps one sleep at a time).
+    due: Option<SimTime>,
 }
 
 /// The threads: one per worker, then the application's.
@@ -76,13 +78,19 @@ impl Threads {
         self.progress.len()
     }
 
-    /// Thread `i` begins a 1 us sleep at `now`.
-    pub fn sleep(&mut self, i: usize, now: SimTime) {
+    /// Thread `i` begins a sleep at `now` that ends `at`: false if it already sleeps (its
+    /// state moved on during that sleep, which goes on).
+    pub fn sleep(&mut self, i: usize, now: SimTime, at: SimTime) -> bool {
+        if self.threads[i].due.is_some() {
+            return false;
+        }
         if self.clock.0 != now {
             self.clock = (now, 0);
         }
         self.clock.1 += 1;
         self.threads[i].slept = (now, self.clock.1);
+        self.threads[i].due = Some(at);
+        true
     }
 
     /// Sorts threads whose sleeps end at one instant in the order SimGrid wakes them, pushers
@@ -124,6 +132,15 @@ impl Threads {
         }
     }
 
+    /// Thread `i` pushes its next task at once (no overheads): `Step::Push` while it has one.
+    pub fn push_now(&mut self, i: usize) -> Step {
+        if self.threads[i].doing == Doing::Pushing {
+            self.step(i)
+        } else {
+            Step::Nothing
+        }
+    }
+
     /// Worker `w`'s thread starts a loop (after its pushes, or when what it held ended).
     pub fn start_loop(&mut self, w: usize) {
         self.threads[w].doing = Doing::Progress(self.progress[w]);
@@ -134,8 +151,18 @@ impl Threads {
         self.threads[w].doing = Doing::Progress(self.progress[w] + 1);
     }
 
-    /// Thread `i`'s sleep ended: what it does now.
-    pub fn woke(&mut self, i: usize) -> Step {
+    /// Thread `i`'s sleep ended at `now`: what it does now.
+    pub fn woke(&mut self, i: usize, now: SimTime) -> Step {
+        let th = &mut self.threads[i];
+        if th.due != Some(now) {
+            return Step::Nothing;
+        }
+        th.due = None;
+        self.step(i)
+    }
+
+    /// What thread `i` does next, awake.
+    fn step(&mut self, i: usize) -> Step {
         let th = &mut self.threads[i];
         match th.doing {
             Doing::Pushing => {
@@ -166,10 +193,10 @@ impl Threads {
     }
 
     /// Worker `w`'s thread popped (`got`: a task), and `room` says whether it can take more:
-    /// it loops on, holds, or waits (unless the pop already set it sleeping: a launch).
-    pub fn popped(&mut self, w: usize, got: bool, room: bool) {
+    /// it loops on, holds, or waits; false if the pop already moved it on (a launch).
+    pub fn popped(&mut self, w: usize, got: bool, room: bool) -> bool {
         if self.threads[w].doing != Doing::Popping {
-            return;
+            return false;
         }
         let again = std::mem::take(&mut self.threads[w].again);
         self.threads[w].doing = if room && (got || again) {
@@ -179,6 +206,7 @@ impl Threads {
         } else {
             Doing::Waiting
         };
+        true
     }
 
     /// Whether thread `i` sleeps now (a wake-up is due).
@@ -215,11 +243,11 @@ mod tests {
         let mut th = Threads::new(vec![2, 2, 2, 1, 1, 1, 1]);
         for w in [0usize, 1] {
             th.signal(w);
-            th.sleep(w, us(1));
+            th.sleep(w, us(1), us(2));
         }
         for w in [3usize, 4, 5, 6] {
             th.signal(w);
-            th.sleep(w, us(2));
+            th.sleep(w, us(2), us(3));
         }
         let mut order = vec![6, 3, 0, 4, 1, 5];
         th.wake_order(&mut order);
@@ -230,14 +258,20 @@ mod tests {
     fn pushers_go_before_poppers_of_the_same_instant() {
         let mut th = Threads::new(vec![1, 1, 1]);
         th.signal(0);
-        th.sleep(0, us(1));
+        th.sleep(0, us(1), us(2));
         assert!(th.release(1, 7));
-        th.sleep(1, us(1));
+        th.sleep(1, us(1), us(2));
         th.signal(2);
-        th.sleep(2, us(1));
+        th.sleep(2, us(1), us(2));
         let mut order = vec![0, 1, 2];
         th.wake_order(&mut order);
         assert_eq!(order, [1, 2, 0]);
+    }
+
+    /// Thread `i` sleeps from `t` us to `t + 1` us and wakes.
+    fn nap(th: &mut Threads, i: usize, t: u64) -> Step {
+        assert!(th.sleep(i, us(t), us(t + 1)));
+        th.woke(i, us(t + 1))
     }
 
     #[test]
@@ -247,15 +281,26 @@ mod tests {
         th.threads[0].doing = Doing::Busy;
         assert!(th.release(0, 4));
         assert!(!th.release(0, 5));
-        assert_eq!(th.woke(0), Step::Push(4));
-        assert_eq!(th.woke(0), Step::Push(5));
-        assert_eq!(th.woke(0), Step::Sleep);
-        assert_eq!(th.woke(0), Step::Pop);
+        assert_eq!(nap(&mut th, 0, 0), Step::Push(4));
+        assert_eq!(nap(&mut th, 0, 1), Step::Push(5));
+        assert_eq!(nap(&mut th, 0, 2), Step::Sleep);
+        assert_eq!(nap(&mut th, 0, 3), Step::Pop);
         // The application's thread waits once its pushes are done.
         let app = th.app();
         assert!(th.release(app, 9));
-        assert_eq!(th.woke(app), Step::Push(9));
+        assert_eq!(nap(&mut th, app, 0), Step::Push(9));
         assert_eq!(th.threads[app].doing, Doing::Waiting);
+    }
+
+    #[test]
+    fn a_thread_sleeps_one_sleep_at_a_time() {
+        let mut th = Threads::new(vec![1]);
+        assert!(th.signal(0));
+        assert!(th.sleep(0, us(0), us(1)));
+        // A second sleep asked meanwhile is not begun, and a wake-up not due is ignored.
+        assert!(!th.sleep(0, us(0), us(5)));
+        assert_eq!(th.woke(0, us(5)), Step::Nothing);
+        assert_eq!(th.woke(0, us(1)), Step::Pop);
     }
 
     #[test]
@@ -263,15 +308,15 @@ mod tests {
         let mut th = Threads::new(vec![1]);
         assert!(th.signal(0));
         assert!(!th.signal(0));
-        assert_eq!(th.woke(0), Step::Pop);
+        assert_eq!(nap(&mut th, 0, 0), Step::Pop);
         th.popped(0, false, true);
         assert_eq!(th.threads[0].doing, Doing::Progress(1));
-        assert_eq!(th.woke(0), Step::Pop);
+        assert_eq!(nap(&mut th, 0, 1), Step::Pop);
         th.popped(0, false, true);
         assert_eq!(th.threads[0].doing, Doing::Waiting);
         // A CPU that took a task holds it; a signal meanwhile changes nothing.
         th.signal(0);
-        th.woke(0);
+        nap(&mut th, 0, 2);
         th.popped(0, true, false);
         assert!(!th.signal(0));
         assert_eq!(th.threads[0].doing, Doing::Busy);
