@@ -203,6 +203,41 @@ fn under_dmda_a_releaser_pushes_one_task_per_microsecond_then_pops() {
 }
 
 #[test]
+fn a_wont_use_hint_coming_due_costs_its_thread_two_pushes() {
+    // Cholesky nt = 2 on one CPU; potrf 2 ms, trsm and syrk 1 ms. A wont_use hint is a read
+    // acquire, so it comes due when the tile's last writer ends: A(0,0)'s as potrf(0) ends,
+    // A(1,0)'s as trsm(0,1) ends, A(1,1)'s as potrf(1) ends. The ending thread pushes the
+    // acquire, then its release callback, 1 us each after the tasks it released
+    // (`_starpu_data_acquire_cb_pre` and `_release` in StarPU-SimGrid's log).
+    // eager: potrf(0) pushed at 1 us, popped after 1 us of progress (2 us), ends at
+    // 2.002 ms; trsm pushed at 2.003, the hint's two at 2.004 and 2.005, popped at 2.006,
+    // ends at 3.006; syrk pushed at 3.007, the next hint's at 3.008 and 3.009, popped at
+    // 3.010, ends at 4.010; potrf(1) pushed at 4.011, popped at 4.012, ends at 6.012 ms.
+    // dmda: the application's push at 1 us is popped at once; each releaser pops after its
+    // pushes and 1 us of progress: 2.001 + 3 + 1 us, 3.005 + 3 + 1 us, 4.009 + 1 + 1 us.
+    let models = r#"models: {
+        "chol_model_potrf": CodeletModel(cpu: Some(Constant("2ms"))),
+        "chol_model_trsm": CodeletModel(cpu: Some(Constant("1ms"))),
+        "chol_model_syrk": CodeletModel(cpu: Some(Constant("1ms"))),
+        "chol_model_gemm": CodeletModel(cpu: Some(Constant("1ms")))}"#;
+    for (sched, expect, end) in [
+        ("eager", [2e-6, 0.002006, 0.003010, 0.004012], 0.006012),
+        ("dmda", [1e-6, 0.002005, 0.003009, 0.004011], 0.006011),
+    ] {
+        let r = run(
+            &node(0, 1),
+            "Cholesky(n: 1920, tile: 960)",
+            &format!("scheduler: {sched}, {models}"),
+            &[],
+        )
+        .unwrap();
+        let expect: Vec<(f64, u32)> = expect.iter().map(|&t| (t, 0)).collect();
+        assert_starts(&r, &expect, sched);
+        assert_makespan(&r, end);
+    }
+}
+
+#[test]
 fn under_ws_idle_thieves_race_the_releaser_for_its_pushes() {
     // 1 GPU (worker 0), 1 CPU (worker 1); every task 10 ms on the GPU (+10 us of kernel
     // queueing), 100 ms on the CPU. StarPU-SimGrid 1.4's ws: a push costs its pusher 1 us

@@ -16,7 +16,7 @@ use super::machine::{Arch, Machine, Models};
 use super::memory::{Evict, Memory, Msi, Replicas};
 use super::sched::{Policy, View, Wakes};
 use super::setup::Flags;
-use super::threads::{Doing, Step, Threads};
+use super::threads::{ACQUIRE, Doing, Step, Threads};
 use super::transfers::{Level, Transfers};
 
 /// StarPU-SimGrid's runtime costs (notes 5.2), seconds: per transfer and per GPU kernel
@@ -249,6 +249,19 @@ impl Runtime {
         self.timers.push((at, Due::Push(t)));
     }
 
+    /// Worker `w`'s thread pushes something that is not a task (an acquire, a callback):
+    /// 1 us of its time, no scheduler.
+    fn pseudo_push(&mut self, w: usize) {
+        if self.driver_paced() {
+            if self.threads.release(w, ACQUIRE) {
+                self.thread_sleep(w);
+            }
+        } else {
+            let count = self.pushes_now(Some(w as u32)) + 1;
+            self.push_clock = (self.now, Some(w as u32), count);
+        }
+    }
+
     /// How many pushes `by` has made at this instant.
     fn pushes_now(&self, by: Option<u32>) -> u32 {
         let (at, pusher, count) = self.push_clock;
@@ -309,11 +322,15 @@ impl Runtime {
         match self.threads.woke(i, self.now) {
             Step::Push(t) => {
                 let by = (i != self.threads.app()).then_some(i as u32);
-                self.release(t, by);
+                if t != ACQUIRE {
+                    self.release(t, by);
+                }
                 // Without the runtime's overheads a thread's pushes take no time: all at once.
                 if !self.flags.overheads {
                     while let Step::Push(t) = self.threads.push_now(i) {
-                        self.release(t, by);
+                        if t != ACQUIRE {
+                            self.release(t, by);
+                        }
                     }
                 }
                 if self.threads.sleeping(i) {
@@ -510,12 +527,14 @@ impl Runtime {
         self.done += 1;
         let (policy, view) = self.policy_and_view();
         policy.on_end(t, w, &view);
+        let mut hints_due = 0;
         for i in 0..self.graph.hint_of[t as usize].len() {
             let id = self.graph.hint_of[t as usize][i] as usize;
             self.hints_left[id] -= 1;
             if self.hints_left[id] == 0 {
                 let h = self.graph.hints[id].0;
                 self.evict_first(h);
+                hints_due += 1;
             }
         }
         let succ: Vec<u32> = self.graph.successors(t).to_vec();
@@ -524,6 +543,12 @@ impl Runtime {
             if self.left[s as usize] == 0 {
                 self.ready(s, Some(w as u32));
             }
+        }
+        // Each hint that came due is a read acquire the thread pushes, then its release
+        // callback: two more pushes after the tasks' (`_starpu_data_acquire_cb_pre` and
+        // `_release` in StarPU-SimGrid's log).
+        for _ in 0..2 * hints_due {
+            self.pseudo_push(w);
         }
         if !self.driver_paced() {
             self.defer_releaser(w);

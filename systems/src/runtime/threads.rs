@@ -21,6 +21,10 @@ use std::collections::VecDeque;
 
 use hetsim_schema::SimTime;
 
+/// A push that is not a task's (a data acquire or its callback): it costs the thread its
+/// microsecond and goes to no scheduler.
+pub const ACQUIRE: u32 = u32::MAX;
+
 /// What a thread is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Doing {
