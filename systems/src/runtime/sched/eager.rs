@@ -1,7 +1,7 @@
 //! eager and prio: one central queue (prio: sorted by priority, FIFO within one); a worker
 //! takes the first task it can run. A push signals the workers up to the first asleep and not
-//! yet told (eager_central_policy.c; who and when: `drivers.rs`); busy workers take from the
-//! queue when they next ask.
+//! yet told (eager_central_policy.c; who: `drivers.rs`, when: `threads.rs`); busy workers
+//! take from the queue when they next ask.
 
 use std::collections::VecDeque;
 

@@ -44,7 +44,7 @@ pub trait Policy: Send + Sync {
     /// Tasks waiting in the policy's queues.
     fn queued(&self) -> usize;
     /// Whom a push wakes, and whether StarPU-SimGrid's driver states pace the pops
-    /// (`drivers.rs`).
+    /// (`drivers.rs`, `threads.rs`).
     fn wakes(&self) -> Wakes {
         Wakes::AtOnce
     }

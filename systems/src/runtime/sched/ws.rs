@@ -15,10 +15,10 @@
 //!   newest first (prio_deque's deque from the back, where the owner pops from the front);
 //!   if it can run none, the pop fails.
 //! - No prefetch: the task's data are fetched when it is popped.
-//! - Every push wakes every worker (ws_push_task), paced by StarPU-SimGrid's driver
-//!   microseconds (`drivers.rs`): a push costs its pusher 1 us, a woken driver pops after
-//!   its progress (CPU 1 us, GPU 2 us), the releaser after its pushes; so idle thieves race
-//!   the releaser for the tasks it pushes.
+//! - Every push wakes every worker (ws_push_task), paced by StarPU-SimGrid's driver threads
+//!   (`threads.rs`): a push costs its pusher 1 us, a woken driver pops after its progress
+//!   (CPU 1 us, GPU 2 us), the releaser after its pushes; so idle thieves race the releaser
+//!   for the tasks it pushes.
 //!
 //! Simplified: StarPU's thief backs off when the victim's lock is taken; here no lock is
 //! ever contended.
