@@ -212,7 +212,7 @@ impl Runtime {
             self.prefetch(t, w);
         }
         if self.driver_paced() {
-            self.signal_for(t, by);
+            self.signal_for(t);
         } else if let Some(w) = pushed.queue {
             self.wake(w as u32);
         } else {
@@ -277,11 +277,10 @@ impl Runtime {
         self.release(t, self.pusher[t as usize]);
     }
 
-    /// The push of `t` by `by` signals workers as StarPU-SimGrid's drivers would
-    /// (`drivers.rs`); each pops after its own progress.
-    fn signal_for(&mut self, t: u32, by: Option<u32>) {
-        // The pusher's own driver is among those signalled: its loop goes round again.
-        let _ = by;
+    /// The push of `t` signals workers as StarPU-SimGrid's drivers would (`drivers.rs`),
+    /// the pusher's own among them (its loop goes round again); each pops after its own
+    /// progress (`threads.rs`).
+    fn signal_for(&mut self, t: u32) {
         if self.wakes() == Wakes::Every {
             for w in 0..self.workers.len() {
                 self.signal(w);
@@ -357,14 +356,18 @@ impl Runtime {
         }
     }
 
-    /// Whether worker `w` could take a task now.
-    fn has_room(&self, w: usize) -> bool {
-        let slots = match self.machine.workers[w].arch {
+    /// Tasks worker `w` may hold: a GPU's pipeline, a CPU's one.
+    fn slots(&self, w: usize) -> usize {
+        match self.machine.workers[w].arch {
             Arch::Cuda(_) => self.pipeline as usize,
             Arch::Cpu => 1,
-        };
+        }
+    }
+
+    /// Whether worker `w` could take a task now.
+    fn has_room(&self, w: usize) -> bool {
         // StarPU's drivers pop nothing while a task's data are coming (`task_transferring`).
-        self.workers[w].in_hand.len() < slots
+        self.workers[w].in_hand.len() < self.slots(w)
             && self.workers[w].fetching.is_none()
             && !self.holds_sync(w)
             && !self.driver_waits(w)
@@ -640,11 +643,10 @@ impl Runtime {
                     self.thread_sleep_for(w, QUEUE_COST);
                 }
             }
-            let slots = match self.machine.workers[w].arch {
-                Arch::Cuda(_) => self.pipeline as usize,
-                Arch::Cpu => 1,
-            };
-            if self.workers[w].in_hand.len() >= slots || self.deferred[w] || self.holds_sync(w) {
+            if self.workers[w].in_hand.len() >= self.slots(w)
+                || self.deferred[w]
+                || self.holds_sync(w)
+            {
                 break;
             }
             // Paced drivers pop once per loop, at its end (`threads.rs`).
@@ -680,6 +682,7 @@ impl Runtime {
                 // The fetch finding the data there marks its chunk recently used.
                 if valid {
                     self.touch(h, node);
+                    // A CPU's node is RAM.
                     ram_hit |= node == 0;
                 }
             }
