@@ -242,8 +242,7 @@ impl Runtime {
             }
             return;
         }
-        let count = self.pushes_now(by) + 1;
-        self.push_clock = (self.now, by, count);
+        let count = self.count_push(by);
         self.pusher[t as usize] = by;
         let at = self.after(count as f64 * MICROSECOND);
         self.timers.push((at, Due::Push(t)));
@@ -257,9 +256,15 @@ impl Runtime {
                 self.thread_sleep(w);
             }
         } else {
-            let count = self.pushes_now(Some(w as u32)) + 1;
-            self.push_clock = (self.now, Some(w as u32), count);
+            self.count_push(Some(w as u32));
         }
+    }
+
+    /// `by` makes one more push at this instant: how many it has made now.
+    fn count_push(&mut self, by: Option<u32>) -> u32 {
+        let count = self.pushes_now(by) + 1;
+        self.push_clock = (self.now, by, count);
+        count
     }
 
     /// How many pushes `by` has made at this instant.
@@ -282,9 +287,7 @@ impl Runtime {
     /// progress (`threads.rs`).
     fn signal_for(&mut self, t: u32) {
         if self.wakes() == Wakes::Every {
-            for w in 0..self.workers.len() {
-                self.signal(w);
-            }
+            self.signal_all();
             return;
         }
         let eligible: Vec<bool> = (0..self.workers.len())
@@ -300,6 +303,13 @@ impl Runtime {
     fn signal(&mut self, w: usize) {
         if self.threads.signal(w) {
             self.thread_sleep(w);
+        }
+    }
+
+    /// Every driver is signalled (a ws push; a broadcast to RAM, which every driver drives).
+    fn signal_all(&mut self) {
+        for w in 0..self.workers.len() {
+            self.signal(w);
         }
     }
 
@@ -320,16 +330,11 @@ impl Runtime {
     pub(crate) fn thread_woke(&mut self, i: usize) {
         match self.threads.woke(i, self.now) {
             Step::Push(t) => {
-                let by = (i != self.threads.app()).then_some(i as u32);
-                if t != ACQUIRE {
-                    self.release(t, by);
-                }
+                self.thread_pushes(i, t);
                 // Without the runtime's overheads a thread's pushes take no time: all at once.
                 if !self.flags.overheads {
                     while let Step::Push(t) = self.threads.push_now(i) {
-                        if t != ACQUIRE {
-                            self.release(t, by);
-                        }
+                        self.thread_pushes(i, t);
                     }
                 }
                 if self.threads.sleeping(i) {
@@ -339,6 +344,14 @@ impl Runtime {
             Step::Sleep => self.thread_sleep(i),
             Step::Pop => self.driver_pops(i),
             Step::Nothing => {}
+        }
+    }
+
+    /// Thread `i` pushes `t` to the policy (an [`ACQUIRE`] goes to none).
+    fn thread_pushes(&mut self, i: usize, t: u32) {
+        if t != ACQUIRE {
+            let by = (i != self.threads.app()).then_some(i as u32);
+            self.release(t, by);
         }
     }
 
@@ -378,9 +391,7 @@ impl Runtime {
     /// node's queue).
     pub(crate) fn broadcast_ram(&mut self) {
         if std::mem::take(&mut self.ram_broadcast) {
-            for v in 0..self.workers.len() {
-                self.signal(v);
-            }
+            self.signal_all();
         }
     }
 
