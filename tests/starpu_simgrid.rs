@@ -7,7 +7,9 @@
 //! machine, workers, scheduler, size and memory cap, and hetsim's GFlop/s must land within
 //! 10 % of StarPU's, except the rows of [`KNOWN_MISSES`] (4 of 220, open work of issue 21),
 //! which must stay within 60 % so that they cannot silently get worse. The test prints the
-//! error table by group.
+//! error table by group. Rows whose StarPU answer is one sample of a wide spread (ws with 8
+//! CPUs) are also run as ensembles: nine runs each, perturbed as `ensembles-1.4.10.csv`
+//! says, the medians within 10 %.
 //!
 //! `HETSIM_REF_FILTER=mirage,lu` (comma-separated substrings of `machine app sched ncpu cap`)
 //! runs a subset; `HETSIM_REF_ROWS=1` prints every row; `HETSIM_REF_CSV=file` runs the rows
@@ -29,18 +31,18 @@ const TOLERANCE: f64 = 0.10;
 
 /// Rows hetsim does not yet predict within 10 %: (machine, app, sched, ncpu, nblocks).
 /// - ws with 8 CPU workers at mid sizes (Cholesky at 24 tiles, attila +12 %, mirage +12 %; LU
-///   at 32 tiles +10 %): hetsim is fast in the last tenth of the run (mirage Cholesky 24
-///   tiles: the first 90 % of task starts within 2.2 % of StarPU's times, then the tail, where
-///   tasks run on CPUs and which worker takes a critical task first decides). The driver
-///   threads follow StarPU-SimGrid's (`threads.rs`, `drivers.rs`: a push walks and tells the
-///   workers, sleeps wake in SimGrid's order, a CPU's fetch finding data in RAM wakes RAM's
-///   drivers, a GPU pops nothing while its task's data come, a wont_use hint coming due
-///   costs its thread two pushes); every eager row is within 10 % with them. What is left
-///   is finer than a thread's sleeps: which thread releases a task that several threads'
-///   ends unblock at one instant (StarPU interleaves their ends' processing, so a CPU that
-///   ended first may release tasks whose other inputs a later one wrote), a pusher's walk
-///   holding each worker's mutex (in the log, CPU 5 wakes before CPU 4, the walk takes 5's
-///   mutex, 4 pops the task), and ws's failed trylock on a victim (1 us and a retry);
+///   at 32 tiles +10 %). These rows are chaotic in StarPU itself: a 0.1 % change of one CPU
+///   codelet time moves its answer by up to 14 % (mirage Cholesky 24 tiles: 972.8 as
+///   calibrated, 973-1101 GFlop/s over nine perturbed runs), and the visible value is at the
+///   low end of that spread for all three. Held instead to the median of nine perturbed runs
+///   by `chaotic_rows_within_ten_percent_of_starpu_simgrids_ensemble_median` (+9.0, +5.0,
+///   +8.3 %). In a run, the first 90 % of task starts are within 2.2 % of StarPU's times
+///   (mirage Cholesky 24 tiles); the tail, where tasks run on CPUs, is where they part.
+///   The driver threads follow StarPU-SimGrid's (`threads.rs`, `drivers.rs`); what they do
+///   not model is finer than a thread's sleeps: which thread releases a task that several
+///   threads' ends unblock at one instant, a pusher's walk holding each worker's mutex, and
+///   ws's failed trylock on a victim (1 us and a retry: 143 of 789 steal attempts with a
+///   victim in StarPU's log of mirage Cholesky 24 tiles);
 /// - attila with 1024 MB per GPU, dmdas with 8 CPUs at 64 tiles (-16 %, hetsim slow). Five
 ///   StarPU rules brought the rest of this group, and most of the memory-capped rows of the
 ///   oracle file, within 10 %: a request allocates its buffer when it starts; a prefetch
@@ -102,36 +104,47 @@ impl Row {
     }
 }
 
+/// A row of a reference file from its fields (the columns of `results-visible.csv`).
+fn row_of(r: &csv::StringRecord) -> Row {
+    Row {
+        machine: r[0].to_string(),
+        app: r[1].to_string(),
+        sched: r[2].to_string(),
+        ncuda: r[3].parse().unwrap(),
+        ncpu: r[4].parse().unwrap(),
+        nblocks: r[5].parse().unwrap(),
+        n: r[7].parse().unwrap(),
+        cap_mb: r[8].parse().unwrap(),
+        gflops: r[10].parse().unwrap(),
+    }
+}
+
+/// Whether a row is among those `HETSIM_REF_FILTER` asks for.
+fn wanted(row: &Row) -> bool {
+    let filter = std::env::var("HETSIM_REF_FILTER").unwrap_or_default();
+    let key = row.key();
+    filter.split(',').all(|f| key.contains(f.trim()))
+}
+
 /// The rows of a reference file.
 fn rows(path: &std::path::Path) -> Vec<Row> {
     let mut reader = csv::Reader::from_path(path).unwrap();
-    let filter = std::env::var("HETSIM_REF_FILTER").unwrap_or_default();
-    let mut rows = Vec::new();
-    for rec in reader.records() {
-        let r = rec.unwrap();
-        let row = Row {
-            machine: r[0].to_string(),
-            app: r[1].to_string(),
-            sched: r[2].to_string(),
-            ncuda: r[3].parse().unwrap(),
-            ncpu: r[4].parse().unwrap(),
-            nblocks: r[5].parse().unwrap(),
-            n: r[7].parse().unwrap(),
-            cap_mb: r[8].parse().unwrap(),
-            gflops: r[10].parse().unwrap(),
-        };
-        let key = row.key();
-        if filter.split(',').all(|f| key.contains(f.trim())) {
-            rows.push(row);
-        }
-    }
-    rows
+    reader
+        .records()
+        .map(|rec| row_of(&rec.unwrap()))
+        .filter(wanted)
+        .collect()
 }
 
 /// hetsim's GFlop/s for one row, run as the README of the reference data says.
 fn predict(row: &Row) -> f64 {
+    predict_with(row, &[])
+}
+
+/// hetsim's GFlop/s for one row, with more `--set`s.
+fn predict_with(row: &Row, more: &[String]) -> f64 {
     let file = common::repo().join(format!("scenarios/{}-attila.ron", row.app));
-    let sets = [
+    let mut sets = vec![
         format!("platform.hostname={}", row.machine),
         format!("platform.ncuda={}", row.ncuda),
         format!("platform.ncpu={}", row.ncpu),
@@ -139,6 +152,7 @@ fn predict(row: &Row) -> f64 {
         format!("workload.n={}", row.n),
         format!("platform.limit_cuda_mem_mb={}", row.cap_mb),
     ];
+    sets.extend_from_slice(more);
     let mut scenario = load_scenario(&file, &sets).unwrap();
     scenario.output = OutputSpec::tables_only();
     let opts = RunOptions {
@@ -235,5 +249,178 @@ fn visible_rows_within_ten_percent_of_starpu_simgrid() {
         "{} of {total} rows beyond their bound (10 %, known misses 60 %) of StarPU-SimGrid:\n{}",
         misses.len(),
         misses.join("\n")
+    );
+}
+
+/// Rows where one StarPU-SimGrid run is one sample of a spread: `ensembles-1.4.10.csv` holds,
+/// for the ws rows with 8 CPU workers at 16 to 32 tiles, StarPU's prediction as calibrated
+/// and with each of the application's four CPU codelet times scaled by 0.999 and by 1.001
+/// (`tools/starpu-simgrid/ensemble.sh`; StarPU 1.4.10, which reproduces every visible row).
+/// A 0.1 % change of one time moves StarPU's own GFlop/s by up to 14 % on these rows (mirage
+/// Cholesky 24 tiles: 972.8 as calibrated, 1100.7 with the CPU GEMM 0.1 % faster): which
+/// worker takes a critical task first decides the tail, and a CPU runs a GEMM 30 times
+/// slower than a GPU. hetsim runs the same nine perturbations (the same rows of its copy of
+/// the calibration files scaled), and the medians of the two ensembles must agree within
+/// 10 %. This is what the three ws rows of [`KNOWN_MISSES`] can be held to.
+#[test]
+fn chaotic_rows_within_ten_percent_of_starpu_simgrids_ensemble_median() {
+    let path = common::repo().join("tests/data/starpu-simgrid/ensembles-1.4.10.csv");
+    let mut reader = csv::Reader::from_path(path).unwrap();
+    let members: Vec<(String, Row)> = reader
+        .records()
+        .map(|rec| {
+            let rec = rec.unwrap();
+            let fields: csv::StringRecord = rec.iter().skip(1).collect();
+            (rec[0].to_string(), row_of(&fields))
+        })
+        .filter(|(_, row)| wanted(row))
+        .collect();
+    assert!(!members.is_empty(), "no row matches HETSIM_REF_FILTER");
+    let labels: std::collections::BTreeSet<&str> =
+        members.iter().map(|(label, _)| label.as_str()).collect();
+    let dirs: BTreeMap<&str, tempfile::TempDir> = labels
+        .into_iter()
+        .filter(|&label| label != "nominal")
+        .map(|label| (label, perturbed_machines(label)))
+        .collect();
+    let results: Vec<(&Row, f64)> = members
+        .par_iter()
+        .map(|(label, row)| {
+            let more: Vec<String> = dirs
+                .get(label.as_str())
+                .map(|d| vec![format!("platform.dir={}", d.path().display())])
+                .unwrap_or_default();
+            (row, predict_with(row, &more))
+        })
+        .collect();
+    let mut ensembles: BTreeMap<(String, u32), (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    for (row, got) in results {
+        let e = ensembles.entry((row.key(), row.nblocks)).or_default();
+        e.0.push(row.gflops);
+        e.1.push(got);
+    }
+    let mut misses = Vec::new();
+    for ((key, nblocks), (starpu, hetsim)) in &mut ensembles {
+        let (s, h) = (median(starpu), median(hetsim));
+        let err = (h - s) / s;
+        println!(
+            "{key:<40} nb={nblocks:>2} starpu median {s:>7.1} [{:.0}-{:.0}] hetsim median \
+             {h:>7.1} [{:.0}-{:.0}] {:>+6.1} %",
+            starpu[0],
+            starpu[starpu.len() - 1],
+            hetsim[0],
+            hetsim[hetsim.len() - 1],
+            100.0 * err
+        );
+        if err.abs() > TOLERANCE {
+            misses.push(format!("{key} nblocks={nblocks}: {:+.1} %", 100.0 * err));
+        }
+    }
+    assert!(
+        misses.is_empty(),
+        "ensemble medians beyond 10 % of StarPU-SimGrid's:\n{}",
+        misses.join("\n")
+    );
+}
+
+/// Sorts `v` and gives its median.
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// A copy of `scenarios/machines/` with one codelet's CPU times scaled, for a perturbation
+/// labelled `model*factor` as `ensemble.sh` writes it: the mean of every history entry of
+/// that model's CPU combinations, on every machine (run.sh's STARPU_SCALE_CPU).
+fn perturbed_machines(label: &str) -> tempfile::TempDir {
+    let (model, factor) = label.split_once('*').expect("a label model*factor");
+    let factor: f64 = factor.parse().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let src = common::repo().join("scenarios/machines");
+    let mut scaled = 0;
+    for entry in walk(&src) {
+        let to = dir.path().join(entry.strip_prefix(&src).unwrap());
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        let name = entry.file_name().unwrap().to_string_lossy();
+        if name.starts_with(&format!("{model}.")) {
+            let text = std::fs::read_to_string(&entry).unwrap();
+            let new = scale_cpu_means(&text, factor);
+            scaled += usize::from(new != text);
+            std::fs::write(&to, new).unwrap();
+        } else {
+            std::fs::copy(&entry, &to).unwrap();
+        }
+    }
+    assert!(scaled > 0, "{label}: no CPU time of {model} to scale");
+    dir
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// A StarPU performance model with the mean (4th field) of each history entry of its CPU
+/// combinations (device type 0) multiplied by `factor`.
+fn scale_cpu_means(text: &str, factor: f64) -> String {
+    let mut cpu = false;
+    let mut device_type_next = false;
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if line.starts_with("# device type") {
+            device_type_next = true;
+        } else if device_type_next && !line.starts_with('#') {
+            cpu = fields.first() == Some(&"0");
+            device_type_next = false;
+        }
+        let history = fields.len() == 8 && u32::from_str_radix(fields[0], 16).is_ok();
+        if cpu && history && !line.starts_with('#') {
+            let mean: f64 = fields[3].parse().unwrap();
+            let mut scaled: Vec<String> = fields.iter().map(|f| f.to_string()).collect();
+            // Six digits as run.sh's awk prints them, so both runs see the same time.
+            scaled[3] = format!("{:.6e}", mean * factor);
+            out.push_str(&scaled.join("\t"));
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn a_perturbation_scales_only_the_cpu_history_means() {
+    // As mirage's LU models have it: the CUDA combination first, the CPU's after it.
+    let model = "# COMB_0\n# device type (CPU - 0, CUDA - 1)\n1\n\
+                 # hash size flops mean (us) dev (us) sum sum2 n\n\
+                 f0ac7beb 4915200 0 876.0921 35.7 7.0e6 6.2e9 8075\n\
+                 # COMB_3\n# device type (CPU - 0, CUDA - 1)\n0\n\
+                 # hash size flops mean (us) dev (us) sum sum2 n\n\
+                 f0ac7beb 4915200 0 26456.58 496.8 5.8e7 1.5e12 2200\n";
+    let scaled = scale_cpu_means(model, 1.001);
+    let lines: Vec<&str> = scaled.lines().collect();
+    assert_eq!(
+        lines[4],
+        "f0ac7beb 4915200 0 876.0921 35.7 7.0e6 6.2e9 8075"
+    );
+    // 26456.58 x 1.001 = 26483.03658, printed with six digits as run.sh's awk does.
+    assert_eq!(
+        lines[9],
+        "f0ac7beb\t4915200\t0\t2.648304e4\t496.8\t5.8e7\t1.5e12\t2200"
     );
 }

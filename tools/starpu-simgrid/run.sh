@@ -31,10 +31,14 @@ cp -r "$here/../../scenarios/machines/." "$models/"
 if [ -n "${STARPU_SCALE_CPU:-}" ]; then
     read -r scale_model scale_factor <<<"$STARPU_SCALE_CPU"
     for f in "$models"/codelets/45/"$scale_model".*; do
-        # The first combination is the CPU's; its history rows have 8 fields, the mean 4th.
+        # A CPU combination is one whose device type (the line after "# device type") is 0;
+        # its history rows have 8 fields, the mean 4th. (Not always COMB_0: the LU models
+        # of mirage list the CPU's as COMB_3.)
         awk -v k="$scale_factor" '
-            /^# COMB_/ { comb = substr($2, 6) + 0 }
-            comb == 0 && !/^#/ && NF == 8 && $1 ~ /^[0-9a-f]+$/ { $4 = sprintf("%e", $4 * k) }
+            /^# COMB_/ { cpu = 0 }
+            dev { cpu = ($1 == 0); dev = 0 }
+            /^# device type/ { dev = 1 }
+            cpu && !/^#/ && NF == 8 && $1 ~ /^[0-9a-f]+$/ { $4 = sprintf("%e", $4 * k) }
             { print }' "$f" > "$f.scaled"
         mv "$f.scaled" "$f"
     done
