@@ -159,6 +159,9 @@ pub fn build_app(scenario: &Scenario, opts: &RunOptions) -> Result<App, Error> {
             }),
         }
     }
+    // Each model plugin adds its step systems now, if the scenario has work for it.
+    app.finish();
+    app.cleanup();
     Ok(app)
 }
 

@@ -151,7 +151,15 @@ impl Plugin for CudaPlugin {
             )
             .init_resource::<Cuda>()
             .add_systems(SimStartup, setup_devices.in_set(StartupSet::Workload))
-            .add_systems(
+            .add_systems(hetsim_engine::SimFinish, publish_report)
+            .add_stall_check(stuck_devices);
+    }
+
+    /// The step systems, only for a scenario with a CUDA workload (`CudaConfig`, inserted
+    /// before `App::finish`).
+    fn finish(&self, app: &mut App) {
+        if app.world().contains_resource::<CudaConfig>() {
+            app.add_systems(
                 SimStep,
                 (
                     finish_timed_items,
@@ -161,17 +169,10 @@ impl Plugin for CudaPlugin {
                     run_hosts_and_streams,
                 )
                     .chain()
-                    .in_set(SimSet::Compute)
-                    .run_if(resource_exists::<CudaConfig>),
+                    .in_set(SimSet::Compute),
             )
-            .add_systems(
-                SimStep,
-                record_stream_intervals
-                    .in_set(SimSet::Record)
-                    .run_if(resource_exists::<CudaConfig>),
-            )
-            .add_systems(hetsim_engine::SimFinish, publish_report)
-            .add_stall_check(stuck_devices);
+            .add_systems(SimStep, record_stream_intervals.in_set(SimSet::Record));
+        }
     }
 }
 

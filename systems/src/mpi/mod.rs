@@ -211,7 +211,15 @@ impl Plugin for MpiPlugin {
             )
             .init_resource::<Mpi>()
             .add_systems(SimStartup, spawn_ranks.in_set(StartupSet::Workload))
-            .add_systems(
+            .add_systems(hetsim_engine::SimFinish, publish_report)
+            .add_stall_check(stuck_ranks);
+    }
+
+    /// The step systems, only for a scenario with an MPI workload (`MpiConfig`, inserted
+    /// before `App::finish`).
+    fn finish(&self, app: &mut App) {
+        if app.world().contains_resource::<MpiConfig>() {
+            app.add_systems(
                 SimStep,
                 (
                     advance_messages,
@@ -220,11 +228,9 @@ impl Plugin for MpiPlugin {
                     run_ready_ranks,
                 )
                     .chain()
-                    .in_set(SimSet::Protocol)
-                    .run_if(resource_exists::<MpiConfig>),
-            )
-            .add_systems(hetsim_engine::SimFinish, publish_report)
-            .add_stall_check(stuck_ranks);
+                    .in_set(SimSet::Protocol),
+            );
+        }
     }
 }
 

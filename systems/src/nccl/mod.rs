@@ -50,8 +50,18 @@ impl Plugin for NcclPlugin {
                 "nccl",
                 "NCCL collectives (AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AllToAll, SendRecv) as rings or double binary trees per channel; algorithm and protocol chosen by NCCL 2.30's cost model or forced; LL/LL128/Simple wire efficiency and per-channel caps; each ring or tree edge one flow on the platform; NCCL's latency plus chain pipeline fill. Simplified: reductions are free, rings follow GPU order, no CollNet/NVLS/PAT",
             )
-            .init_resource::<Collectives>()
-            .add_systems(SimStep, finish_edges.in_set(SimSet::Collectives));
+            .init_resource::<Collectives>();
+    }
+
+    /// The step system, only for a scenario whose workload can call NCCL (MPI's nccl_*
+    /// actions, CUDA's collectives; their configs are inserted before `App::finish`).
+    fn finish(&self, app: &mut App) {
+        let world = app.world();
+        if world.contains_resource::<crate::mpi::MpiConfig>()
+            || world.contains_resource::<crate::cuda::CudaConfig>()
+        {
+            app.add_systems(SimStep, finish_edges.in_set(SimSet::Collectives));
+        }
     }
 }
 

@@ -211,21 +211,23 @@ impl Plugin for RuntimePlugin {
             .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with synchronous write-back (the GPU's driver waits for it, and nothing is allocated on the node meanwhile), transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); task priorities capped into the policy's range as StarPU does at submission (eager, random, dm, dmda, dmdar: [0, 0] unless runtime.min_priority/max_priority set it); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation (copies ordered as their GPU's driver submits them, in turn, after its allocations and 10 us of queueing each) and allocation costs (cudaMalloc/cudaFree one at a time across GPUs); a popped task's buffers fetched in StarPU's handle order (written tiles first); fetch, prefetch and idle request levels with StarPU's in-flight caps (5/2/idle per node pair), buffers allocated as a request starts, StarPU's prefetch pins (a request joining another task's copy in flight loses its pin), wont_use idle write-backs once the last writer ends; every push costs its releaser 1 us and the releaser pops after its pushes; a wont_use hint coming due costs the ending thread two more pushes (the acquire and its callback); dm* decisions made at one instant by different releasers do not see each other's pushes (StarPU-SimGrid's threads decide before any commits); eager/prio/ws/lws: StarPU-SimGrid's driver threads (a push costs its thread 1 us and signals, under ws/lws, every worker, under eager/prio, workers up to the first asleep and not yet told, every driver starting untold, CPUs staying told; a driver loop sleeps 1 us per memory node it drives, pops one task, then waits, or loops again if signalled meanwhile; a CPU's fetch finding data in RAM wakes RAM's drivers; a GPU pops nothing while its task's data come and sleeps 10 us after a launch; sleeps ending together wake pushers first, then by when they began, the last begun first, as SimGrid does; simplified: a worker's mutex held by a pusher's walk does not delay its pop); ws/lws thieves take the newest task of the highest priority, owners the oldest; StarPU codelet models and bus files; synchronous CUDA codelets (Cholesky's POTRF, LU's GETRF, `cuda_sync` DAG codelets) block their GPU's driver: no pop, no copy submitted, no 10 us queueing; an asynchronous kernel is queued 10 us after its data are there and starts then or when the kernel before it ends (simplified, outside eager/prio/ws/lws: the driver pops its next task at once, where StarPU's pops 12 us later, after its queueing sleep and progress). StarPU's sub-allocator (32 MiB chunks for buffers up to 4 MiB; simplified: the memory limit counts buffers, not chunks, about 15 % more room than StarPU at 1024 MiB per GPU); background tidying (switch memory_tidying, on; every new buffer counts as clean, as in StarPU); simplified: a push-time prefetch for a task that writes the data leaves them shared, where StarPU makes that copy the owner at once")
             .init_resource::<Runtime>()
             .add_systems(SimStartup, setup_runtime.in_set(StartupSet::Workload))
-            .add_systems(
+            .add_systems(hetsim_engine::SimFinish, publish_runtime_report)
+            .add_stall_check(stuck_tasks);
+    }
+
+    /// The step systems, only for a scenario with a task graph (`RuntimeConfig`, inserted
+    /// before `App::finish`): a model's systems cost every step even when their condition
+    /// skips them.
+    fn finish(&self, app: &mut App) {
+        if app.world().contains_resource::<RuntimeConfig>() {
+            app.add_systems(
                 SimStep,
                 (finish_runtime_flows, run_runtime)
                     .chain()
-                    .in_set(SimSet::Runtime)
-                    .run_if(resource_exists::<RuntimeConfig>),
+                    .in_set(SimSet::Runtime),
             )
-            .add_systems(
-                SimStep,
-                record_runtime_intervals
-                    .in_set(SimSet::Record)
-                    .run_if(resource_exists::<RuntimeConfig>),
-            )
-            .add_systems(hetsim_engine::SimFinish, publish_runtime_report)
-            .add_stall_check(stuck_tasks);
+            .add_systems(SimStep, record_runtime_intervals.in_set(SimSet::Record));
+        }
     }
 }
 
