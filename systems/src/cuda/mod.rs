@@ -156,7 +156,7 @@ impl Plugin for CudaPlugin {
     }
 
     /// The step systems, only for a scenario with a CUDA workload (`CudaConfig`, inserted
-    /// before `App::finish`).
+    /// before `App::finish`), and the recording one only when the run records.
     fn finish(&self, app: &mut App) {
         if app.world().contains_resource::<CudaConfig>() {
             app.add_systems(
@@ -170,8 +170,10 @@ impl Plugin for CudaPlugin {
                 )
                     .chain()
                     .in_set(SimSet::Compute),
-            )
-            .add_systems(SimStep, record_stream_intervals.in_set(SimSet::Record));
+            );
+            if app.world().resource::<Recorder>().is_on() {
+                app.add_systems(SimStep, record_stream_intervals.in_set(SimSet::Record));
+            }
         }
     }
 }

@@ -329,9 +329,16 @@ impl Plugin for NetworkPlugin {
                     .in_set(SimSet::Network)
                     .run_if(network_has_news),
             )
-            .add_systems(SimStep, record_link_activity.in_set(SimSet::Record))
             .add_systems(SimFinish, publish_link_usage)
             .add_stall_check(stuck_flows);
+    }
+
+    /// The recording system, only when the run records a timeline (the `Recorder` is set
+    /// before `App::finish`): a system costs every step even when it has nothing to do.
+    fn finish(&self, app: &mut App) {
+        if app.world().resource::<Recorder>().is_on() {
+            app.add_systems(SimStep, record_link_activity.in_set(SimSet::Record));
+        }
     }
 }
 

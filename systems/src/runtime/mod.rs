@@ -216,8 +216,8 @@ impl Plugin for RuntimePlugin {
     }
 
     /// The step systems, only for a scenario with a task graph (`RuntimeConfig`, inserted
-    /// before `App::finish`): a model's systems cost every step even when their condition
-    /// skips them.
+    /// before `App::finish`), and the recording one only when the run records: a model's
+    /// systems cost every step even when their condition skips them.
     fn finish(&self, app: &mut App) {
         if app.world().contains_resource::<RuntimeConfig>() {
             app.add_systems(
@@ -225,8 +225,10 @@ impl Plugin for RuntimePlugin {
                 (finish_runtime_flows, run_runtime)
                     .chain()
                     .in_set(SimSet::Runtime),
-            )
-            .add_systems(SimStep, record_runtime_intervals.in_set(SimSet::Record));
+            );
+            if app.world().resource::<Recorder>().is_on() {
+                app.add_systems(SimStep, record_runtime_intervals.in_set(SimSet::Record));
+            }
         }
     }
 }
