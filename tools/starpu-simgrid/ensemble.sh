@@ -7,7 +7,7 @@
 #   tools/starpu-simgrid/ensemble.sh < rows.txt > ensembles.csv
 # Why: with CPUs that run a GEMM 30 times slower than a GPU, which worker takes a critical task
 # first decides the tail of some runs, and a 0.1 % change of one calibrated time moves StarPU's
-# own prediction by up to 14 % (issue 21's note). A single run of such a row is one sample; the
+# own prediction by up to 20 % (issue 21's note). A single run of such a row is one sample; the
 # ensemble's median is what a model can be expected to match.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
