@@ -43,7 +43,10 @@ const TOLERANCE: f64 = 0.10;
 ///   threads' ends unblock at one instant, a pusher's walk holding each worker's mutex, and
 ///   ws's failed trylock on a victim (1 us and a retry: 143 of 789 steal attempts with a
 ///   victim in StarPU's log of mirage Cholesky 24 tiles);
-/// - attila with 1024 MB per GPU, dmdas with 8 CPUs at 64 tiles (-16 %, hetsim slow). Five
+/// - attila with 1024 MB per GPU, dmdas with 8 CPUs at 64 tiles (-16 %, hetsim slow). Not
+///   chaotic (StarPU 1659-1681 over nine perturbed runs). The gap is in prefetching: with
+///   prefetch off in both, StarPU gives 1742.8 and hetsim 1738.2 (and every memory-capped
+///   row of `noprefetch-1.4.10.csv` is within 3.4 %). Five
 ///   StarPU rules brought the rest of this group, and most of the memory-capped rows of the
 ///   oracle file, within 10 %: a request allocates its buffer when it starts; a prefetch
 ///   short of memory stops every prefetch into its node until memory frees up; prefetch
@@ -138,11 +141,11 @@ fn rows(path: &std::path::Path) -> Vec<Row> {
 
 /// hetsim's GFlop/s for one row, run as the README of the reference data says.
 fn predict(row: &Row) -> f64 {
-    predict_with(row, &[])
+    predict_with(row, &[], &[])
 }
 
-/// hetsim's GFlop/s for one row, with more `--set`s.
-fn predict_with(row: &Row, more: &[String]) -> f64 {
+/// hetsim's GFlop/s for one row, with more `--set`s and more switches off.
+fn predict_with(row: &Row, more: &[String], off: &[&str]) -> f64 {
     let file = common::repo().join(format!("scenarios/{}-attila.ron", row.app));
     let mut sets = vec![
         format!("platform.hostname={}", row.machine),
@@ -155,8 +158,10 @@ fn predict_with(row: &Row, more: &[String]) -> f64 {
     sets.extend_from_slice(more);
     let mut scenario = load_scenario(&file, &sets).unwrap();
     scenario.output = OutputSpec::tables_only();
+    let mut disable = vec!["record".to_string()];
+    disable.extend(off.iter().map(|s| s.to_string()));
     let opts = RunOptions {
-        disable: vec!["record".into()],
+        disable,
         progress: false,
     };
     let (app, _) = simulate(&scenario, &opts).unwrap();
@@ -290,7 +295,7 @@ fn chaotic_rows_within_ten_percent_of_starpu_simgrids_ensemble_median() {
                 .get(label.as_str())
                 .map(|d| vec![format!("platform.dir={}", d.path().display())])
                 .unwrap_or_default();
-            (row, predict_with(row, &more))
+            (row, predict_with(row, &more, &[]))
         })
         .collect();
     let mut ensembles: BTreeMap<(String, u32), (Vec<f64>, Vec<f64>)> = BTreeMap::new();
@@ -319,6 +324,51 @@ fn chaotic_rows_within_ten_percent_of_starpu_simgrids_ensemble_median() {
     assert!(
         misses.is_empty(),
         "ensemble medians beyond 10 % of StarPU-SimGrid's:\n{}",
+        misses.join("\n")
+    );
+}
+
+/// The memory model without prefetch: `noprefetch-1.4.10.csv` holds StarPU-SimGrid's
+/// predictions of the attila rows under memory pressure (1024 MB per GPU, dm* at 48 and 64
+/// tiles, GPU-only and with 8 CPUs) run with `STARPU_PREFETCH=0` (`tools/starpu-simgrid/run.sh`,
+/// StarPU 1.4.10). With prefetch off, data move only when a popped task fetches them, so these
+/// rows check allocation, eviction and write-back alone; hetsim runs them with its `prefetch`
+/// switch off and must land within 10 % of each (12 rows: within 3.4 %, mean abs 1.1 %,
+/// though hetsim's limit counts buffers, not StarPU's chunks: `suballoc.rs`). The memory-capped
+/// rows with prefetch on are where hetsim's remaining gap is (the attila dmdas 64-tile known
+/// miss: StarPU 1679.4 with prefetch, 1742.8 without; hetsim 1410.1 and 1738.2).
+#[test]
+fn memory_capped_rows_without_prefetch_within_ten_percent() {
+    let path = common::repo().join("tests/data/starpu-simgrid/noprefetch-1.4.10.csv");
+    let rows = rows(&path);
+    assert!(!rows.is_empty(), "no row matches HETSIM_REF_FILTER");
+    let results: Vec<(&Row, f64)> = rows
+        .par_iter()
+        .map(|row| (row, predict_with(row, &[], &["prefetch"])))
+        .collect();
+    let mut misses = Vec::new();
+    for (row, got) in results {
+        let err = (got - row.gflops) / row.gflops;
+        println!(
+            "{:<40} nb={:>2} starpu {:>7.1} hetsim {:>7.1} {:>+6.1} % (no prefetch)",
+            row.key(),
+            row.nblocks,
+            row.gflops,
+            got,
+            100.0 * err
+        );
+        if err.abs() > TOLERANCE {
+            misses.push(format!(
+                "{} nblocks={}: {:+.1} %",
+                row.key(),
+                row.nblocks,
+                100.0 * err
+            ));
+        }
+    }
+    assert!(
+        misses.is_empty(),
+        "rows without prefetch beyond 10 % of StarPU-SimGrid's:\n{}",
         misses.join("\n")
     );
 }

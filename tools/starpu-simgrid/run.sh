@@ -19,6 +19,8 @@
 # 16 KiB blocks in use in them (issue 21's note: 32 chunks, room for 288 tiles, 250 held).
 # After changing xlog.patch, rebuild with build.sh on a fresh $STARPU_ORACLE (it patches
 # only a fresh source tree).
+# StarPU's own variables in the environment reach the runs (STARPU_PREFETCH=0 made
+# tests/data/starpu-simgrid/noprefetch-1.4.10.csv).
 # STARPU_SCALE_CPU="model factor" (for example "chol_model_gemm 1.01") scales that codelet's
 # CPU history means, on every machine, in the copy of the models the rows run with: how much a
 # row moves when one calibrated time moves by 1 % (issue 21's note, section 3).
