@@ -105,6 +105,35 @@ impl Row {
             self.machine, self.app, self.sched, self.ncpu, self.cap_mb
         )
     }
+
+    /// hetsim's relative error against StarPU's GFlop/s.
+    fn error(&self, got: f64) -> f64 {
+        (got - self.gflops) / self.gflops
+    }
+
+    /// The report line of the row.
+    fn line(&self, got: f64) -> String {
+        format!(
+            "{:<40} nb={:>2} starpu {:>7.1} hetsim {:>7.1} {:>+6.1} %",
+            self.key(),
+            self.nblocks,
+            self.gflops,
+            got,
+            100.0 * self.error(got)
+        )
+    }
+
+    /// What a failing row says.
+    fn miss(&self, got: f64) -> String {
+        format!(
+            "{} nblocks={}: StarPU {:.1}, hetsim {:.1} GFlop/s ({:+.1} %)",
+            self.key(),
+            self.nblocks,
+            self.gflops,
+            got,
+            100.0 * self.error(got)
+        )
+    }
 }
 
 /// A row of a reference file from its fields (the columns of `results-visible.csv`).
@@ -187,17 +216,10 @@ fn visible_rows_within_ten_percent_of_starpu_simgrid() {
     let mut groups: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut misses = Vec::new();
     for (row, got) in &results {
-        let err = (got - row.gflops) / row.gflops;
+        let err = row.error(*got);
         groups.entry(row.key()).or_default().push(err);
         if verbose {
-            println!(
-                "{:<40} nb={:>2} starpu {:>7.1} hetsim {:>7.1} {:>+6.1} %",
-                row.key(),
-                row.nblocks,
-                row.gflops,
-                got,
-                100.0 * err
-            );
+            println!("{}", row.line(*got));
         }
         let bound = if known_miss(row) {
             KNOWN_MISS_BOUND
@@ -208,14 +230,7 @@ fn visible_rows_within_ten_percent_of_starpu_simgrid() {
             println!("now within 10 %, drop it from KNOWN_MISSES: {}", row.key());
         }
         if err.abs() > bound {
-            misses.push(format!(
-                "{} nblocks={}: StarPU {:.1}, hetsim {:.1} GFlop/s ({:+.1} %)",
-                row.key(),
-                row.nblocks,
-                row.gflops,
-                got,
-                100.0 * err
-            ));
+            misses.push(row.miss(*got));
         }
     }
     println!(
@@ -243,7 +258,7 @@ fn visible_rows_within_ten_percent_of_starpu_simgrid() {
     let total = results.len();
     let within = results
         .iter()
-        .filter(|(row, got)| ((got - row.gflops) / row.gflops).abs() <= TOLERANCE)
+        .filter(|(row, got)| row.error(*got).abs() <= TOLERANCE)
         .count();
     println!("{within} of {total} rows within 10 %");
     if other.is_some() {
@@ -264,9 +279,9 @@ fn visible_rows_within_ten_percent_of_starpu_simgrid() {
 /// visible row). A 0.1 % change of one time moves StarPU's own GFlop/s by up to 20 % on these
 /// rows (mirage Cholesky ws 24 tiles: 972.8 as calibrated, 1100.7 with the CPU GEMM 0.1 %
 /// faster; eager 16 tiles: 783.9, and 630.0 with one perturbation): which worker takes a
-/// critical task first decides the tail, and a CPU runs a GEMM 30 times slower than a GPU. hetsim runs the same nine perturbations (the same rows of its copy of
-/// the calibration files scaled), and the medians of the two ensembles must agree within
-/// 10 %. This is what the three ws rows of [`KNOWN_MISSES`] can be held to.
+/// critical task first decides the tail, and a CPU runs a GEMM 30 times slower than a GPU.
+/// hetsim runs the same nine perturbations (the same rows of its copy of the calibration
+/// files scaled), and the medians of the two ensembles must agree within 10 %. This is what the three ws rows of [`KNOWN_MISSES`] can be held to.
 #[test]
 fn chaotic_rows_within_ten_percent_of_starpu_simgrids_ensemble_median() {
     let path = common::repo().join("tests/data/starpu-simgrid/ensembles-1.4.10.csv");
@@ -348,22 +363,9 @@ fn memory_capped_rows_without_prefetch_within_ten_percent() {
         .collect();
     let mut misses = Vec::new();
     for (row, got) in results {
-        let err = (got - row.gflops) / row.gflops;
-        println!(
-            "{:<40} nb={:>2} starpu {:>7.1} hetsim {:>7.1} {:>+6.1} % (no prefetch)",
-            row.key(),
-            row.nblocks,
-            row.gflops,
-            got,
-            100.0 * err
-        );
-        if err.abs() > TOLERANCE {
-            misses.push(format!(
-                "{} nblocks={}: {:+.1} %",
-                row.key(),
-                row.nblocks,
-                100.0 * err
-            ));
+        println!("{} (no prefetch)", row.line(got));
+        if row.error(got).abs() > TOLERANCE {
+            misses.push(row.miss(got));
         }
     }
     assert!(
