@@ -17,7 +17,7 @@ use super::memory::{Evict, Memory, Msi, Replicas};
 use super::sched::{Policy, View, Wakes};
 use super::setup::Flags;
 use super::threads::{ACQUIRE, Doing, Step, Threads};
-use super::transfers::{Level, Transfers};
+use super::transfers::{Level, Transfers, Xfer};
 
 /// StarPU-SimGrid's runtime costs (notes 5.2), seconds: per transfer and per GPU kernel
 /// queued, cudaMalloc, cudaFree, and pinning host memory per MiB.
@@ -136,6 +136,9 @@ pub struct Runtime {
     pub(crate) push_clock: (SimTime, Option<u32>, u32),
     /// Releasers that may not pop before their `Due::Resume`: after their pushes.
     pub(crate) deferred: Vec<bool>,
+    /// Node pairs whose requests a deferred GPU driver is to handle once back from its
+    /// pushes (its next progress), per worker.
+    pub(crate) driver_pushing: Vec<Vec<(u32, u32)>>,
     /// Who released each task waiting for its `Due::Push` (None: the application).
     pub(crate) pusher: Vec<Option<u32>>,
     pub(crate) tick: u64,
@@ -449,10 +452,27 @@ impl Runtime {
         }
     }
 
-    /// A `Due::Resume` came: the releaser `w` pops now.
+    /// A `Due::Resume` came: the releaser `w` has made its progress, handling the requests
+    /// held while it pushed, and pops now.
     pub(crate) fn resume(&mut self, w: u32) {
         self.deferred[w as usize] = false;
+        for (src, dst) in std::mem::take(&mut self.driver_pushing[w as usize]) {
+            self.pump(src, dst);
+        }
         self.advance_worker(w as usize);
+    }
+
+    /// The GPU driver that handles requests from `src` to `dst`, if it is busy pushing what
+    /// its task released: StarPU's CUDA driver ends a task, pushes the tasks it released, and
+    /// only then, in its next progress, handles its node's request lists. (Held so, a
+    /// prefetch short of memory cannot evict the tile the task has just written in the
+    /// microseconds before its successor's push pins it.)
+    pub(crate) fn pushing_driver(&self, src: u32, dst: u32) -> Option<usize> {
+        let node = Xfer::handler(src, dst);
+        if node == 0 {
+            return None;
+        }
+        (0..self.workers.len()).find(|&w| self.deferred[w] && self.drives(w, node))
     }
 
     /// The releasing worker `w` pops after its pushes and its progress.

@@ -277,8 +277,15 @@ impl Runtime {
     /// (evicting as its level may); short of memory it stays queued until memory frees up
     /// there. A prefetch that finds none stops every prefetch into its node, from any node,
     /// until then: StarPU's progress stops the node's prefetch lists at the first ENOMEM and
-    /// starts again from RAM's list each time.
+    /// starts again from RAM's list each time. A pair whose GPU driver is pushing what its
+    /// task released waits for that driver's progress ([`Runtime::pushing_driver`]).
     pub(crate) fn pump(&mut self, src: u32, dst: u32) {
+        if let Some(w) = self.pushing_driver(src, dst) {
+            if !self.driver_pushing[w].contains(&(src, dst)) {
+                self.driver_pushing[w].push((src, dst));
+            }
+            return;
+        }
         let pair = self.pair(src, dst);
         let mut no_memory: Vec<u32> = Vec::new();
         loop {
@@ -607,5 +614,37 @@ mod tests {
         rt.xfer_done(done);
         assert_eq!(rt.copies.inflight[pair], 5);
         assert!(rt.copies.xfers[raised as usize].launched);
+    }
+
+    #[test]
+    fn a_gpu_driver_handles_no_request_while_it_pushes_what_its_task_released() {
+        // StarPU's CUDA driver ends a task, pushes what it released (1 us each), and handles
+        // its node's request lists only in its next progress: a request into its GPU made
+        // meanwhile neither allocates nor starts until then. A CPU pushing holds nothing back.
+        let dag = r#"(handles: [(name: "a", size: 1e6), (name: "b", size: 1e6)], tasks: [])"#;
+        let flags = Flags {
+            overheads: false,
+            mem_limit: true,
+            shared_bus: true,
+            prefetch: true,
+            noise: false,
+            tidy: false,
+        };
+        let mut rt = test_runtime(dag, "{}", 16e9, flags);
+        let (gpu, cpu) = (0usize, 1usize);
+        rt.deferred[cpu] = true;
+        rt.request(0, 1, Level::Prefetch, 0, None);
+        assert!(
+            rt.replicas.get(0, 1).loading,
+            "a CPU's pushes hold no GPU request"
+        );
+        rt.deferred[gpu] = true;
+        rt.request(1, 1, Level::Prefetch, 0, None);
+        let b = rt.replicas.get(1, 1);
+        assert!(b.incoming.is_some() && !b.allocated && !b.loading);
+        assert_eq!(rt.driver_pushing[gpu], [(0, 1)]);
+        rt.resume(gpu as u32);
+        assert!(rt.replicas.get(1, 1).allocated && rt.replicas.get(1, 1).loading);
+        assert!(rt.driver_pushing[gpu].is_empty());
     }
 }
