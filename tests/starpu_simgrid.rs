@@ -9,7 +9,10 @@
 //! which must stay within 60 % so that they cannot silently get worse. The test prints the
 //! error table by group. Rows whose StarPU answer is one sample of a wide spread (ws and
 //! eager with 8 CPUs) are also run as ensembles: nine runs each, perturbed as
-//! `ensembles-1.4.10.csv` says, the medians within 10 %.
+//! `ensembles-1.4.10.csv` says, the medians within 10 %. The team's own StarPU-SimGrid runs at
+//! other caps (`oracle-1.4.10.csv`) are held to 10 %, but for the rows of [`ORACLE_MISSES`]
+//! (25 %), and the memory-capped rows run with prefetch off in both (`noprefetch-1.4.10.csv`)
+//! to 10 %.
 //!
 //! `HETSIM_REF_FILTER=mirage,lu` (comma-separated substrings of `machine app sched ncpu cap`)
 //! runs a subset; `HETSIM_REF_ROWS=1` prints every row; `HETSIM_REF_CSV=file` runs the rows
@@ -65,15 +68,53 @@ const TOLERANCE: f64 = 0.10;
 ///   idle mid-run where hetsim keeps 2. hetsim also has about 15 % more room than StarPU
 ///   here (it counts buffers against the limit, StarPU counts 32 MiB chunks: `suballoc.rs`),
 ///   which hides part of that gap on the other memory-capped rows.
-const KNOWN_MISSES: &[(&str, &str, &str, u32, u32)] = &[
-    ("attila", "cholesky", "dmdas", 8, 64),
-    ("attila", "cholesky", "ws", 8, 24),
-    ("mirage", "cholesky", "ws", 8, 24),
-    ("mirage", "lu", "ws", 8, 32),
+const KNOWN_MISSES: &[Spot] = &[
+    ("attila", "cholesky", "dmdas", 8, 1024, 64),
+    ("attila", "cholesky", "ws", 8, 1024, 24),
+    ("mirage", "cholesky", "ws", 8, 4837, 24),
+    ("mirage", "lu", "ws", 8, 4837, 32),
 ];
 
 /// The bound on a known miss.
 const KNOWN_MISS_BOUND: f64 = 0.60;
+
+/// Rows of `oracle-1.4.10.csv` (caps the visible file lacks) beyond 10 % today, all under
+/// memory pressure at 512 MB per GPU but one:
+/// - dmdas slow at 48-80 tiles (-11 .. -16 %; LU on mirage +11.6 %): the prefetch gap of the
+///   visible dmdas known miss, deeper with less memory;
+/// - dmdar fast at 64-80 tiles (+10.5 .. +15.2 %; LU 48 tiles +12.1 %): two simplifications
+///   of the runtime module doc give hetsim more room or fewer dirty victims (the limit
+///   counts buffers where StarPU counts 32 MiB chunks, about 15 % more room; a push-time
+///   prefetch for a writer leaves the copy shared). Each, tried alone, brought these rows
+///   closer and sank others (issue 21's notes);
+/// - attila Cholesky ws with 8 CPUs at 2763 MB, 24 tiles (+11.6 %): the chaotic ws row of
+///   the visible known misses at another cap.
+///
+/// Each is held to [`ORACLE_MISS_BOUND`] so that none silently gets worse.
+const ORACLE_MISSES: &[Spot] = &[
+    ("attila", "cholesky", "dmdar", 0, 512, 64),
+    ("attila", "cholesky", "dmdar", 8, 512, 64),
+    ("attila", "cholesky", "dmdas", 0, 512, 64),
+    ("attila", "cholesky", "dmdas", 0, 512, 80),
+    ("attila", "cholesky", "dmdas", 8, 512, 48),
+    ("attila", "cholesky", "ws", 8, 2763, 24),
+    ("mirage", "cholesky", "dmdar", 0, 512, 64),
+    ("mirage", "cholesky", "dmdar", 8, 512, 64),
+    ("mirage", "cholesky", "dmdar", 8, 512, 80),
+    ("mirage", "cholesky", "dmdas", 0, 512, 64),
+    ("mirage", "cholesky", "dmdas", 0, 512, 80),
+    ("mirage", "cholesky", "dmdas", 8, 512, 48),
+    ("mirage", "lu", "dmdar", 8, 512, 48),
+    ("mirage", "lu", "dmdas", 0, 512, 48),
+    ("mirage", "lu", "dmdas", 8, 512, 48),
+];
+
+/// The bound on an oracle row of [`ORACLE_MISSES`].
+const ORACLE_MISS_BOUND: f64 = 0.25;
+
+/// A row named in a miss list: machine, app, scheduler, CPU workers, GPU memory cap (MB) and
+/// tiles per side.
+type Spot = (&'static str, &'static str, &'static str, u32, u64, u32);
 
 #[derive(Debug, Clone)]
 struct Row {
@@ -89,14 +130,16 @@ struct Row {
 }
 
 impl Row {
-    fn known_miss(&self) -> bool {
-        KNOWN_MISSES.iter().any(|&(m, a, s, c, b)| {
-            (m, a, s, c, b)
+    /// Whether the row is one of `spots`.
+    fn spot(&self, spots: &[Spot]) -> bool {
+        spots.iter().any(|&(m, a, s, c, cap, b)| {
+            (m, a, s, c, cap, b)
                 == (
                     self.machine.as_str(),
                     self.app.as_str(),
                     self.sched.as_str(),
                     self.ncpu,
+                    self.cap_mb,
                     self.nblocks,
                 )
         })
@@ -176,6 +219,13 @@ fn predict(row: &Row) -> f64 {
     predict_with(row, &[], &[])
 }
 
+/// hetsim's GFlop/s for each row, as calibrated (in parallel).
+fn predict_all(rows: &[Row]) -> Vec<(Row, f64)> {
+    rows.par_iter()
+        .map(|row| (row.clone(), predict(row)))
+        .collect()
+}
+
 /// hetsim's GFlop/s for one row, with more `--set`s and more switches off.
 fn predict_with(row: &Row, more: &[String], off: &[&str]) -> f64 {
     let file = common::repo().join(format!("scenarios/{}-attila.ron", row.app));
@@ -202,39 +252,88 @@ fn predict_with(row: &Row, more: &[String], off: &[&str]) -> f64 {
 
 #[test]
 fn visible_rows_within_ten_percent_of_starpu_simgrid() {
-    // The visible reference, or the file `HETSIM_REF_CSV` names (same columns), only
-    // reported: the known misses name visible rows, and other files hold other caps.
+    // The visible reference, or the file `HETSIM_REF_CSV` names (same columns).
     let other = std::env::var_os("HETSIM_REF_CSV").map(std::path::PathBuf::from);
     let rows = match &other {
         Some(path) => rows(path),
         None => rows(&common::repo().join("tests/data/starpu-simgrid/results-visible.csv")),
     };
-    let known_miss = |row: &Row| other.is_none() && row.known_miss();
+    // Other files are only reported: the known misses name visible rows.
+    let known: &[Spot] = if other.is_none() { KNOWN_MISSES } else { &[] };
     assert!(!rows.is_empty(), "no row matches HETSIM_REF_FILTER");
-    let results: Vec<(Row, f64)> = rows
-        .par_iter()
-        .map(|row| (row.clone(), predict(row)))
-        .collect();
+    let results = predict_all(&rows);
     let verbose = std::env::var("HETSIM_REF_ROWS").is_ok();
-    let mut groups: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let misses = beyond_bounds(&results, known, KNOWN_MISS_BOUND, verbose);
+    print_groups(&results);
+    if other.is_some() {
+        return;
+    }
+    let total = results.len();
+    assert!(
+        misses.is_empty(),
+        "{} of {total} rows beyond their bound (10 %, known misses 60 %) of StarPU-SimGrid:\n{}",
+        misses.len(),
+        misses.join("\n")
+    );
+}
+
+/// `oracle-1.4.10.csv`: StarPU-SimGrid's predictions at the caps the visible file lacks (attila
+/// at 512 and 2763 MB per GPU, mirage at 512 MB; LU on mirage at 512 MB and on attila at
+/// 1024 MB), made by hetsim's team with `tools/starpu-simgrid/run.sh` (StarPU 1.4.10, which
+/// reproduces every visible row to the printed digit). Each row within 10 %, the rows of
+/// [`ORACLE_MISSES`] within 25 %.
+#[test]
+fn oracle_rows_within_ten_percent_of_starpu_simgrid() {
+    let rows = rows(&common::repo().join("tests/data/starpu-simgrid/oracle-1.4.10.csv"));
+    assert!(!rows.is_empty(), "no row matches HETSIM_REF_FILTER");
+    let results = predict_all(&rows);
+    let verbose = std::env::var("HETSIM_REF_ROWS").is_ok();
+    let misses = beyond_bounds(&results, ORACLE_MISSES, ORACLE_MISS_BOUND, verbose);
+    print_groups(&results);
+    assert!(
+        misses.is_empty(),
+        "{} of {} oracle rows beyond their bound (10 %, listed misses 25 %) of StarPU-SimGrid:\n{}",
+        misses.len(),
+        results.len(),
+        misses.join("\n")
+    );
+}
+
+/// What each row beyond its bound says: 10 %, or `miss_bound` for the rows of `known`
+/// (printing those now within 10 %); `verbose` prints every row.
+fn beyond_bounds(
+    results: &[(Row, f64)],
+    known: &[Spot],
+    miss_bound: f64,
+    verbose: bool,
+) -> Vec<String> {
     let mut misses = Vec::new();
-    for (row, got) in &results {
+    for (row, got) in results {
         let err = row.error(*got);
-        groups.entry(row.key()).or_default().push(err);
         if verbose {
             println!("{}", row.line(*got));
         }
-        let bound = if known_miss(row) {
-            KNOWN_MISS_BOUND
-        } else {
-            TOLERANCE
-        };
-        if known_miss(row) && err.abs() <= TOLERANCE {
-            println!("now within 10 %, drop it from KNOWN_MISSES: {}", row.key());
+        let listed = row.spot(known);
+        if listed && err.abs() <= TOLERANCE {
+            println!(
+                "now within 10 %, drop it from the misses: {}",
+                row.line(*got)
+            );
         }
+        let bound = if listed { miss_bound } else { TOLERANCE };
         if err.abs() > bound {
             misses.push(row.miss(*got));
         }
+    }
+    misses
+}
+
+/// The error table by group (machine, app, scheduler, CPU workers, cap), and how many rows
+/// are within 10 %.
+fn print_groups(results: &[(Row, f64)]) {
+    let mut groups: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for (row, got) in results {
+        groups.entry(row.key()).or_default().push(row.error(*got));
     }
     println!(
         "{:<40} {:>5} {:>9} {:>9} {:>7}",
@@ -258,20 +357,19 @@ fn visible_rows_within_ten_percent_of_starpu_simgrid() {
             errs.len()
         );
     }
-    let total = results.len();
     let within = results
         .iter()
         .filter(|(row, got)| row.error(*got).abs() <= TOLERANCE)
         .count();
-    println!("{within} of {total} rows within 10 %");
-    if other.is_some() {
-        return;
-    }
-    assert!(
-        misses.is_empty(),
-        "{} of {total} rows beyond their bound (10 %, known misses 60 %) of StarPU-SimGrid:\n{}",
-        misses.len(),
-        misses.join("\n")
+    let mean = results
+        .iter()
+        .map(|(row, got)| row.error(*got).abs())
+        .sum::<f64>()
+        / results.len() as f64;
+    println!(
+        "{within} of {} rows within 10 %, mean abs error {:.2} %",
+        results.len(),
+        100.0 * mean
     );
 }
 
@@ -360,17 +458,11 @@ fn memory_capped_rows_without_prefetch_within_ten_percent() {
     let path = common::repo().join("tests/data/starpu-simgrid/noprefetch-1.4.10.csv");
     let rows = rows(&path);
     assert!(!rows.is_empty(), "no row matches HETSIM_REF_FILTER");
-    let results: Vec<(&Row, f64)> = rows
+    let results: Vec<(Row, f64)> = rows
         .par_iter()
-        .map(|row| (row, predict_with(row, &[], &["prefetch"])))
+        .map(|row| (row.clone(), predict_with(row, &[], &["prefetch"])))
         .collect();
-    let mut misses = Vec::new();
-    for (row, got) in results {
-        println!("{} (no prefetch)", row.line(got));
-        if row.error(got).abs() > TOLERANCE {
-            misses.push(row.miss(got));
-        }
-    }
+    let misses = beyond_bounds(&results, &[], TOLERANCE, true);
     assert!(
         misses.is_empty(),
         "rows without prefetch beyond 10 % of StarPU-SimGrid's:\n{}",
