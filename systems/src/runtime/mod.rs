@@ -65,7 +65,8 @@
 //! on its node; meanwhile a prefetch short of memory, or a fetch that is, holds back every prefetch
 //! into the node. Prefetch pins follow StarPU's `nb_tasks_prefetch`: a push-time prefetch pins data
 //! it finds there at once, else its request pins them when it lands; requests of different tasks
-//! are never merged, so a prefetch for data another task's request is loading joins it and, handled
+//! are never merged, so a prefetch for data another task's request is loading joins it (holding
+//! its source until its turn, as every request that reads does) and, handled
 //! while that copy is in flight, loses its pin; once a popped task's data are all there, it takes
 //! one pin off each input, if there is one (StarPU's fetch tail). A `wont_use` hint (a read acquire
 //! in StarPU: it fires when the handle's last writer ends, while earlier-submitted readers may

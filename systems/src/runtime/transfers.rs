@@ -223,6 +223,9 @@ impl Runtime {
             joins: true,
             ..Default::default()
         });
+        // Like every request that reads, it holds its source until handled (StarPU takes
+        // the reference when it creates the request).
+        self.replicas.get_mut(h, src).refcnt += 1;
         let pair = self.pair(src, dst);
         self.copies.requests[pair].push(x);
         self.pump(src, dst);
@@ -321,6 +324,7 @@ impl Runtime {
             }
             if self.copies.xfers[x as usize].joins {
                 self.copies.requests[pair].remove(i);
+                self.replicas.get_mut(h, src).refcnt -= 1;
                 self.resolve_join(x);
                 continue;
             }
@@ -646,5 +650,39 @@ mod tests {
         rt.resume(gpu as u32);
         assert!(rt.replicas.get(1, 1).allocated && rt.replicas.get(1, 1).loading);
         assert!(rt.driver_pushing[gpu].is_empty());
+    }
+
+    #[test]
+    fn a_joining_request_holds_its_source_until_its_turn() {
+        // StarPU takes a reference on a request's source when it creates the request, a
+        // request stacked on another task's copy too: the source cannot be evicted while it
+        // waits in its list.
+        let dag = r#"(handles: [(name: "a", size: 1e6), (name: "b", size: 1e6)], tasks: [])"#;
+        let flags = Flags {
+            overheads: false,
+            mem_limit: true,
+            shared_bus: true,
+            prefetch: true,
+            noise: false,
+            tidy: false,
+        };
+        let mut rt = test_runtime(dag, "{}", 16e9, flags);
+        for h in 0..2 {
+            rt.request(h, 1, Level::Prefetch, 0, None);
+        }
+        // Two prefetches in flight (the pair's cap): another task's request for a waits.
+        rt.join(0, 0, 1, Level::Prefetch, 0, 1);
+        assert_eq!(
+            rt.replicas.get(0, 0).refcnt,
+            2,
+            "a's copy and the waiting request"
+        );
+        let b = rt.replicas.get(1, 1).incoming.unwrap();
+        rt.xfer_done(b);
+        assert_eq!(
+            rt.replicas.get(0, 0).refcnt,
+            1,
+            "handled: only a's copy holds it"
+        );
     }
 }
