@@ -78,8 +78,9 @@ const KNOWN_MISSES: &[Spot] = &[
 /// The bound on a known miss.
 const KNOWN_MISS_BOUND: f64 = 0.60;
 
-/// Rows of `oracle-1.4.10.csv` (caps the visible file lacks) beyond 10 % today, all under
-/// memory pressure at 512 MB per GPU but one:
+/// Rows of `oracle-1.4.10.csv` (caps the visible file lacks) beyond 10 % today or on its
+/// edge (mirage dmdas GPU-only 64 tiles, -9.8 %), all under memory pressure at 512 MB per GPU
+/// but one:
 /// - dmdas slow at 48-80 tiles (-11 .. -16 %; LU on mirage +11.6 %): the prefetch gap of the
 ///   visible dmdas known miss, deeper with less memory;
 /// - dmdar fast at 64-80 tiles (+10.5 .. +15.2 %; LU 48 tiles +12.1 %): two simplifications
