@@ -156,6 +156,7 @@ pub fn build_app(scenario: &Scenario, opts: &RunOptions) -> Result<App, Error> {
             graph => world.insert_resource(RuntimeConfig {
                 workload: graph.clone(),
                 runtime: scenario.runtime.clone(),
+                log: scenario.output.runtime_log,
             }),
         }
     }

@@ -291,6 +291,51 @@ fn a_chain_pays_its_transfer() {
 }
 
 #[test]
+fn the_runtime_log_has_the_oracles_lines() {
+    // `output.runtime_log` keeps one line per data event, as the StarPU-SimGrid oracle's log
+    // writes them (tools/starpu-simgrid/xlog.patch): the time in microseconds, handles by
+    // index, modes as StarPU's R 1, W 2, RW 3, levels as its is_prefetch (0 fetch, 1 task
+    // prefetch). The chain above without overheads: A popped and started by the GPU at 0;
+    // at its end (10 ms) B is pushed to the CPU, whose prefetch asks for x from the GPU (node
+    // 1) to RAM (node 0) and starts at once; B is popped then, its fetch raises that copy in
+    // flight to fetch level (U, as StarPU's log shows it), and B starts when x is there (1 GB
+    // at 10 GB/s: 110 ms).
+    let dag = r#"Dag(handles: [(name: "x", size: 1e9)], tasks: [
+        (name: "a", codelet: "gpu", accesses: [("x", W)]),
+        (name: "b", codelet: "cpu", accesses: [("x", R)])])"#;
+    let models = r#"models: {
+        "gpu": CodeletModel(cuda: Some(Constant("10ms"))),
+        "cpu": CodeletModel(cpu: Some(Constant("10ms")))}"#;
+    let text = format!(
+        r#"Scenario(name: "t", platform: {}, workload: {dag},
+            runtime: RuntimeSpec(scheduler: dmda, {models}), output: (runtime_log: true))"#,
+        node(1, 1)
+    );
+    let s = parse_scenario(&text, "test", &common::repo().join("scenarios"), &[]).unwrap();
+    let opts = RunOptions {
+        disable: QUIET.iter().map(|s| s.to_string()).collect(),
+        progress: false,
+    };
+    let (app, _) = simulate(&s, &opts).unwrap();
+    let log = app.world().resource::<RuntimeReport>().log.clone();
+    assert_eq!(
+        *log,
+        [
+            "P 0.000 0 a 0x0:2",
+            "S 0.000 0 a j=0 0x0:2 p=0",
+            "Q 10000.000 0x0 1 0 1",
+            "X 10000.000 1 0 0x0 prefetch",
+            "P 10000.000 1 b 0x0:1",
+            "U 10000.000 0x0 0 1",
+            "S 110000.000 1 b j=1 0x0:1 p=0",
+        ]
+    );
+    // Off by default: nothing kept.
+    let r = dmda(&node(1, 1), dag, models, QUIET);
+    assert!(r.log.is_empty());
+}
+
+#[test]
 fn short_of_memory_cached_buffers_of_other_sizes_are_freed() {
     // One GPU of 2 GiB (1,843 MiB usable): a writes x (1.2 GB), then b writes y (1 GB).
     // x is written back and its buffer cached; y needs another size, so the cached buffer

@@ -361,9 +361,22 @@ fn stage_all(st: &mut staged::Staged, report: &Report, spec: &OutputSpec) -> std
             st.bytes("data.rec", data)?;
             st.bytes("dag.dot", dag)?;
         }
+        if let Some(r) = report.runtime.as_ref().filter(|_| spec.runtime_log) {
+            st.bytes("runtime-log.txt", runtime_log(&r.log))?;
+        }
         Ok::<(), std::io::Error>(())
     })?;
     stage_record(st, report, spec)
+}
+
+/// `runtime-log.txt`: the task runtime's data events, a line each.
+fn runtime_log(lines: &[String]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
+    for line in lines {
+        out.extend_from_slice(line.as_bytes());
+        out.push(b'\n');
+    }
+    out
 }
 
 /// summary.json and the tables: flows, links, ranks, collectives.

@@ -524,6 +524,11 @@ pub struct OutputSpec {
     /// `starpu_fxt_tool` writes, read by StarVZ and pmtool).
     #[serde(default = "yes")]
     pub starpu_traces: bool,
+    /// For a task runtime: `runtime-log.txt`, one line per data event (request made, copy
+    /// started, eviction, pop, task start) in the format of the StarPU-SimGrid oracle's log
+    /// (`tools/starpu-simgrid/xlog.patch`), to compare the two line by line. Off by default.
+    #[serde(default)]
+    pub runtime_log: bool,
     /// Width of the timeline pictures in pixels; what falls into one pixel column is aggregated.
     #[serde(default = "default_width")]
     pub width: u32,
@@ -565,6 +570,7 @@ impl Default for OutputSpec {
             paje: true,
             intervals_csv: true,
             starpu_traces: true,
+            runtime_log: false,
             width: default_width(),
         }
     }

@@ -94,6 +94,8 @@ pub struct RuntimeReport {
     pub worker_nodes: Vec<u32>,
     /// The task graph that ran (for StarPU-style traces: tasks.rec, data.rec, dag.dot).
     pub graph: std::sync::Arc<Graph>,
+    /// The data-event log (`output.runtime_log`; empty otherwise), a line each.
+    pub log: std::sync::Arc<Vec<String>>,
 }
 
 /// The runtime's whole state.
@@ -156,6 +158,8 @@ pub struct Runtime {
     pub(crate) timers: Vec<(SimTime, Due)>,
     pub(crate) flows: Vec<(SimTime, u32)>,
     pub(crate) intervals: Vec<(ResId, u16, u32, SimTime, SimTime)>,
+    /// The data-event log, when kept (`output.runtime_log`).
+    pub(crate) log: Option<Vec<String>>,
 }
 
 impl Runtime {
@@ -196,6 +200,36 @@ impl Runtime {
             beta: *beta,
         };
         (sched.as_deref_mut().expect("a policy"), view)
+    }
+
+    /// Appends a line to the data-event log when it is kept (`output.runtime_log`): the
+    /// kind, the time in microseconds, then `rest`, as the StarPU-SimGrid oracle's log
+    /// writes them (`tools/starpu-simgrid/xlog.patch`).
+    pub(crate) fn log(&mut self, kind: char, rest: impl FnOnce(&Runtime) -> String) {
+        if let Some(mut log) = self.log.take() {
+            log.push(format!(
+                "{kind} {:.3} {}",
+                self.now.as_secs_f64() * 1e6,
+                rest(self)
+            ));
+            self.log = Some(log);
+        }
+    }
+
+    /// A handle's name in the log, by index as the StarPU traces name it (`0x<index>`).
+    pub(crate) fn handle_name(&self, h: u32) -> String {
+        format!("{h:#x}")
+    }
+
+    /// A task's handles and modes as the log lists them (`name:mode`, StarPU's R 1, W 2,
+    /// RW 3).
+    fn log_accesses(&self, t: u32) -> String {
+        let mut out = String::new();
+        for &(h, mode) in &self.graph.tasks[t as usize].accesses {
+            let m = u8::from(mode.reads()) | (u8::from(mode.modifies()) << 1);
+            out.push_str(&format!(" {}:{m}", self.handle_name(h)));
+        }
+        out
     }
 
     pub(crate) fn source_for(&self, h: u32, dst: u32) -> Option<u32> {
@@ -689,6 +723,10 @@ impl Runtime {
             let popped = policy.pop(w, &mut view);
             self.drivers.popped(w, popped.is_some());
             let Some(t) = popped else { break };
+            self.log('P', |rt| {
+                let name = &rt.graph.tasks[t as usize].label;
+                format!("{w} {name}{}", rt.log_accesses(t))
+            });
             let mut ram_hit = false;
             self.worker_of[t as usize] = w as u32;
             self.state[t as usize] = TaskState::Fetching;
@@ -822,6 +860,14 @@ impl Runtime {
                     || self.replicas.get(h, self.machine.workers[w].node).state != Msi::Invalid),
             "a reader would read a stale copy"
         );
+        self.log('S', |rt| {
+            let name = &rt.graph.tasks[t as usize].label;
+            format!(
+                "{w} {name} j={t}{} p={}",
+                rt.log_accesses(t),
+                rt.priority(t)
+            )
+        });
         self.report.task_times[t as usize] = (self.now.as_secs_f64(), f64::NAN, w as u32);
         self.state[t as usize] = TaskState::Running;
         self.running[w] = Some(t);

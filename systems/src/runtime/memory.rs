@@ -431,7 +431,7 @@ impl Runtime {
                     // A clean idle buffer of the same size is taken over directly (no
                     // write-back, no free); else the LRU replicas go, dirty ones included.
                     match self.clean_victim(node, size, prefetch) {
-                        Some(v) => self.throw(v, node),
+                        Some(v) => self.throw(v, node, true, prefetch),
                         None => {
                             let need = self.mem.used[n] + size - cap;
                             self.evict(node, need.max(2.0 * size - flushed), prefetch);
@@ -621,7 +621,7 @@ impl Runtime {
             }
         }
         for h in victims {
-            self.throw(h, node);
+            self.throw(h, node, false, for_prefetch);
         }
     }
 
@@ -635,9 +635,20 @@ impl Runtime {
 
     /// Evicts replica `h` from `node`: the only valid copy is written back to RAM first and
     /// freed when that is done; another is dropped now.
-    fn throw(&mut self, h: u32, node: u32) {
+    /// (`reuse`: its buffer is taken over by the allocation that evicts it; `for_prefetch`:
+    /// a prefetch evicts it.)
+    fn throw(&mut self, h: u32, node: u32, reuse: bool, for_prefetch: bool) {
         let nn = self.machine.nodes.len();
         let r = *self.replicas.get(h, node);
+        self.log('E', |rt| {
+            let how = if reuse { "reuse" } else { "free" };
+            let level = if for_prefetch { 1 } else { 0 };
+            format!(
+                "{node} {} {how} {level} {}",
+                rt.handle_name(h),
+                r.prefetch_pins
+            )
+        });
         let others: Vec<u32> = (0..nn as u32)
             .filter(|&n| n != node && self.replicas.get(h, n).state != Msi::Invalid)
             .collect();

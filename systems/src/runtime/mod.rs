@@ -145,6 +145,8 @@ pub use core::RuntimeReport;
 pub struct RuntimeConfig {
     pub workload: Workload,
     pub runtime: RuntimeSpec,
+    /// Keep the data-event log (`output.runtime_log`).
+    pub log: bool,
 }
 
 /// A task's time is up, or a transfer (off the shared bus) is over.
@@ -274,6 +276,9 @@ fn setup(world: &mut World, cfg: &RuntimeConfig) -> Result<(), String> {
     let Some(mut rt) = built? else {
         return Ok(());
     };
+    if cfg.log {
+        rt.log = Some(Vec::new());
+    }
     if world.resource::<Recorder>().is_on() {
         let mut rec = world.resource_mut::<Recorder>();
         for (w, info) in rt.machine.workers.iter().enumerate() {
@@ -399,8 +404,10 @@ pub fn publish_runtime_report(world: &mut World) {
     }
     let mut rt = world.resource_mut::<Runtime>();
     let graph = std::sync::Arc::new(std::mem::take(&mut rt.graph));
+    let log = std::sync::Arc::new(rt.log.take().unwrap_or_default());
     let mut report = rt.report.clone();
     report.graph = graph;
+    report.log = log;
     report.worker_nodes = rt.machine.workers.iter().map(|w| w.node).collect();
     if report.makespan_s > 0.0 {
         report.gflops = rt.flops / report.makespan_s / 1e9;

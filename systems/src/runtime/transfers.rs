@@ -20,6 +20,25 @@ pub enum Level {
     Idle,
 }
 
+impl Level {
+    /// StarPU's `is_prefetch` code in the oracle's log: 0 fetch, 1 task prefetch, 3 idle.
+    pub fn log_code(self) -> u8 {
+        match self {
+            Level::Fetch => 0,
+            Level::Prefetch => 1,
+            Level::Idle => 3,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Fetch => "fetch",
+            Level::Prefetch => "prefetch",
+            Level::Idle => "idle",
+        }
+    }
+}
+
 /// StarPU 1.4's per-(node, peer, direction) caps on requests in flight (notes 2.4).
 const FETCH_CAP: u32 = 5;
 const PREFETCH_CAP: u32 = 2;
@@ -124,6 +143,13 @@ impl Runtime {
     ) {
         let r = *self.replicas.get(h, node);
         if let Some(x) = r.incoming {
+            let old = self.copies.xfers[x as usize].level;
+            if level == Level::Fetch && old != Level::Fetch {
+                // StarPU raises it, queued or in flight (its log's U line).
+                self.log('U', |rt| {
+                    format!("{} {node} {}", rt.handle_name(h), old.log_code())
+                });
+            }
             let xf = &self.copies.xfers[x as usize];
             if !xf.launched && (level == Level::Fetch || prio > xf.prio) {
                 let (src, dst, pins) = (xf.src, xf.dst, xf.pins);
@@ -195,6 +221,11 @@ impl Runtime {
             prio,
             ..Default::default()
         });
+        if !writeback {
+            self.log('Q', |rt| {
+                format!("{} {src} {dst} {}", rt.handle_name(h), level.log_code())
+            });
+        }
         if writeback {
             // StarPU's synchronous write-back is a fetch request on the pair: it counts as
             // in flight there (idle requests wait for it).
@@ -226,6 +257,9 @@ impl Runtime {
         // Like every request that reads, it holds its source until handled (StarPU takes
         // the reference when it creates the request).
         self.replicas.get_mut(h, src).refcnt += 1;
+        self.log('Q', |rt| {
+            format!("{} {src} {dst} {}", rt.handle_name(h), level.log_code())
+        });
         let pair = self.pair(src, dst);
         self.copies.requests[pair].push(x);
         self.pump(src, dst);
@@ -240,7 +274,11 @@ impl Runtime {
         let (h, src, dst, level, prio, pins) = (g.handle, g.src, g.dst, g.level, g.prio, g.pins);
         let r = *self.replicas.get(h, dst);
         match r.incoming {
-            Some(l) if self.copies.xfers[l as usize].launched => {}
+            Some(l) if self.copies.xfers[l as usize].launched => {
+                self.log('L', |rt| {
+                    format!("{} {dst} {} {pins}", rt.handle_name(h), level.log_code())
+                });
+            }
             Some(l) => {
                 let loader = &mut self.copies.xfers[l as usize];
                 loader.pins = pins;
@@ -329,6 +367,9 @@ impl Runtime {
                 continue;
             }
             if !self.allocate(h, dst, Evict::for_level(level)) {
+                self.log('N', |rt| {
+                    format!("{} {dst} {}", rt.handle_name(h), level.log_code())
+                });
                 self.mem.prefetch_stuck[dst as usize] = true;
                 if level == Level::Fetch {
                     no_memory.push(x);
@@ -363,6 +404,15 @@ impl Runtime {
             ..
         } = self.copies.xfers[x as usize];
         self.copies.xfers[x as usize].launched = true;
+        self.log('X', |rt| {
+            let xf = &rt.copies.xfers[x as usize];
+            let origin = if xf.writeback {
+                "writeback"
+            } else {
+                xf.level.name()
+            };
+            format!("{src} {dst} {} {origin}", rt.handle_name(h))
+        });
         if self.replicas.get(h, dst).incoming == Some(x) {
             self.replicas.get_mut(h, dst).loading = true;
         }
