@@ -295,11 +295,13 @@ fn the_runtime_log_has_the_oracles_lines() {
     // `output.runtime_log` keeps one line per data event, as the StarPU-SimGrid oracle's log
     // writes them (tools/starpu-simgrid/xlog.patch): the time in microseconds, handles by
     // index, modes as StarPU's R 1, W 2, RW 3, levels as its is_prefetch (0 fetch, 1 task
-    // prefetch). The chain above without overheads: A popped and started by the GPU at 0;
-    // at its end (10 ms) B is pushed to the CPU, whose prefetch asks for x from the GPU (node
-    // 1) to RAM (node 0) and starts at once; B is popped then, its fetch raises that copy in
-    // flight to fetch level (U, as StarPU's log shows it), and B starts when x is there (1 GB
-    // at 10 GB/s: 110 ms).
+    // prefetch), pushes with the queue's length before them (B), a GPU's buffers at a task
+    // start (M: all, pinned by prefetches, referenced, neither). The chain above without
+    // overheads: A pushed to the GPU's empty queue, popped and started at 0 (x allocated and
+    // referenced); at its end (10 ms) B is pushed to the CPU, whose prefetch asks for x from
+    // the GPU (node 1) to RAM (node 0) and starts at once; B is popped then, its fetch raises
+    // that copy in flight to fetch level (U, as StarPU's log shows it), and B starts when x is
+    // there (1 GB at 10 GB/s: 110 ms).
     let dag = r#"Dag(handles: [(name: "x", size: 1e9)], tasks: [
         (name: "a", codelet: "gpu", accesses: [("x", W)]),
         (name: "b", codelet: "cpu", accesses: [("x", R)])])"#;
@@ -321,8 +323,10 @@ fn the_runtime_log_has_the_oracles_lines() {
     assert_eq!(
         *log,
         [
+            "B 0.000 0 a n=0",
             "P 0.000 0 a 0x0:2",
-            "S 0.000 0 a j=0 0x0:2 p=0",
+            "S 0.000 0 a j=0 0x0:2 p=0 M 1 0 1 0",
+            "B 10000.000 1 b n=0",
             "Q 10000.000 0x0 1 0 1",
             "X 10000.000 1 0 0x0 prefetch",
             "P 10000.000 1 b 0x0:1",

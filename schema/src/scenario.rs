@@ -525,7 +525,7 @@ pub struct OutputSpec {
     #[serde(default = "yes")]
     pub starpu_traces: bool,
     /// For a task runtime: `runtime-log.txt`, one line per data event (request made, copy
-    /// started, eviction, pop, task start) in the format of the StarPU-SimGrid oracle's log
+    /// started, eviction, push into a worker's queue, pop, task start) in the format of the StarPU-SimGrid oracle's log
     /// (`tools/starpu-simgrid/xlog.patch`), to compare the two line by line. Off by default.
     #[serde(default)]
     pub runtime_log: bool,

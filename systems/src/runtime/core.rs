@@ -245,6 +245,14 @@ impl Runtime {
         if let Some(p) = pushed.prediction {
             self.pred[t as usize] = p;
         }
+        if let Some(w) = pushed.queue {
+            // The push and the queue's length after it (the oracle logs it before: `n - 1`).
+            self.log('B', |rt| {
+                let n = rt.sched.as_ref().and_then(|p| p.queued_on(w)).unwrap_or(0);
+                let name = &rt.graph.tasks[t as usize].label;
+                format!("{w} {name} n={}", n.saturating_sub(1))
+            });
+        }
         if let Some(w) = pushed.prefetch {
             self.prefetch(t, w);
         }
@@ -862,11 +870,22 @@ impl Runtime {
         );
         self.log('S', |rt| {
             let name = &rt.graph.tasks[t as usize].label;
-            format!(
-                "{w} {name} j={t}{} p={}",
-                rt.log_accesses(t),
-                rt.priority(t)
-            )
+            let (acc, prio) = (rt.log_accesses(t), rt.priority(t));
+            let node = rt.machine.workers[w].node as usize;
+            if node == 0 {
+                return format!("{w} {name} j={t}{acc} p={prio}");
+            }
+            // The GPU's buffers as the oracle counts them: all, pinned by queued tasks'
+            // prefetches, referenced, neither.
+            let (mut pinned, mut referenced, mut idle) = (0, 0, 0);
+            for &(_, h) in &rt.mem.lru[node] {
+                let r = rt.replicas.get(h, node as u32);
+                pinned += u32::from(r.prefetch_pins > 0);
+                referenced += u32::from(r.refcnt > 0);
+                idle += u32::from(r.prefetch_pins == 0 && r.refcnt == 0);
+            }
+            let all = rt.mem.lru[node].len();
+            format!("{w} {name} j={t}{acc} p={prio} M {all} {pinned} {referenced} {idle}")
         });
         self.report.task_times[t as usize] = (self.now.as_secs_f64(), f64::NAN, w as u32);
         self.state[t as usize] = TaskState::Running;

@@ -305,6 +305,10 @@ impl Policy for DequeModel {
     fn queued(&self) -> usize {
         self.local.iter().map(VecDeque::len).sum()
     }
+
+    fn queued_on(&self, w: usize) -> Option<usize> {
+        Some(self.local[w].len())
+    }
 }
 
 #[cfg(test)]

@@ -43,6 +43,10 @@ pub trait Policy: Send + Sync {
     fn on_end(&mut self, _t: u32, _w: usize, _rt: &View) {}
     /// Tasks waiting in the policy's queues.
     fn queued(&self) -> usize;
+    /// Tasks in worker `w`'s own queue, for policies that keep one (the runtime log).
+    fn queued_on(&self, _w: usize) -> Option<usize> {
+        None
+    }
     /// Whom a push wakes, and whether StarPU-SimGrid's driver states pace the pops
     /// (`drivers.rs`, `threads.rs`).
     fn wakes(&self) -> Wakes {
