@@ -262,16 +262,20 @@ fn under_ws_idle_thieves_race_the_releaser_for_its_pushes() {
     assert_makespan(&r, 0.200006);
 }
 
+/// GPU-only task A writes 1 GB x; CPU-only task B then reads it.
+const CHAIN: &str = r#"Dag(handles: [(name: "x", size: 1e9)], tasks: [
+    (name: "a", codelet: "gpu", accesses: [("x", W)]),
+    (name: "b", codelet: "cpu", accesses: [("x", R)])])"#;
+/// [`CHAIN`]'s codelets: 10 ms each.
+const CHAIN_MODELS: &str = r#"models: {
+    "gpu": CodeletModel(cuda: Some(Constant("10ms"))),
+    "cpu": CodeletModel(cpu: Some(Constant("10ms")))}"#;
+
 #[test]
 fn a_chain_pays_its_transfer() {
     // GPU-only task A writes 1 GB; CPU-only task B reads it: A (10 ms) + 1 GB over the GPU's
     // 10 GB/s down link (0.1 s) + B (10 ms) = 0.12 s.
-    let dag = r#"Dag(handles: [(name: "x", size: 1e9)], tasks: [
-        (name: "a", codelet: "gpu", accesses: [("x", W)]),
-        (name: "b", codelet: "cpu", accesses: [("x", R)])])"#;
-    let models = r#"models: {
-        "gpu": CodeletModel(cuda: Some(Constant("10ms"))),
-        "cpu": CodeletModel(cpu: Some(Constant("10ms")))}"#;
+    let (dag, models) = (CHAIN, CHAIN_MODELS);
     let r = dmda(&node(1, 1), dag, models, QUIET);
     assert_makespan(&r, 0.12);
     assert_eq!((r.bytes_d2h, r.bytes_h2d), (1e9, 0.0));
@@ -302,12 +306,7 @@ fn the_runtime_log_has_the_oracles_lines() {
     // the GPU (node 1) to RAM (node 0) and starts at once; B is popped then, its fetch raises
     // that copy in flight to fetch level (U, as StarPU's log shows it), and B starts when x is
     // there (1 GB at 10 GB/s: 110 ms).
-    let dag = r#"Dag(handles: [(name: "x", size: 1e9)], tasks: [
-        (name: "a", codelet: "gpu", accesses: [("x", W)]),
-        (name: "b", codelet: "cpu", accesses: [("x", R)])])"#;
-    let models = r#"models: {
-        "gpu": CodeletModel(cuda: Some(Constant("10ms"))),
-        "cpu": CodeletModel(cpu: Some(Constant("10ms")))}"#;
+    let (dag, models) = (CHAIN, CHAIN_MODELS);
     let text = format!(
         r#"Scenario(name: "t", platform: {}, workload: {dag},
             runtime: RuntimeSpec(scheduler: dmda, {models}), output: (runtime_log: true))"#,

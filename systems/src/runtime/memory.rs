@@ -693,16 +693,7 @@ impl Runtime {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::setup::{Flags, test_runtime};
-
-    const FLAGS: Flags = Flags {
-        overheads: false,
-        mem_limit: true,
-        shared_bus: true,
-        prefetch: true,
-        noise: false,
-        tidy: false,
-    };
+    use crate::runtime::setup::{TEST_FLAGS, test_runtime};
 
     /// [`four_handles`] with a and b on the GPU, written there (RAM's copies are stale).
     fn a_and_b_written_on_the_gpu() -> Runtime {
@@ -724,7 +715,7 @@ mod tests {
     fn four_handles() -> Runtime {
         let dag = r#"(handles: [(name: "a", size: 1e9), (name: "b", size: 1e9),
             (name: "c", size: 1e9), (name: "d", size: 1e9)], tasks: [])"#;
-        test_runtime(dag, "{}", 2.5e9, FLAGS)
+        test_runtime(dag, "{}", 2.5e9, TEST_FLAGS)
     }
 
     #[test]

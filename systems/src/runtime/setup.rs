@@ -205,6 +205,18 @@ pub fn assemble(
     }
 }
 
+/// The switches of the leaves' unit tests: no overheads (hand-computable times), memory
+/// limit, shared bus and prefetch on, no noise, no tidying.
+#[cfg(test)]
+pub const TEST_FLAGS: Flags = Flags {
+    overheads: false,
+    mem_limit: true,
+    shared_bus: true,
+    prefetch: true,
+    noise: false,
+    tidy: false,
+};
+
 /// A runtime on one GPU (CUDA0, memory node 1 of `gpu_bytes`, 10 GB/s to RAM both ways, no
 /// latency) and one CPU core, for the leaves' unit tests.
 #[cfg(test)]

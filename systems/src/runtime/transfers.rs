@@ -566,7 +566,7 @@ impl Runtime {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::setup::{Flags, test_runtime};
+    use crate::runtime::setup::{Flags, TEST_FLAGS, test_runtime};
 
     #[test]
     fn copies_serialise_as_starpu_simgrid_does() {
@@ -591,11 +591,7 @@ mod tests {
         let dag = r#"(handles: [(name: "a", size: 1e6), (name: "b", size: 1e6)], tasks: [])"#;
         let flags = Flags {
             overheads: true,
-            mem_limit: true,
-            shared_bus: true,
-            prefetch: true,
-            noise: false,
-            tidy: false,
+            ..TEST_FLAGS
         };
         let mut rt = test_runtime(dag, "{}", 16e9, flags);
         for h in 0..2 {
@@ -629,15 +625,7 @@ mod tests {
             .collect::<Vec<_>>()
             .join(", ");
         let dag = format!("(handles: [{handles}], tasks: [])");
-        let flags = Flags {
-            overheads: false,
-            mem_limit: true,
-            shared_bus: true,
-            prefetch: true,
-            noise: false,
-            tidy: false,
-        };
-        let mut rt = test_runtime(&dag, "{}", 16e9, flags);
+        let mut rt = test_runtime(&dag, "{}", 16e9, TEST_FLAGS);
         let pair = rt.pair(0, 1);
         for h in 0..4 {
             assert!(rt.allocate(h, 1, Evict::ForPrefetch));
@@ -676,15 +664,7 @@ mod tests {
         // its node's request lists only in its next progress: a request into its GPU made
         // meanwhile neither allocates nor starts until then. A CPU pushing holds nothing back.
         let dag = r#"(handles: [(name: "a", size: 1e6), (name: "b", size: 1e6)], tasks: [])"#;
-        let flags = Flags {
-            overheads: false,
-            mem_limit: true,
-            shared_bus: true,
-            prefetch: true,
-            noise: false,
-            tidy: false,
-        };
-        let mut rt = test_runtime(dag, "{}", 16e9, flags);
+        let mut rt = test_runtime(dag, "{}", 16e9, TEST_FLAGS);
         let (gpu, cpu) = (0usize, 1usize);
         rt.deferred[cpu] = true;
         rt.request(0, 1, Level::Prefetch, 0, None);
@@ -708,15 +688,7 @@ mod tests {
         // request stacked on another task's copy too: the source cannot be evicted while it
         // waits in its list.
         let dag = r#"(handles: [(name: "a", size: 1e6), (name: "b", size: 1e6)], tasks: [])"#;
-        let flags = Flags {
-            overheads: false,
-            mem_limit: true,
-            shared_bus: true,
-            prefetch: true,
-            noise: false,
-            tidy: false,
-        };
-        let mut rt = test_runtime(dag, "{}", 16e9, flags);
+        let mut rt = test_runtime(dag, "{}", 16e9, TEST_FLAGS);
         for h in 0..2 {
             rt.request(h, 1, Level::Prefetch, 0, None);
         }
