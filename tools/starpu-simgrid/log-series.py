@@ -15,10 +15,12 @@ through a fetch's eviction or only requested (as pop-states.py classes them).
 import collections
 import sys
 
+from places import Places
+
 
 def series(path, node, width):
     win = collections.defaultdict(collections.Counter)
-    state = {}
+    places = Places()
     worker = str(node - 1)
     with open(path) as log:
         for line in log:
@@ -26,15 +28,10 @@ def series(path, node, width):
             if len(f) < 2:
                 continue
             kind, w = f[0], win[int(float(f[1]) * 1e-6 // width)]
-            if kind == "Q":
-                key = (int(f[4]), f[2])
-                if state.get(key) != "copied":
-                    state[key] = "requested"
-            elif kind == "X":
-                state[(int(f[3]), f[4])] = "copied"
+            places.see(f)
+            if kind == "X":
                 w["X"] += int(f[3]) == node
             elif kind == "E":
-                state[(int(f[2]), f[3])] = "gone" if f[5] == "0" else "evicted"
                 if int(f[2]) == node:
                     w["E fetch" if f[5] == "0" else "E prefetch"] += 1
             elif kind in ("N", "U"):
@@ -49,11 +46,10 @@ def series(path, node, width):
                 w["pinned"] += int(f[m + 2])
                 w["idle"] += int(f[m + 4])
             elif kind == "P" and f[2] == worker:
-                for access in f[4:]:
-                    handle, mode = access.rsplit(":", 1)
-                    if int(mode) & 1:
-                        w["read"] += 1
-                        w[state.get((node, handle), "never")] += 1
+                for handle in Places.reads(f):
+                    w["read"] += 1
+                    place = places.at(node, handle)
+                    w["gone" if place.startswith("gone (fetch") else place] += 1
     return win
 
 

@@ -15,9 +15,11 @@ order of events.
 import collections
 import sys
 
+from places import Places
+
 
 def main(path, ncuda):
-    state = {}  # (node, handle) -> class
+    places = Places()
     counts = collections.Counter()
     pops = 0
     with open(path) as log:
@@ -25,31 +27,13 @@ def main(path, ncuda):
             f = line.split()
             if not f:
                 continue
-            kind = f[0]
-            if kind == "Q":
-                # Q time handle src dst level
-                key = (int(f[4]), f[2])
-                if state.get(key) != "copied":
-                    state[key] = "requested"
-            elif kind == "X":
-                # X time src dst handle origin
-                state[(int(f[3]), f[4])] = "copied"
-            elif kind == "E":
-                # E time node handle reuse|free level pins
-                level = "fetch" if f[5] == "0" else "prefetch"
-                pinned = "pinned" if int(f[6]) > 0 else "unpinned"
-                state[(int(f[2]), f[3])] = f"gone ({level} eviction, {pinned})"
-            elif kind == "P":
-                # P time worker task handle:mode...
-                worker = int(f[2])
-                if worker >= ncuda:
-                    continue
+            places.see(f)
+            # P time worker task handle:mode...
+            if f[0] == "P" and int(f[2]) < ncuda:
                 pops += 1
-                node = worker + 1
-                for access in f[4:]:
-                    handle, mode = access.rsplit(":", 1)
-                    if int(mode) & 1:
-                        counts[state.get((node, handle), "never")] += 1
+                node = int(f[2]) + 1
+                for handle in Places.reads(f):
+                    counts[places.at(node, handle)] += 1
     total = sum(counts.values())
     print(f"{pops} GPU pops, {total} buffers read")
     for name, n in counts.most_common():

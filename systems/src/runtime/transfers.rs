@@ -30,6 +30,7 @@ impl Level {
         }
     }
 
+    /// Its name (a copy's origin in the log).
     pub fn name(self) -> &'static str {
         match self {
             Level::Fetch => "fetch",
@@ -221,11 +222,6 @@ impl Runtime {
             prio,
             ..Default::default()
         });
-        if !writeback {
-            self.log('Q', |rt| {
-                format!("{} {src} {dst} {}", rt.handle_name(h), level.log_code())
-            });
-        }
         if writeback {
             // StarPU's synchronous write-back is a fetch request on the pair: it counts as
             // in flight there (idle requests wait for it).
@@ -233,6 +229,7 @@ impl Runtime {
             self.copies.inflight[pair] += 1;
             self.launch(x);
         } else {
+            self.log_request(h, src, dst, level);
             self.pump(src, dst);
             // Posting it flags and signals its handler's driver.
             self.posted_on(Xfer::handler(src, dst));
@@ -257,12 +254,17 @@ impl Runtime {
         // Like every request that reads, it holds its source until handled (StarPU takes
         // the reference when it creates the request).
         self.replicas.get_mut(h, src).refcnt += 1;
-        self.log('Q', |rt| {
-            format!("{} {src} {dst} {}", rt.handle_name(h), level.log_code())
-        });
+        self.log_request(h, src, dst, level);
         let pair = self.pair(src, dst);
         self.copies.requests[pair].push(x);
         self.pump(src, dst);
+    }
+
+    /// The log's line for a request made (a copy's or a joining one).
+    fn log_request(&mut self, h: u32, src: u32, dst: u32, level: Level) {
+        self.log('Q', |rt| {
+            format!("{} {src} {dst} {}", rt.handle_name(h), level.log_code())
+        });
     }
 
     /// A joining request's turn: while the loader is in flight its pins are lost; once the
