@@ -300,9 +300,11 @@ fn the_runtime_log_has_the_oracles_lines() {
     // writes them (tools/starpu-simgrid/xlog.patch): the time in microseconds, handles by
     // index, modes as StarPU's R 1, W 2, RW 3, levels as its is_prefetch (0 fetch, 1 task
     // prefetch), pushes with the queue's length before them (B), a GPU's buffers at a task
-    // start (M: all, pinned by prefetches, referenced, neither). The chain above without
-    // overheads: A pushed to the GPU's empty queue, popped and started at 0 (x allocated and
-    // referenced); at its end (10 ms) B is pushed to the CPU, whose prefetch asks for x from
+    // start (M: all, pinned by prefetches, referenced, neither; C: marked clean, all, whether
+    // a dirty head is set; Y: by clean mark x state (invalid, shared, owner) x pinned, as
+    // occupancy-log.patch counts them). The chain above without overheads: A pushed to the
+    // GPU's empty queue, popped and started at 0 (x allocated and referenced, not yet valid,
+    // dirtied by A's write, which sets no dirty head); at its end (10 ms) B is pushed to the CPU, whose prefetch asks for x from
     // the GPU (node 1) to RAM (node 0) and starts at once; B is popped then, its fetch raises
     // that copy in flight to fetch level (U, as StarPU's log shows it), and B starts when x is
     // there (1 GB at 10 GB/s: 110 ms).
@@ -324,7 +326,7 @@ fn the_runtime_log_has_the_oracles_lines() {
         [
             "B 0.000 0 a n=0",
             "P 0.000 0 a 0x0:2",
-            "S 0.000 0 a j=0 0x0:2 p=0 M 1 0 1 0",
+            "S 0.000 0 a j=0 0x0:2 p=0 M 1 0 1 0 C 0 1 0 Y 1 0 0 0 0 0 0 0 0 0 0 0",
             "B 10000.000 1 b n=0",
             "Q 10000.000 0x0 1 0 1",
             "X 10000.000 1 0 0x0 prefetch",

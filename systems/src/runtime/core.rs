@@ -878,14 +878,30 @@ impl Runtime {
             // The GPU's buffers as the oracle counts them: all, pinned by queued tasks'
             // prefetches, referenced, neither.
             let (mut pinned, mut referenced, mut idle) = (0, 0, 0);
+            // And by clean mark x state x pinned, as the oracle's occupancy log counts them.
+            let mut kinds = [0u32; 12];
             for &(_, h) in &rt.mem.lru[node] {
                 let r = rt.replicas.get(h, node as u32);
                 pinned += u32::from(r.prefetch_pins > 0);
                 referenced += u32::from(r.refcnt > 0);
                 idle += u32::from(r.prefetch_pins == 0 && r.refcnt == 0);
+                let state = match r.state {
+                    Msi::Invalid => 0,
+                    Msi::Shared => 1,
+                    Msi::Owner => 2,
+                };
+                let pin = usize::from(r.prefetch_pins > 0);
+                kinds[usize::from(r.marked_clean) * 6 + state * 2 + pin] += 1;
             }
             let all = rt.mem.lru[node].len();
-            format!("{w} {name} j={t}{acc} p={prio} M {all} {pinned} {referenced} {idle}")
+            let clean = rt.replicas.marked_clean(node as u32);
+            let head = u8::from(rt.mem.dirty_head[node].is_some());
+            let kinds: Vec<String> = kinds.iter().map(u32::to_string).collect();
+            format!(
+                "{w} {name} j={t}{acc} p={prio} M {all} {pinned} {referenced} {idle} \
+                 C {clean} {all} {head} Y {}",
+                kinds.join(" ")
+            )
         });
         self.report.task_times[t as usize] = (self.now.as_secs_f64(), f64::NAN, w as u32);
         self.state[t as usize] = TaskState::Running;
