@@ -267,10 +267,34 @@ impl Runtime {
         });
     }
 
+    /// A joining request's turn with neither a loader nor the data (they were evicted before
+    /// its turn): it is a copy from its source, made now, in its place in the list (StarPU's
+    /// request finds the replica invalid and copies it itself). True if so.
+    fn join_loads_itself(&mut self, x: u32) -> bool {
+        let (h, dst) = (
+            self.copies.xfers[x as usize].handle,
+            self.copies.xfers[x as usize].dst,
+        );
+        let r = *self.replicas.get(h, dst);
+        if r.incoming.is_some() || r.valid() {
+            return false;
+        }
+        // Its source, held since the request was made, is still valid.
+        debug_assert!(
+            self.replicas
+                .get(h, self.copies.xfers[x as usize].src)
+                .valid(),
+            "a joining request's source went"
+        );
+        self.copies.xfers[x as usize].joins = false;
+        self.copies.handle_xfers[h as usize] += 1;
+        self.replicas.get_mut(h, dst).incoming = Some(x);
+        true
+    }
+
     /// A joining request's turn: while the loader is in flight its pins are lost; once the
     /// data are there it adds them. A loader still queued loads for it instead, with its pins
-    /// (the loader's own are lost: StarPU's would find this one loading); with neither loader
-    /// nor data it requests them itself.
+    /// (the loader's own are lost: StarPU's would find this one loading).
     fn resolve_join(&mut self, x: u32) {
         let g = &self.copies.xfers[x as usize];
         let (h, src, dst, level, prio, pins) = (g.handle, g.src, g.dst, g.level, g.prio, g.pins);
@@ -291,11 +315,7 @@ impl Runtime {
                     self.pump(from, dst);
                 }
             }
-            None if r.valid() => self.replicas.get_mut(h, dst).prefetch_pins += pins,
-            None => {
-                self.request(h, dst, level, prio, None);
-                self.carry_pins(h, dst, pins);
-            }
+            None => self.replicas.get_mut(h, dst).prefetch_pins += pins,
         }
     }
 
@@ -362,7 +382,7 @@ impl Runtime {
             {
                 break;
             }
-            if self.copies.xfers[x as usize].joins {
+            if self.copies.xfers[x as usize].joins && !self.join_loads_itself(x) {
                 self.copies.requests[pair].remove(i);
                 self.replicas.get_mut(h, src).refcnt -= 1;
                 self.resolve_join(x);
@@ -682,6 +702,40 @@ mod tests {
         rt.resume(gpu as u32);
         assert!(rt.replicas.get(1, 1).allocated && rt.replicas.get(1, 1).loading);
         assert!(rt.driver_pushing[gpu].is_empty());
+    }
+
+    #[test]
+    fn a_joining_request_whose_data_went_copies_them_in_its_turn() {
+        // StarPU's request stacked for another task, handled when the replica is invalid and
+        // nothing loads it, copies it itself: in its place in the list, before the requests
+        // made after it.
+        let dag = r#"(handles: [(name: "a", size: 1e6), (name: "b", size: 1e6),
+            (name: "c", size: 1e6), (name: "d", size: 1e6)], tasks: [])"#;
+        let mut rt = test_runtime(dag, "{}", 16e9, TEST_FLAGS);
+        // b and d in flight: the pair's two prefetch slots are taken.
+        for h in [1, 3] {
+            rt.request(h, 1, Level::Prefetch, 0, None);
+        }
+        // a is on the GPU (landed for a first task): another task's request waits its turn.
+        assert!(rt.allocate(0, 1, Evict::ForPrefetch));
+        rt.replicas.get_mut(0, 1).state = Msi::Shared;
+        rt.join(0, 0, 1, Level::Prefetch, 0, 1);
+        let j = rt.copies.requests[rt.pair(0, 1)][0];
+        rt.request(2, 1, Level::Prefetch, 0, None);
+        let c = rt.replicas.get(2, 1).incoming.unwrap();
+        // a goes before that turn; then b lands and frees a slot.
+        rt.free(0, 1);
+        let b = rt.replicas.get(1, 1).incoming.unwrap();
+        rt.xfer_done(b);
+        assert_eq!(
+            rt.replicas.get(0, 1).incoming,
+            Some(j),
+            "the join loads a itself"
+        );
+        assert!(rt.copies.xfers[j as usize].launched && !rt.copies.xfers[c as usize].launched);
+        rt.xfer_done(j);
+        let a = rt.replicas.get(0, 1);
+        assert!(a.valid() && a.prefetch_pins == 1, "with its pin");
     }
 
     #[test]
