@@ -13,9 +13,9 @@ shared and owner buffers split into pinned and not.
 
 Issue 21's note, 2026-11-26: attila Cholesky dmda, 3 GPUs + 8 CPUs, 512 MB, 64 tiles, GPU 0,
 8-40 s: StarPU 131-134 buffers, 29-37 marked clean, 81-96 pinned owners and 25-35 pinned
-shared (its prefetch for a task that writes the data makes that copy the owner); hetsim 145,
-34-111 clean, 20-82 pinned owners and 17-108 pinned shared (a copy prefetched for a writer
-stays shared, a victim for a fetch's direct reuse).
+shared (its prefetch for a task that writes the data makes that copy the owner). hetsim, while
+such a copy stayed shared: 145 buffers, 34-111 clean, 20-82 pinned owners, 17-108 pinned shared;
+since it is the owner too, 16-36 s: 144-145, 31-36 clean, 84-100 and 26-34.
 """
 import collections
 import sys

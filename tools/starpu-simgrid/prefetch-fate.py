@@ -9,7 +9,10 @@ Issue 21's note, 2026-11-25: on mirage Cholesky dmda, 3 GPUs + 8 CPUs, 512 MB, 6
 of 5,081 RAM copies prefetched for readers were evicted before their task, none of 32,797
 prefetched for writers. StarPU updates a prefetched replica's state with the task's mode
 (_starpu_update_data_state), so a writer's copy becomes the owner, which the clean-victim reuse
-skips; hetsim leaves it shared (the runtime module doc lists this as simplified).
+skips. hetsim left it shared until 2026-11-26 and does as StarPU since (memory.rs, `own`):
+on attila dmda, 8 CPUs, 512 MB, 64 tiles, it evicts 15 of 28,596 writers' copies before their
+task (StarPU 0 of 33,768; it evicted 8,158 while they stayed shared). To read hetsim's log,
+rename its origins first: sed 's/ prefetch$/ task_prefetch_data_on_node/'.
 
 Usage: prefetch-fate.py XLOG
 """

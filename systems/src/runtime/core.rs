@@ -589,6 +589,7 @@ impl Runtime {
                     }
                 }
                 self.replicas.get_mut(h, node).state = Msi::Owner;
+                self.mem.writer_node[h as usize] = None;
                 // Its buffers may be tidied again.
                 self.mem.writing[h as usize] -= 1;
                 self.mem.tidy_due[node as usize] = true;
@@ -755,6 +756,14 @@ impl Runtime {
                 if writes {
                     self.mem.writing[h as usize] += 1;
                     self.mem.tidy_due[node as usize] = true;
+                }
+                if mode.writes() {
+                    // StarPU's fetch for a write: the copy here is the only valid one once
+                    // it is here.
+                    self.mem.writer_node[h as usize] = Some(node);
+                    if valid {
+                        self.own(h, node);
+                    }
                 }
                 // The fetch finding the data there marks its chunk recently used.
                 if valid {

@@ -91,6 +91,10 @@ pub struct Memory {
     /// Tasks popped and not ended that write each handle (StarPU: the handle's mode is W
     /// and some node holds references): tidying leaves its buffers alone.
     pub writing: Vec<u32>,
+    /// The node of the pushed, unfinished task that writes each handle: a copy of the handle
+    /// landing there is its only valid one (StarPU's request carries the task's mode, and
+    /// its end updates the replicas' states with it).
+    pub writer_node: Vec<Option<u32>>,
     /// GPU nodes whose buffers, or their clean marks, changed since they were last tidied.
     pub tidy_due: Vec<bool>,
     /// StarPU's `mc_dirty_head` per node: where tidying resumes in the eviction order (a
@@ -115,6 +119,7 @@ impl Memory {
             prefetch_stuck: vec![false; nodes],
             writebacks: vec![0; nodes],
             writing: vec![0; handles],
+            writer_node: vec![None; handles],
             tidy_due: vec![false; nodes],
             dirty_head: vec![None; nodes],
         }
@@ -353,11 +358,17 @@ impl Runtime {
             if !mode.reads() {
                 continue;
             }
+            if mode.writes() {
+                self.mem.writer_node[h as usize] = Some(node);
+            }
             let r = *self.replicas.get(h, node);
             if r.valid() {
                 // StarPU: a request finding the data there pins them and marks its chunk
-                // recently used.
+                // recently used; for a write, that copy is the only valid one from now on.
                 self.replicas.get_mut(h, node).prefetch_pins += 1;
+                if mode.writes() {
+                    self.own(h, node);
+                }
                 self.touch(h, node);
             } else if let Some(l) = r.incoming {
                 // Requested for another task: this one's request joins a direct copy (a relay
@@ -375,6 +386,27 @@ impl Runtime {
                 }
                 self.carry_pins(h, node, 1);
             }
+        }
+    }
+
+    /// StarPU's `_starpu_update_data_state` for a write: `h`'s copy on `node` becomes the only
+    /// valid one (dirty on a GPU), the others' buffers reusable without a write-back. Only
+    /// the task that will write it can ask so: every earlier access has ended. Not while
+    /// another copy of `h` is moving (a write-back landing later would own it too): the
+    /// task's end settles it then.
+    pub(crate) fn own(&mut self, h: u32, node: u32) {
+        if self.copies.handle_xfers[h as usize] > 0 {
+            return;
+        }
+        for n in (0..self.machine.nodes.len() as u32).filter(|&n| n != node) {
+            self.replicas.get_mut(h, n).state = Msi::Invalid;
+        }
+        let mut r = self.replicas.get_mut(h, node);
+        r.state = Msi::Owner;
+        if node != 0 {
+            r.marked_clean = false;
+            drop(r);
+            self.mem.tidy_due[node as usize] = true;
         }
     }
 
@@ -931,6 +963,40 @@ mod tests {
         rt.pump_into(1);
         assert!(alloc(&rt, 2) && !alloc(&rt, 1) && !rt.mem.prefetch_stuck[1]);
         assert_eq!((rt.report.evictions, rt.mem.used[1]), (2, 2e9));
+    }
+
+    #[test]
+    fn a_prefetch_for_a_writer_makes_its_copy_the_owner() {
+        // StarPU updates the replicas' states with a request's mode when it ends, or when it
+        // finds the data there: the copy of b prefetched for t, which writes b, is b's only
+        // valid one, dirty, and RAM's is stale; the copy of a, which t reads, stays shared.
+        let dag = r#"(handles: [(name: "a", size: 1e9), (name: "b", size: 1e9)],
+            tasks: [(name: "t", codelet: "k", accesses: [("a", R), ("b", RW)])])"#;
+        let mut rt = test_runtime(dag, "{}", 2.5e9, TEST_FLAGS);
+        rt.prefetch(0, 0);
+        for h in 0..2 {
+            let x = rt.replicas.get(h, 1).incoming.expect("requested");
+            rt.xfer_done(x);
+        }
+        let (a, b) = (*rt.replicas.get(0, 1), *rt.replicas.get(1, 1));
+        assert_eq!(
+            (a.state, rt.replicas.get(0, 0).state),
+            (Msi::Shared, Msi::Shared)
+        );
+        assert_eq!(
+            (b.state, rt.replicas.get(1, 0).state),
+            (Msi::Owner, Msi::Invalid)
+        );
+        assert!(a.marked_clean && !b.marked_clean, "b's buffer is dirty");
+        // So a fetch's direct reuse, which takes clean buffers only, passes b by for a.
+        assert_eq!(rt.clean_victim(1, 1e9, false), Some(0));
+        // Data already there: the prefetch finding them makes that copy the owner at once.
+        let mut rt = test_runtime(dag, "{}", 2.5e9, TEST_FLAGS);
+        assert!(rt.allocate(1, 1, Evict::ForFetch));
+        rt.replicas.get_mut(1, 1).state = Msi::Shared;
+        rt.prefetch(0, 0);
+        assert_eq!(rt.replicas.get(1, 1).state, Msi::Owner);
+        assert_eq!(rt.replicas.get(1, 0).state, Msi::Invalid);
     }
 
     #[test]

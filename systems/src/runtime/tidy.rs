@@ -17,8 +17,9 @@
 //! clean at allocation, it wrote back 17 times what StarPU does under eager (attila, 1024 MB,
 //! 48 tiles: 5,728 write-backs against StarPU's 333; now 23) and made attila eager at
 //! 2763 MB, 80 tiles, 18 % fast (now 5 %). Under dmdas StarPU tidies far more (attila,
-//! 512 MB, 48 tiles: 3,997 write-backs against hetsim's 24): its prefetch for a task that
-//! writes the data dirties the copy at once, which hetsim does not model (runtime module doc).
+//! 512 MB, 48 tiles: 3,997 write-backs against hetsim's 24) as its prefetch for a task that
+//! writes the data dirties the copy at once; since hetsim does so too, 712 GPU-only, none with
+//! 8 CPUs (issue 21's note, 2026-11-26).
 //! StarPU's second trigger, on free memory (`STARPU_MINIMUM_AVAILABLE_MEM`), is off by
 //! default in StarPU and not modelled.
 

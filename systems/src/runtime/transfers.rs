@@ -575,6 +575,11 @@ impl Runtime {
                 if s.state == Msi::Owner {
                     s.state = Msi::Shared;
                 }
+                drop(s);
+                // For the task that writes it there: the only valid copy now.
+                if self.mem.writer_node[h as usize] == Some(dst) {
+                    self.own(h, dst);
+                }
             }
         }
         self.landed_on(dst);
