@@ -3,6 +3,9 @@
 //! StarPU's way, relays through RAM between GPUs without peer access, StarPU-SimGrid's
 //! serialisation of copies, write-backs, and what a finished copy makes valid.
 
+use std::cmp::Reverse;
+use std::collections::BTreeSet;
+
 use hetsim_schema::SimTime;
 
 use super::core::{Due, QUEUE_COST, Runtime};
@@ -96,12 +99,22 @@ impl Xfer {
     }
 }
 
+/// Where a request stands in its node pair's list.
+pub type RequestKey = (Level, Reverse<i64>, u32);
+
+/// Request `x`'s place in its list: fetches before prefetches before idle requests, the most
+/// urgent first, then the oldest (StarPU's priority lists, pushed at the back).
+pub(crate) fn request_key(xf: &Xfer, x: u32) -> RequestKey {
+    (xf.level, Reverse(xf.prio), x)
+}
+
 /// Every transfer, and the request lists of each node pair.
 #[derive(Debug, Clone, Default)]
 pub struct Transfers {
     pub xfers: Vec<Xfer>,
-    /// Requests not yet started, per node pair (`src * nodes + dst`).
-    pub requests: Vec<Vec<u32>>,
+    /// Requests not yet started, per node pair (`src * nodes + dst`), in the order they are
+    /// served: by level, then priority, then age ([`request_key`]).
+    pub requests: Vec<BTreeSet<RequestKey>>,
     /// Requests started and not finished, per node pair.
     pub inflight: Vec<u32>,
     /// Transfers of each handle requested and not finished: a task that writes the handle
@@ -120,7 +133,7 @@ impl Transfers {
     /// No transfer yet between `nodes` memory nodes, for `handles` handles.
     pub fn new(nodes: usize, handles: usize) -> Transfers {
         Transfers {
-            requests: vec![Vec::new(); nodes * nodes],
+            requests: vec![BTreeSet::new(); nodes * nodes],
             inflight: vec![0; nodes * nodes],
             handle_xfers: vec![0; handles],
             driver_free: vec![SimTime::ZERO; nodes],
@@ -160,11 +173,12 @@ impl Runtime {
                     self.copies.xfers[x as usize].pins = 0;
                     self.join(h, src, dst, old_level, old_prio, pins);
                 }
-                let xf = &mut self.copies.xfers[x as usize];
-                xf.prio = xf.prio.max(prio);
-                if level == Level::Fetch {
-                    xf.level = Level::Fetch;
-                }
+                self.requeue(x, |xf| {
+                    xf.prio = xf.prio.max(prio);
+                    if level == Level::Fetch {
+                        xf.level = Level::Fetch;
+                    }
+                });
                 self.pump(src, dst);
             }
             return;
@@ -210,8 +224,6 @@ impl Runtime {
         self.replicas.get_mut(h, dst).incoming = Some(x);
         if !writeback {
             self.replicas.get_mut(h, src).refcnt += 1;
-            let pair = self.pair(src, dst);
-            self.copies.requests[pair].push(x);
         }
         self.copies.xfers.push(Xfer {
             handle: h,
@@ -222,6 +234,11 @@ impl Runtime {
             prio,
             ..Default::default()
         });
+        if !writeback {
+            let pair = self.pair(src, dst);
+            let key = request_key(&self.copies.xfers[x as usize], x);
+            self.copies.requests[pair].insert(key);
+        }
         if writeback {
             // StarPU's synchronous write-back is a fetch request on the pair: it counts as
             // in flight there (idle requests wait for it).
@@ -256,8 +273,19 @@ impl Runtime {
         self.replicas.get_mut(h, src).refcnt += 1;
         self.log_request(h, src, dst, level);
         let pair = self.pair(src, dst);
-        self.copies.requests[pair].push(x);
+        let key = request_key(&self.copies.xfers[x as usize], x);
+        self.copies.requests[pair].insert(key);
         self.pump(src, dst);
+    }
+
+    /// Changes queued request `x`'s level or priority, keeping its list in order.
+    fn requeue(&mut self, x: u32, change: impl FnOnce(&mut Xfer)) {
+        let xf = &self.copies.xfers[x as usize];
+        let pair = self.pair(xf.src, xf.dst);
+        self.copies.requests[pair].remove(&request_key(xf, x));
+        change(&mut self.copies.xfers[x as usize]);
+        let key = request_key(&self.copies.xfers[x as usize], x);
+        self.copies.requests[pair].insert(key);
     }
 
     /// The log's line for a request made (a copy's or a joining one).
@@ -306,11 +334,12 @@ impl Runtime {
                 });
             }
             Some(l) => {
-                let loader = &mut self.copies.xfers[l as usize];
-                loader.pins = pins;
-                loader.prio = loader.prio.max(prio);
-                loader.level = loader.level.min(level);
-                let from = loader.src;
+                self.copies.xfers[l as usize].pins = pins;
+                self.requeue(l, |loader| {
+                    loader.prio = loader.prio.max(prio);
+                    loader.level = loader.level.min(level);
+                });
+                let from = self.copies.xfers[l as usize].src;
                 if from != src {
                     self.pump(from, dst);
                 }
@@ -354,14 +383,10 @@ impl Runtime {
         loop {
             let best = self.copies.requests[pair]
                 .iter()
-                .enumerate()
-                .filter(|(_, x)| !no_memory.contains(x))
-                .min_by_key(|&(_, &x)| {
-                    let xf = &self.copies.xfers[x as usize];
-                    (xf.level, std::cmp::Reverse(xf.prio), x)
-                })
-                .map(|(i, &x)| (i, x));
-            let Some((i, x)) = best else { break };
+                .find(|key| !no_memory.contains(&key.2))
+                .copied();
+            let Some(key) = best else { break };
+            let x = key.2;
             let (h, level) = {
                 let xf = &self.copies.xfers[x as usize];
                 (xf.handle, xf.level)
@@ -383,7 +408,7 @@ impl Runtime {
                 break;
             }
             if self.copies.xfers[x as usize].joins && !self.join_loads_itself(x) {
-                self.copies.requests[pair].remove(i);
+                self.copies.requests[pair].remove(&key);
                 self.replicas.get_mut(h, src).refcnt -= 1;
                 self.resolve_join(x);
                 continue;
@@ -399,7 +424,7 @@ impl Runtime {
                 }
                 break;
             }
-            self.copies.requests[pair].remove(i);
+            self.copies.requests[pair].remove(&key);
             self.copies.inflight[pair] += 1;
             self.launch(x);
         }
@@ -672,8 +697,8 @@ mod tests {
             (rt.copies.inflight[pair], rt.copies.requests[pair].len()),
             (5, 3)
         );
-        let first = |rt: &Runtime| rt.copies.requests[pair][0];
-        assert_eq!(rt.copies.xfers[first(&rt) as usize].level, Level::Prefetch);
+        let queued: Vec<Level> = rt.copies.requests[pair].iter().map(|k| k.0).collect();
+        assert_eq!(queued, [Level::Fetch, Level::Prefetch, Level::Prefetch]);
         // A fetch for data a prefetch asked for raises that request to fetch level.
         rt.request(2, 1, Level::Fetch, 0, None);
         let raised = rt.replicas.get(2, 1).incoming.unwrap();
@@ -725,7 +750,7 @@ mod tests {
         assert!(rt.allocate(0, 1, Evict::ForPrefetch));
         rt.replicas.get_mut(0, 1).state = Msi::Shared;
         rt.join(0, 0, 1, Level::Prefetch, 0, 1);
-        let j = rt.copies.requests[rt.pair(0, 1)][0];
+        let j = rt.copies.requests[rt.pair(0, 1)].first().unwrap().2;
         rt.request(2, 1, Level::Prefetch, 0, None);
         let c = rt.replicas.get(2, 1).incoming.unwrap();
         // a goes before that turn; then b lands and frees a slot.
