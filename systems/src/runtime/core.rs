@@ -583,12 +583,7 @@ impl Runtime {
                 continue;
             }
             if mode.modifies() {
-                for n in 0..nn {
-                    if n != node {
-                        self.replicas.get_mut(h, n).state = Msi::Invalid;
-                    }
-                }
-                self.replicas.get_mut(h, node).state = Msi::Owner;
+                self.only_copy_on(h, node);
                 self.mem.writer_node[h as usize] = None;
                 // Its buffers may be tidied again.
                 self.mem.writing[h as usize] -= 1;

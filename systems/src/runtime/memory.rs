@@ -398,16 +398,19 @@ impl Runtime {
         if self.copies.handle_xfers[h as usize] > 0 {
             return;
         }
+        self.only_copy_on(h, node);
+        if node != 0 {
+            self.replicas.get_mut(h, node).marked_clean = false;
+            self.mem.tidy_due[node as usize] = true;
+        }
+    }
+
+    /// `h`'s copy on `node` is its owner, the others are stale (a write there).
+    pub(crate) fn only_copy_on(&mut self, h: u32, node: u32) {
         for n in (0..self.machine.nodes.len() as u32).filter(|&n| n != node) {
             self.replicas.get_mut(h, n).state = Msi::Invalid;
         }
-        let mut r = self.replicas.get_mut(h, node);
-        r.state = Msi::Owner;
-        if node != 0 {
-            r.marked_clean = false;
-            drop(r);
-            self.mem.tidy_due[node as usize] = true;
-        }
+        self.replicas.get_mut(h, node).state = Msi::Owner;
     }
 
     /// The task leaves its worker's queue: its prefetch pins go.

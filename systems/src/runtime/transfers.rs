@@ -234,11 +234,6 @@ impl Runtime {
             prio,
             ..Default::default()
         });
-        if !writeback {
-            let pair = self.pair(src, dst);
-            let key = request_key(&self.copies.xfers[x as usize], x);
-            self.copies.requests[pair].insert(key);
-        }
         if writeback {
             // StarPU's synchronous write-back is a fetch request on the pair: it counts as
             // in flight there (idle requests wait for it).
@@ -246,6 +241,7 @@ impl Runtime {
             self.copies.inflight[pair] += 1;
             self.launch(x);
         } else {
+            self.enqueue(x);
             self.log_request(h, src, dst, level);
             self.pump(src, dst);
             // Posting it flags and signals its handler's driver.
@@ -272,10 +268,15 @@ impl Runtime {
         // the reference when it creates the request).
         self.replicas.get_mut(h, src).refcnt += 1;
         self.log_request(h, src, dst, level);
-        let pair = self.pair(src, dst);
-        let key = request_key(&self.copies.xfers[x as usize], x);
-        self.copies.requests[pair].insert(key);
+        self.enqueue(x);
         self.pump(src, dst);
+    }
+
+    /// Puts request `x` in its node pair's list, at its key's place.
+    fn enqueue(&mut self, x: u32) {
+        let xf = &self.copies.xfers[x as usize];
+        let (pair, key) = (self.pair(xf.src, xf.dst), request_key(xf, x));
+        self.copies.requests[pair].insert(key);
     }
 
     /// Changes queued request `x`'s level or priority, keeping its list in order.
@@ -284,8 +285,7 @@ impl Runtime {
         let pair = self.pair(xf.src, xf.dst);
         self.copies.requests[pair].remove(&request_key(xf, x));
         change(&mut self.copies.xfers[x as usize]);
-        let key = request_key(&self.copies.xfers[x as usize], x);
-        self.copies.requests[pair].insert(key);
+        self.enqueue(x);
     }
 
     /// The log's line for a request made (a copy's or a joining one).
