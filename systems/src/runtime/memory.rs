@@ -161,6 +161,9 @@ pub struct Replicas {
     /// Per node: the idle replicas of each [`Idle`] class, then the allocated buffers marked
     /// clean (index [`MARKED_CLEAN`]).
     tallies: Vec<[u32; TALLIES]>,
+    /// Per node, the idle clean replicas (for a fetch, then for a prefetch) in eviction order:
+    /// a fetch's direct reuse takes the first of its size without walking the busy ones.
+    clean_idle: Vec<[BTreeSet<(u64, u32)>; 2]>,
 }
 
 /// Where [`Replicas`] counts a node's buffers marked clean, after the [`Idle`] classes.
@@ -220,6 +223,9 @@ pub struct ReplicaMut<'a> {
     at: usize,
     node: usize,
     before: u8,
+    /// Its `last_use` when borrowed: its key in the clean idle sets (a field of another name
+    /// than the replica's, which the borrow derefs to).
+    key_before: u64,
 }
 
 impl std::ops::Deref for ReplicaMut<'_> {
@@ -237,9 +243,32 @@ impl std::ops::DerefMut for ReplicaMut<'_> {
 
 impl Drop for ReplicaMut<'_> {
     fn drop(&mut self) {
-        let after = Idle::tally_bits(&self.owner.all[self.at]);
-        if after == self.before || self.node == 0 {
+        let r = &self.owner.all[self.at];
+        let after = Idle::tally_bits(r);
+        let moved = r.last_use != self.key_before;
+        if (after == self.before && !moved) || self.node == 0 {
             return;
+        }
+        let h = (self.at / self.owner.nodes) as u32;
+        let (old, new) = ((self.key_before, h), (r.last_use, h));
+        for (for_prefetch, set) in self.owner.clean_idle[self.node].iter_mut().enumerate() {
+            let bit = Idle {
+                clean: true,
+                for_prefetch: for_prefetch == 1,
+            }
+            .index();
+            if self.before >> bit & 1 == 1 {
+                let had = set.remove(&old);
+                debug_assert!(had, "{old:?} not in node {}'s clean idle set", self.node);
+            }
+            if after >> bit & 1 == 1 {
+                let fresh = set.insert(new);
+                debug_assert!(
+                    fresh,
+                    "{new:?} already in node {}'s clean idle set",
+                    self.node
+                );
+            }
         }
         let counts = &mut self.owner.tallies[self.node];
         for (i, count) in counts.iter_mut().enumerate() {
@@ -269,6 +298,7 @@ impl Replicas {
             nodes,
             all,
             tallies: vec![[0; TALLIES]; nodes],
+            clean_idle: vec![Default::default(); nodes],
         }
     }
 
@@ -279,17 +309,25 @@ impl Replicas {
     pub fn get_mut(&mut self, h: u32, node: u32) -> ReplicaMut<'_> {
         let at = h as usize * self.nodes + node as usize;
         let before = Idle::tally_bits(&self.all[at]);
+        let key_before = self.all[at].last_use;
         ReplicaMut {
             owner: self,
             at,
             node: node as usize,
             before,
+            key_before,
         }
     }
 
     /// How many replicas on GPU node `node` are idle in `class` (none counted in RAM).
     pub fn idle(&self, node: u32, class: Idle) -> u32 {
         self.tallies[node as usize][class.index()]
+    }
+
+    /// The idle clean replicas on GPU node `node` that an eviction `for_prefetch` may take,
+    /// least recently used first.
+    pub fn clean_idle(&self, node: u32, for_prefetch: bool) -> &BTreeSet<(u64, u32)> {
+        &self.clean_idle[node as usize][usize::from(for_prefetch)]
     }
 
     /// How many buffers on GPU node `node` are marked clean.
@@ -603,29 +641,23 @@ impl Runtime {
     /// StarPU's direct reuse (try_to_reuse_potentially_in_use_mc): the least recently used
     /// evictable replica of the same size that is not the only valid copy.
     fn clean_victim(&self, node: u32, size: f64, for_prefetch: bool) -> Option<u32> {
-        let class = Idle {
-            clean: true,
-            for_prefetch,
-        };
-        // The scan ends once it has seen every replica of the class, of any size.
-        let mut unseen = self.replicas.idle(node, class);
+        let idle = self.replicas.clean_idle(node, for_prefetch);
         debug_assert_eq!(
-            unseen,
-            self.idle_recount(node, class),
-            "idle count on {node}"
-        );
-        for &(_, h) in &self.mem.lru[node as usize] {
-            if unseen == 0 {
-                return None;
-            }
-            if class.holds(self.replicas.get(h, node)) {
-                if self.graph.handles[h as usize].size == size {
-                    return Some(h);
+            idle.iter().copied().collect::<Vec<_>>(),
+            self.mem.lru[node as usize]
+                .iter()
+                .copied()
+                .filter(|&(_, h)| Idle {
+                    clean: true,
+                    for_prefetch
                 }
-                unseen -= 1;
-            }
-        }
-        None
+                .holds(self.replicas.get(h, node)))
+                .collect::<Vec<_>>(),
+            "clean idle replicas on {node}"
+        );
+        idle.iter()
+            .map(|&(_, h)| h)
+            .find(|&h| self.graph.handles[h as usize].size == size)
     }
 
     /// Frees at least `need` bytes on `node` by evicting idle replicas, least recently used
