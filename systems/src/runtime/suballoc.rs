@@ -12,12 +12,16 @@
 //! `available_max` hint is too short, a hint a free raises only when the freed blocks merge
 //! with a free neighbour. So StarPU holds fewer tiles than the limit suggests: with 1024 MiB
 //! per GPU (attila, dmdas, 64 tiles, its own log) 32 chunks have room for 288 tiles and hold
-//! 245-257 for most of the run, where this model holds 291. StarPU's exact rules were written
-//! and measured once (issue 21's notes; the code is not in the repository): with them hetsim
-//! held 246-260 tiles there, but its memory-capped dm* rows came out 13-27 % slow against
-//! StarPU-SimGrid: the extra memory of this simplification hides an inefficiency hetsim
-//! still has under memory pressure (a popped task's fetch evicts data prefetched for a
-//! queued task, which then fetches in turn; StarPU's log shows that cascade dying down).
+//! 245-257 for most of the run, where this model holds 291. StarPU's exact rules (chunks
+//! counted, segments, hint, list order; evicted buffers freed to their chunk, not cached)
+//! are in `tools/starpu-simgrid/exact-suballoc.patch` (`git apply` it): with them
+//! hetsim holds 245-251 tiles there, as StarPU does, but the row drops from 1488.7 to
+//! 1341.6 GFlop/s (StarPU 1679.4), and the visible rows go 216 -> 215 of 220 within 10 %
+//! (oracle rows 266 -> 265 of 272, mean abs 2.27 -> 2.12 %; issue 21's note, 2026-11-26):
+//! the extra memory of this simplification hides an inefficiency hetsim still has under
+//! memory pressure. With the same memory, a fetch evicts data prefetched for a queued task
+//! about four times as often as in StarPU (GPU 0: 10,684 against 2,734), and StarPU's rate
+//! of such evictions falls after 5 s where hetsim's stays.
 
 /// Buffers up to this size are sub-allocated.
 pub const MAX_SUB: f64 = 4.0 * 1048576.0;
