@@ -17,7 +17,11 @@
 # block=0|1 (a CPU driver goes to wait) and G time worker (it is woken), y time worker node (a
 # driver's progress on a node), e time worker (an eager pop that found nothing) and A time
 # worker node (a request wakes a node's drivers): the rules of runtime/threads.rs, issue 21's
-# note of 2026-11-26 (tools/starpu-simgrid/sleep-order.py checks the wake order). Not used
+# note of 2026-11-26 (tools/starpu-simgrid/sleep-order.py checks the wake order).
+# STARPU_REUSE_LOG=1 adds reuse-log.patch: V time node codes, the node's buffers in eviction
+# order (first 400) when a fetch looks for a clean buffer to take over: R referenced, O owner
+# (dirty), P pinned by a queued task's prefetch, I neither (issue 21's second note of
+# 2026-11-26; tools/starpu-simgrid/reuse-scan.py reads it, and hetsim's log has the line). Not used
 # by CI or the tests. Needs root for apt and the Debian package
 # registry: StarPU's source comes from Debian's `starpu` source package (1.4.10+dfsg-2, sid).
 #
@@ -55,6 +59,9 @@ if [ ! -d starpu-1.4.10+dfsg ]; then
     fi
     if [ -n "${STARPU_THREADS_LOG:-}" ]; then
         (cd starpu-1.4.10+dfsg && patch -p1 -s < "$here/threads-log.patch")
+    fi
+    if [ -n "${STARPU_REUSE_LOG:-}" ]; then
+        (cd starpu-1.4.10+dfsg && patch -p1 -s < "$here/reuse-log.patch")
     fi
 fi
 cd starpu-1.4.10+dfsg

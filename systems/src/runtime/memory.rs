@@ -503,6 +503,9 @@ impl Runtime {
                     }
                     // A clean idle buffer of the same size is taken over directly (no
                     // write-back, no free); else the LRU replicas go, dirty ones included.
+                    if !prefetch {
+                        self.log('V', |rt| format!("{node} {}", rt.eviction_order(node)));
+                    }
                     match self.clean_victim(node, size, prefetch) {
                         Some(v) => self.throw(v, node, true, prefetch),
                         None => {
@@ -636,6 +639,24 @@ impl Runtime {
             self.mem.erase(node as usize, (old, h));
             self.mem.push_back(node as usize, (tick, h), clean);
         }
+    }
+
+    /// `node`'s first 400 buffers in eviction order, one letter each, for the log's V line
+    /// (as the oracle's reuse-log.patch writes it at a fetch's direct reuse): `R` in use or
+    /// moving, `O` the only valid copy (dirty), `P` pinned by a queued task's prefetch, `I`
+    /// none of these (what a prefetch may take over).
+    pub(crate) fn eviction_order(&self, node: u32) -> String {
+        let code = |r: &Replica| match r {
+            r if r.refcnt > 0 || r.incoming.is_some() || r.evicting => 'R',
+            r if r.state == Msi::Owner => 'O',
+            r if r.prefetch_pins > 0 => 'P',
+            _ => 'I',
+        };
+        self.mem.lru[node as usize]
+            .iter()
+            .take(400)
+            .map(|&(_, h)| code(self.replicas.get(h, node)))
+            .collect()
     }
 
     /// StarPU's direct reuse (try_to_reuse_potentially_in_use_mc): the least recently used
@@ -1025,6 +1046,8 @@ mod tests {
         assert!(a.marked_clean && !b.marked_clean, "b's buffer is dirty");
         // So a fetch's direct reuse, which takes clean buffers only, passes b by for a.
         assert_eq!(rt.clean_victim(1, 1e9, false), Some(0));
+        // The log's V line: a then b in eviction order, a pinned, b the owner.
+        assert_eq!(rt.eviction_order(1), "PO");
         // Data already there: the prefetch finding them makes that copy the owner at once.
         let mut rt = test_runtime(dag, "{}", 2.5e9, TEST_FLAGS);
         assert!(rt.allocate(1, 1, Evict::ForFetch));
