@@ -645,7 +645,7 @@ impl Runtime {
     /// (as the oracle's reuse-log.patch writes it at a fetch's direct reuse): `R` in use or
     /// moving, `O` the only valid copy (dirty), `P` pinned by a queued task's prefetch, `I`
     /// none of these (what a prefetch may take over).
-    pub(crate) fn eviction_order(&self, node: u32) -> String {
+    fn eviction_order(&self, node: u32) -> String {
         let code = |r: &Replica| match r {
             r if r.refcnt > 0 || r.incoming.is_some() || r.evicting => 'R',
             r if r.state == Msi::Owner => 'O',
