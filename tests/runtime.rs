@@ -238,6 +238,44 @@ fn a_wont_use_hint_coming_due_costs_its_thread_two_pushes() {
 }
 
 #[test]
+fn a_wont_use_hints_callback_acts_after_the_pushes_it_follows() {
+    // Cholesky nt = 2: POTRF and SYRK on the GPU only, TRSM on the CPU only. The hint on
+    // A(0,0) comes due as potrf(0) ends (3 ms); its thread pushes trsm(0,1) first (to the
+    // CPU, whose prefetch asks for A(0,0) from the GPU at task-prefetch level), then the
+    // hint's acquire and callback: the callback's idle write-back finds A(0,0) requested
+    // already and asks nothing. StarPU-SimGrid's log of attila Cholesky dmdas shows the same
+    // order: no idle request for A(0,0), and each tile's idle request 3 us after the last
+    // push of the thread whose task end made the hint due.
+    let models = r#"models: {
+        "chol_model_potrf": CodeletModel(cuda: Some(Constant("3ms"))),
+        "chol_model_trsm": CodeletModel(cpu: Some(Constant("1ms"))),
+        "chol_model_syrk": CodeletModel(cuda: Some(Constant("1ms"))),
+        "chol_model_gemm": CodeletModel(cuda: Some(Constant("1ms")))}"#;
+    let text = format!(
+        r#"Scenario(name: "t", platform: {}, workload: Cholesky(n: 1920, tile: 960),
+            runtime: RuntimeSpec(scheduler: dmda, {models}), output: (runtime_log: true))"#,
+        node(1, 1)
+    );
+    let s = parse_scenario(&text, "test", &common::repo().join("scenarios"), &[]).unwrap();
+    let opts = RunOptions {
+        disable: Vec::new(),
+        progress: false,
+    };
+    let (app, _) = simulate(&s, &opts).unwrap();
+    let log = app.world().resource::<RuntimeReport>().log.clone();
+    let a00_to_ram: Vec<&str> = log
+        .iter()
+        .filter(|l| l.starts_with("Q ") && l.contains(" 0x0 1 0 "))
+        .map(|l| l.as_str())
+        .collect();
+    assert_eq!(a00_to_ram.len(), 1, "{a00_to_ram:?}");
+    assert!(
+        a00_to_ram[0].ends_with(" 1"),
+        "the TRSM's prefetch asks for A(0,0), not the hint: {a00_to_ram:?}"
+    );
+}
+
+#[test]
 fn under_ws_idle_thieves_race_the_releaser_for_its_pushes() {
     // 1 GPU (worker 0), 1 CPU (worker 1); every task 10 ms on the GPU (+10 us of kernel
     // queueing), 100 ms on the CPU. StarPU-SimGrid 1.4's ws: a push costs its pusher 1 us

@@ -43,6 +43,8 @@ pub enum Due {
     Resume(u32),
     /// A driver thread's 1 us sleep ended (eager, prio, ws, lws: `threads.rs`).
     Wake(u32),
+    /// A `wont_use` hint's callback acts on this handle now.
+    Hint(u32),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -294,14 +296,20 @@ impl Runtime {
     }
 
     /// Worker `w`'s thread pushes something that is not a task (an acquire, a callback):
-    /// 1 us of its time, no scheduler.
-    fn pseudo_push(&mut self, w: usize) {
+    /// 1 us of its time, no scheduler. A `wont_use` callback (`hint`) takes effect 1 us
+    /// after it.
+    fn pseudo_push(&mut self, w: usize, hint: Option<u32>) {
         if self.driver_paced() {
-            if self.threads.release(w, ACQUIRE) {
+            let item = hint.map_or(ACQUIRE, |h| self.threads.hint_callback(w, h));
+            if self.threads.release(w, item) {
                 self.thread_sleep(w);
             }
         } else {
-            self.count_push(Some(w as u32));
+            let count = self.count_push(Some(w as u32));
+            if let Some(h) = hint {
+                let at = self.after((count + 1) as f64 * MICROSECOND);
+                self.timers.push((at, Due::Hint(h)));
+            }
         }
     }
 
@@ -392,12 +400,19 @@ impl Runtime {
         }
     }
 
-    /// Thread `i` pushes `t` to the policy (an [`ACQUIRE`] goes to none).
+    /// Thread `i` pushes `t` to the policy (an [`ACQUIRE`] goes to none, a hint's callback
+    /// takes effect 1 us later).
     fn thread_pushes(&mut self, i: usize, t: u32) {
-        if t != ACQUIRE {
-            let by = (i != self.threads.app()).then_some(i as u32);
-            self.release(t, by);
+        if t == ACQUIRE {
+            return;
         }
+        if let Some(h) = self.threads.take_hint(i, t) {
+            let at = self.after(MICROSECOND);
+            self.timers.push((at, Due::Hint(h)));
+            return;
+        }
+        let by = (i != self.threads.app()).then_some(i as u32);
+        self.release(t, by);
     }
 
     /// Worker `w`'s driver loop pops (one task at most), then loops on, holds or waits.
@@ -599,14 +614,12 @@ impl Runtime {
         self.done += 1;
         let (policy, view) = self.policy_and_view();
         policy.on_end(t, w, &view);
-        let mut hints_due = 0;
+        let mut hints_due = Vec::new();
         for i in 0..self.graph.hint_of[t as usize].len() {
             let id = self.graph.hint_of[t as usize][i] as usize;
             self.hints_left[id] -= 1;
             if self.hints_left[id] == 0 {
-                let h = self.graph.hints[id].0;
-                self.evict_first(h);
-                hints_due += 1;
+                hints_due.push(self.graph.hints[id].0);
             }
         }
         let succ: Vec<u32> = self.graph.successors(t).to_vec();
@@ -618,9 +631,11 @@ impl Runtime {
         }
         // Each hint that came due is a read acquire the thread pushes, then its release
         // callback: two more pushes after the tasks' (`_starpu_data_acquire_cb_pre` and
-        // `_release` in StarPU-SimGrid's log).
-        for _ in 0..2 * hints_due {
-            self.pseudo_push(w);
+        // `_release` in StarPU-SimGrid's log). The callback acts after them: the pushed
+        // tasks' prefetches come first (the oracle's idle request is 3 us after its last push).
+        for h in hints_due {
+            self.pseudo_push(w, None);
+            self.pseudo_push(w, Some(h));
         }
         if !self.driver_paced() {
             self.defer_releaser(w);

@@ -997,10 +997,12 @@ mod tests {
         for h in 0..3 {
             rt.request(h, 1, Level::Prefetch, 0, None);
         }
-        // Two prefetches in flight (StarPU's cap) hold buffers; the third holds none yet.
+        // Two prefetches in flight (StarPU's cap) hold buffers; the third holds none yet,
+        // and is not loading: no driver has handled it.
         let alloc = |rt: &Runtime, h| rt.replicas.get(h, 1).allocated;
         assert!(alloc(&rt, 0) && alloc(&rt, 1) && !alloc(&rt, 2));
         assert_eq!(rt.mem.used[1], 2e9);
+        assert!(!rt.replicas.get(2, 1).loading);
         // a and b land, prefetched for queued tasks: c's prefetch may not evict them and
         // 0.5 GB is not enough, so c stays queued.
         for h in 0..2 {
@@ -1009,6 +1011,9 @@ mod tests {
             rt.xfer_done(x);
         }
         assert!(!alloc(&rt, 2) && rt.replicas.get(2, 1).incoming.is_some());
+        // Handled once, it set StarPU's `load_request`, which stays set short of memory: c
+        // counts as loading for dmdar's pop (`starpu_data_query_status2`).
+        assert!(rt.replicas.get(2, 1).loading);
         // Until memory frees up there, no prefetch into the node starts, from any node.
         assert!(rt.mem.prefetch_stuck[1]);
         // A fetch may evict a pinned replica: d takes a's buffer and starts ahead of c.

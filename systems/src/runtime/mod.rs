@@ -71,7 +71,11 @@
 //! one pin off each input, if there is one (StarPU's fetch tail). A `wont_use` hint (a read acquire
 //! in StarPU: it fires when the handle's last writer ends, while earlier-submitted readers may
 //! still run) moves the handle's GPU copies to the front of the eviction order and writes a dirty
-//! one back at idle level, so that later readers elsewhere fetch it from RAM. StarPU's background
+//! one back at idle level, so that later readers elsewhere fetch it from RAM. It acts in its
+//! release callback, 1 us after the thread's pushes of the tasks the end released (and their
+//! prefetches): a CPU task's prefetch of the tile makes the write-back needless. A request
+//! counts as loading (StarPU's `load_request`, which dmdar's pop ranks by) from when a driver
+//! first handles it, even when it then finds no memory. StarPU's background
 //! tidying (`tidy.rs`: under 5 % of a GPU's buffers clean, dirty ones are written back at idle
 //! level until 10 % are) is modelled behind the switch `memory_tidying`, on by default as StarPU
 //! runs it. A task that writes a handle waits until no transfer of it is in flight. An eviction's
@@ -155,6 +159,7 @@ enum RtEvent {
     Push(u32),
     Resume(u32),
     Wake(u32),
+    Hint(u32),
 }
 
 impl SimEvent for RtEvent {
@@ -168,6 +173,7 @@ impl SimEvent for RtEvent {
             RtEvent::Resume(w) => (5, w),
             RtEvent::XferSubmit(x) => (6, x),
             RtEvent::Wake(i) => (7, i),
+            RtEvent::Hint(h) => (8, h),
         };
         (Entity::PLACEHOLDER, (k << 32) | v as u64)
     }
@@ -180,6 +186,7 @@ impl SimEvent for RtEvent {
             5 => RtEvent::Resume(v),
             6 => RtEvent::XferSubmit(v),
             7 => RtEvent::Wake(v),
+            8 => RtEvent::Hint(v),
             _ => RtEvent::Start,
         }
     }
@@ -211,7 +218,7 @@ impl Plugin for RuntimePlugin {
             .register_switch("prefetch", true, "dm* schedulers prefetch a task's inputs when they assign it; off: data move when the task is popped")
             .register_switch("memory_tidying", true, "StarPU's background tidying: under 5 % of a GPU's buffers clean, dirty ones are written back to RAM at idle level, least recently used first, until 10 % are; off: dirty buffers reach RAM only when evicted or hinted wont_use")
             .register_switch("perfmodel_noise", false, "task times drawn from the model's normal distribution (mean, stddev; seeded); off: the mean")
-            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with synchronous write-back (the GPU's driver waits for it, and nothing is allocated on the node meanwhile), transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); task priorities capped into the policy's range as StarPU does at submission (eager, random, dm, dmda, dmdar: [0, 0] unless runtime.min_priority/max_priority set it); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation (copies ordered as their GPU's driver submits them, in turn, after its allocations and 10 us of queueing each) and allocation costs (cudaMalloc/cudaFree one at a time across GPUs); a popped task's buffers fetched in StarPU's handle order (written tiles first); fetch, prefetch and idle request levels with StarPU's in-flight caps (5/2/idle per node pair), buffers allocated as a request starts, StarPU's prefetch pins (a request joining another task's copy in flight loses its pin; one whose data went before its turn copies them itself, in its place), wont_use idle write-backs once the last writer ends; every push costs its releaser 1 us and the releaser pops after its pushes and its progress, only then handling its GPU's request lists; a wont_use hint coming due costs the ending thread two more pushes (the acquire and its callback); dm* decisions made at one instant by different releasers do not see each other's pushes (StarPU-SimGrid's threads decide before any commits); eager/prio/ws/lws: StarPU-SimGrid's driver threads (a push costs its thread 1 us and signals, under ws/lws, every worker, under eager/prio, workers up to the first asleep and not yet told, every driver starting untold, CPUs staying told; a driver loop sleeps 1 us per memory node it drives, pops one task, then waits, or loops again if signalled meanwhile; a CPU's fetch finding data in RAM wakes RAM's drivers; a GPU pops nothing while its task's data come and sleeps 10 us after a launch; sleeps ending together wake pushers first, then by when they began, the last begun first, as SimGrid does; simplified: a worker's mutex held by a pusher's walk does not delay its pop); ws/lws thieves take the newest task of the highest priority, owners the oldest; StarPU codelet models and bus files; synchronous CUDA codelets (Cholesky's POTRF, LU's GETRF, `cuda_sync` DAG codelets) block their GPU's driver: no pop, no copy submitted, no 10 us queueing; an asynchronous kernel is queued 10 us after its data are there and starts then or when the kernel before it ends (simplified, outside eager/prio/ws/lws: the driver pops its next task at once, where StarPU's pops 12 us later, after its queueing sleep and progress). StarPU's sub-allocator (32 MiB chunks for buffers up to 4 MiB; simplified: the memory limit counts buffers, not chunks, about 15 % more room than StarPU at 1024 MiB per GPU); background tidying (switch memory_tidying, on; every new buffer counts as clean, as in StarPU); a copy prefetched or fetched for a task that writes the data is the owner from when it is there, as StarPU updates states with a request's mode")
+            .describe_model("runtime", "StarPU-like task runtime: tasks with access modes and implicit dependencies; CPU and GPU workers (GPU pipeline of 2); MSI replicas per memory node, LRU eviction with synchronous write-back (the GPU's driver waits for it, and nothing is allocated on the node meanwhile), transfers as flows; eager, prio, random, ws, lws, dm, dmda, dmdar, dmdap, dmdas, dmdasd, heteroprio (automatic buckets); task priorities capped into the policy's range as StarPU does at submission (eager, random, dm, dmda, dmdar: [0, 0] unless runtime.min_priority/max_priority set it); GPU-GPU copies with peer access else through RAM, StarPU-SimGrid's copy serialisation (copies ordered as their GPU's driver submits them, in turn, after its allocations and 10 us of queueing each) and allocation costs (cudaMalloc/cudaFree one at a time across GPUs); a popped task's buffers fetched in StarPU's handle order (written tiles first); fetch, prefetch and idle request levels with StarPU's in-flight caps (5/2/idle per node pair), buffers allocated as a request starts, StarPU's prefetch pins (a request joining another task's copy in flight loses its pin; one whose data went before its turn copies them itself, in its place), wont_use idle write-backs once the last writer ends, in the hint's callback after its thread's pushes; a request loading from its first handling, short of memory or not; every push costs its releaser 1 us and the releaser pops after its pushes and its progress, only then handling its GPU's request lists; a wont_use hint coming due costs the ending thread two more pushes (the acquire and its callback); dm* decisions made at one instant by different releasers do not see each other's pushes (StarPU-SimGrid's threads decide before any commits); eager/prio/ws/lws: StarPU-SimGrid's driver threads (a push costs its thread 1 us and signals, under ws/lws, every worker, under eager/prio, workers up to the first asleep and not yet told, every driver starting untold, CPUs staying told; a driver loop sleeps 1 us per memory node it drives, pops one task, then waits, or loops again if signalled meanwhile; a CPU's fetch finding data in RAM wakes RAM's drivers; a GPU pops nothing while its task's data come and sleeps 10 us after a launch; sleeps ending together wake pushers first, then by when they began, the last begun first, as SimGrid does; simplified: a worker's mutex held by a pusher's walk does not delay its pop); ws/lws thieves take the newest task of the highest priority, owners the oldest; StarPU codelet models and bus files; synchronous CUDA codelets (Cholesky's POTRF, LU's GETRF, `cuda_sync` DAG codelets) block their GPU's driver: no pop, no copy submitted, no 10 us queueing; an asynchronous kernel is queued 10 us after its data are there and starts then or when the kernel before it ends (simplified, outside eager/prio/ws/lws: the driver pops its next task at once, where StarPU's pops 12 us later, after its queueing sleep and progress). StarPU's sub-allocator (32 MiB chunks for buffers up to 4 MiB; simplified: the memory limit counts buffers, not chunks, about 15 % more room than StarPU at 1024 MiB per GPU); background tidying (switch memory_tidying, on; every new buffer counts as clean, as in StarPU); a copy prefetched or fetched for a task that writes the data is the owner from when it is there, as StarPU updates states with a request's mode")
             .init_resource::<Runtime>()
             .add_systems(SimStartup, setup_runtime.in_set(StartupSet::Workload))
             .add_systems(hetsim_engine::SimFinish, publish_runtime_report)
@@ -329,6 +336,7 @@ fn run_runtime(mut inbox: ResMut<Inbox<RtEvent>>, mut rt: ResMut<Runtime>, mut c
             RtEvent::XferSubmit(x) => rt.submit(x),
             RtEvent::Push(t) => rt.push_due(t),
             RtEvent::Resume(w) => rt.resume(w),
+            RtEvent::Hint(h) => rt.evict_first(h),
         }
     }
     rt.threads.wake_order(&mut woken);
@@ -365,6 +373,7 @@ fn flush(rt: &mut Runtime, cx: &mut Ctx) {
             Due::Push(t) => RtEvent::Push(t),
             Due::Resume(w) => RtEvent::Resume(w),
             Due::Wake(i) => RtEvent::Wake(i),
+            Due::Hint(h) => RtEvent::Hint(h),
         };
         cx.cal.schedule(at, ev);
     }

@@ -32,6 +32,10 @@ use hetsim_schema::SimTime;
 /// microsecond and goes to no scheduler.
 pub const ACQUIRE: u32 = u32::MAX;
 
+/// A `wont_use` hint's callback: a push like [`ACQUIRE`], whose handle the thread keeps in
+/// its `hints` (the hint acts after it).
+const HINT_CALLBACK: u32 = u32::MAX - 1;
+
 /// What a thread is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Doing {
@@ -57,6 +61,8 @@ pub struct Thread {
     pub again: bool,
     /// Tasks it released and has not pushed yet.
     pub pending: VecDeque<u32>,
+    /// The handles of the hint callbacks among them, in order.
+    hints: VecDeque<u32>,
     /// When its current sleep began, and its rank among the sleeps begun at that instant.
     slept: (SimTime, u32),
     /// When its current sleep ends (a thread sleeps one sleep at a time).
@@ -123,6 +129,22 @@ impl Threads {
                 true
             }
             Doing::Pushing | Doing::Progress(_) => false,
+        }
+    }
+
+    /// The item thread `i` pushes for a callback of a `wont_use` hint on `h` ([`Threads::release`]
+    /// it).
+    pub fn hint_callback(&mut self, i: usize, h: u32) -> u32 {
+        self.threads[i].hints.push_back(h);
+        HINT_CALLBACK
+    }
+
+    /// The handle whose hint callback thread `i` pushes, if item `t` is one.
+    pub fn take_hint(&mut self, i: usize, t: u32) -> Option<u32> {
+        if t == HINT_CALLBACK {
+            self.threads[i].hints.pop_front()
+        } else {
+            None
         }
     }
 

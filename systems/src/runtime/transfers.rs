@@ -328,7 +328,7 @@ impl Runtime {
         let (h, src, dst, level, prio, pins) = (g.handle, g.src, g.dst, g.level, g.prio, g.pins);
         let r = *self.replicas.get(h, dst);
         match r.incoming {
-            Some(l) if self.copies.xfers[l as usize].launched => {
+            Some(_) if r.loading => {
                 self.log('L', |rt| {
                     format!("{} {dst} {} {pins}", rt.handle_name(h), level.log_code())
                 });
@@ -412,6 +412,11 @@ impl Runtime {
                 self.replicas.get_mut(h, src).refcnt -= 1;
                 self.resolve_join(x);
                 continue;
+            }
+            // StarPU sets the replica's `load_request` as it handles the request, before
+            // allocating: short of memory it stays set, and the data count as loading.
+            if self.replicas.get(h, dst).incoming == Some(x) {
+                self.replicas.get_mut(h, dst).loading = true;
             }
             if !self.allocate(h, dst, Evict::for_level(level)) {
                 self.log('N', |rt| {
