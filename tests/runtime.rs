@@ -27,12 +27,26 @@ fn run(
     runtime: &str,
     disable: &[&str],
 ) -> Result<RuntimeReport, Error> {
+    run_logged(platform, workload, runtime, disable, false)
+}
+
+/// As [`run`], keeping the runtime log (`output.runtime_log`) if `log`.
+fn run_logged(
+    platform: &str,
+    workload: &str,
+    runtime: &str,
+    disable: &[&str],
+    log: bool,
+) -> Result<RuntimeReport, Error> {
     let text = format!(
         r#"Scenario(name: "t", platform: {platform}, workload: {workload}, runtime: RuntimeSpec({runtime}))"#
     );
     let mut s = parse_scenario(&text, "test", &common::repo().join("scenarios"), &[])
         .map_err(|e| Error::Input(e.to_string()))?;
-    s.output = OutputSpec::tables_only();
+    s.output = OutputSpec {
+        runtime_log: log,
+        ..OutputSpec::tables_only()
+    };
     let opts = RunOptions {
         disable: disable.iter().map(|s| s.to_string()).collect(),
         progress: false,
@@ -251,18 +265,11 @@ fn a_wont_use_hints_callback_acts_after_the_pushes_it_follows() {
         "chol_model_trsm": CodeletModel(cpu: Some(Constant("1ms"))),
         "chol_model_syrk": CodeletModel(cuda: Some(Constant("1ms"))),
         "chol_model_gemm": CodeletModel(cuda: Some(Constant("1ms")))}"#;
-    let text = format!(
-        r#"Scenario(name: "t", platform: {}, workload: Cholesky(n: 1920, tile: 960),
-            runtime: RuntimeSpec(scheduler: dmda, {models}), output: (runtime_log: true))"#,
-        node(1, 1)
-    );
-    let s = parse_scenario(&text, "test", &common::repo().join("scenarios"), &[]).unwrap();
-    let opts = RunOptions {
-        disable: Vec::new(),
-        progress: false,
-    };
-    let (app, _) = simulate(&s, &opts).unwrap();
-    let log = app.world().resource::<RuntimeReport>().log.clone();
+    let runtime = format!("scheduler: dmda, {models}");
+    let workload = "Cholesky(n: 1920, tile: 960)";
+    let log = run_logged(&node(1, 1), workload, &runtime, &[], true)
+        .unwrap()
+        .log;
     let a00_to_ram: Vec<&str> = log
         .iter()
         .filter(|l| l.starts_with("Q ") && l.contains(" 0x0 1 0 "))
@@ -347,18 +354,10 @@ fn the_runtime_log_has_the_oracles_lines() {
     // that copy in flight to fetch level (U, as StarPU's log shows it), and B starts when x is
     // there (1 GB at 10 GB/s: 110 ms).
     let (dag, models) = (CHAIN, CHAIN_MODELS);
-    let text = format!(
-        r#"Scenario(name: "t", platform: {}, workload: {dag},
-            runtime: RuntimeSpec(scheduler: dmda, {models}), output: (runtime_log: true))"#,
-        node(1, 1)
-    );
-    let s = parse_scenario(&text, "test", &common::repo().join("scenarios"), &[]).unwrap();
-    let opts = RunOptions {
-        disable: QUIET.iter().map(|s| s.to_string()).collect(),
-        progress: false,
-    };
-    let (app, _) = simulate(&s, &opts).unwrap();
-    let log = app.world().resource::<RuntimeReport>().log.clone();
+    let runtime = format!("scheduler: dmda, {models}");
+    let log = run_logged(&node(1, 1), dag, &runtime, QUIET, true)
+        .unwrap()
+        .log;
     assert_eq!(
         *log,
         [
