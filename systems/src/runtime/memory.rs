@@ -84,7 +84,8 @@ pub struct Memory {
     /// waiting for memory try again.
     pub freed: Vec<bool>,
     /// A prefetch into the node found no memory: no prefetch into it starts, from any node,
-    /// until memory frees up there (StarPU's progress stops the node's prefetch lists).
+    /// until memory frees up there or a copy its driver handles ends (StarPU's progress
+    /// stops the node's prefetch lists, and goes through them again at its next wake-up).
     pub prefetch_stuck: Vec<bool>,
     /// Eviction write-backs in flight per node, which its driver waits for.
     pub writebacks: Vec<u32>,

@@ -367,7 +367,7 @@ impl Runtime {
     /// Starts the requests of a node pair its caps allow: fetches before prefetches, most
     /// urgent first, then in request order. A request allocates its destination as it starts
     /// (evicting as its level may); short of memory it stays queued until memory frees up
-    /// there. A prefetch that finds none stops every prefetch into its node, from any node,
+    /// there or a copy the node's driver handles ends. A prefetch that finds none stops every prefetch into its node, from any node,
     /// until then: StarPU's progress stops the node's prefetch lists at the first ENOMEM and
     /// starts again from RAM's list each time. A pair whose GPU driver is pushing what its
     /// task released waits for that driver's progress ([`Runtime::pushing_driver`]).
@@ -569,6 +569,11 @@ impl Runtime {
         let pair = self.pair(src, dst);
         self.copies.inflight[pair] -= 1;
         self.pump(src, dst);
+        // The end wakes the drivers of its handling node (StarPU-SimGrid's
+        // `_starpu_wake_all_blocked_workers_on_node`), whose progress goes through the node's
+        // request lists again: a prefetch held back for memory tries again (the copy's source
+        // on a GPU may be evictable now).
+        self.mem.freed[Xfer::handler(src, dst) as usize] = true;
         if writeback {
             self.replicas.get_mut(h, 0).incoming = None;
             self.replicas.get_mut(h, 0).loading = false;
@@ -737,6 +742,35 @@ mod tests {
         rt.resume(gpu as u32);
         assert!(rt.replicas.get(1, 1).allocated && rt.replicas.get(1, 1).loading);
         assert!(rt.driver_pushing[gpu].is_empty());
+    }
+
+    #[test]
+    fn a_prefetch_short_of_memory_tries_again_when_its_nodes_driver_sees_a_copy_end() {
+        // StarPU-SimGrid wakes the drivers of a copy's handling node when it ends, and their
+        // progress goes through the node's request lists again. Here the GPU's dirty a is
+        // copied to RAM for a CPU task: once that copy ends, a is clean and unreferenced,
+        // and c's prefetch, held back for memory, takes its buffer.
+        let dag = r#"(handles: [(name: "a", size: 1e9), (name: "b", size: 1e9),
+            (name: "c", size: 1e9)], tasks: [])"#;
+        let mut rt = test_runtime(dag, "{}", 2.5e9, TEST_FLAGS);
+        for h in 0..2 {
+            assert!(rt.allocate(h, 1, Evict::ForFetch));
+            rt.replicas.get_mut(h, 1).state = Msi::Owner;
+            rt.replicas.get_mut(h, 0).state = Msi::Invalid;
+        }
+        // b is pinned for a task queued on the GPU; a is read by its copy to RAM.
+        rt.replicas.get_mut(1, 1).prefetch_pins = 1;
+        assert!(rt.allocate(0, 0, Evict::No));
+        rt.request(0, 0, Level::Fetch, 0, None);
+        let up = rt.replicas.get(0, 0).incoming.expect("a's copy to RAM");
+        rt.request(2, 1, Level::Prefetch, 0, None);
+        assert!(!rt.replicas.get(2, 1).allocated && rt.mem.prefetch_stuck[1]);
+        // The copy ends, handled by the GPU's driver (its source's).
+        rt.xfer_done(up);
+        rt.progress();
+        assert!(rt.replicas.get(2, 1).allocated && rt.replicas.get(2, 1).loading);
+        assert!(!rt.replicas.get(0, 1).allocated && rt.replicas.get(0, 0).valid());
+        assert!(!rt.mem.prefetch_stuck[1]);
     }
 
     #[test]
