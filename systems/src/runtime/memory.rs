@@ -782,29 +782,13 @@ impl Runtime {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::setup::{TEST_FLAGS, test_runtime};
-
-    /// [`four_handles`] with a and b on the GPU, written there (RAM's copies are stale).
-    fn a_and_b_written_on_the_gpu() -> Runtime {
-        let mut rt = four_handles();
-        for h in 0..2 {
-            assert!(rt.allocate(h, 1, Evict::ForFetch));
-            rt.replicas.get_mut(h, 1).state = Msi::Owner;
-            rt.replicas.get_mut(h, 0).state = Msi::Invalid;
-        }
-        rt
-    }
+    use crate::runtime::setup::{
+        TEST_FLAGS, a_and_b_written_on_the_gpu, four_handles, test_runtime,
+    };
 
     /// The copy writing `h` back to RAM.
     fn write_back_of(rt: &Runtime, h: u32) -> u32 {
         rt.replicas.get(h, 0).incoming.expect("a write-back")
-    }
-
-    /// Four 1 GB handles at home in RAM, on a GPU that holds two and a half.
-    fn four_handles() -> Runtime {
-        let dag = r#"(handles: [(name: "a", size: 1e9), (name: "b", size: 1e9),
-            (name: "c", size: 1e9), (name: "d", size: 1e9)], tasks: [])"#;
-        test_runtime(dag, "{}", 2.5e9, TEST_FLAGS)
     }
 
     #[test]

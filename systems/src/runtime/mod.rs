@@ -62,9 +62,10 @@
 //! destination buffer when it starts, not when it is made (StarPU's driver allocates as it handles
 //! a request): a fetch may evict any idle replica, a prefetch only those no queued task pins. A
 //! request short of memory stays queued and tries again when memory frees up or prefetch pins drop
-//! on its node, or a copy its node's driver handles ends (the end wakes that driver); meanwhile a prefetch short of memory, or a fetch that is, holds back every prefetch
-//! into the node. Prefetch pins follow StarPU's `nb_tasks_prefetch`: a push-time prefetch pins data
-//! it finds there at once, else its request pins them when it lands; requests of different tasks
+//! on its node, or a copy its node's driver handles ends (the end wakes that driver); meanwhile a
+//! prefetch short of memory, or a fetch that is, holds back every prefetch into the node. Prefetch
+//! pins follow StarPU's `nb_tasks_prefetch`: a push-time prefetch pins data it finds there at once,
+//! else its request pins them when it lands; requests of different tasks
 //! are never merged, so a prefetch for data another task's request is loading joins it (holding
 //! its source until its turn, as every request that reads does) and, handled
 //! while that copy is in flight, loses its pin; once a popped task's data are all there, it takes

@@ -217,6 +217,28 @@ pub const TEST_FLAGS: Flags = Flags {
     tidy: false,
 };
 
+/// Four 1 GB handles at home in RAM, on a GPU that holds two and a half (the memory
+/// leaves' unit tests).
+#[cfg(test)]
+pub fn four_handles() -> Runtime {
+    let dag = r#"(handles: [(name: "a", size: 1e9), (name: "b", size: 1e9),
+        (name: "c", size: 1e9), (name: "d", size: 1e9)], tasks: [])"#;
+    test_runtime(dag, "{}", 2.5e9, TEST_FLAGS)
+}
+
+/// [`four_handles`] with a and b on the GPU, written there (RAM's copies are stale).
+#[cfg(test)]
+pub fn a_and_b_written_on_the_gpu() -> Runtime {
+    use super::memory::{Evict, Msi};
+    let mut rt = four_handles();
+    for h in 0..2 {
+        assert!(rt.allocate(h, 1, Evict::ForFetch));
+        rt.replicas.get_mut(h, 1).state = Msi::Owner;
+        rt.replicas.get_mut(h, 0).state = Msi::Invalid;
+    }
+    rt
+}
+
 /// A runtime on one GPU (CUDA0, memory node 1 of `gpu_bytes`, 10 GB/s to RAM both ways, no
 /// latency) and one CPU core, for the leaves' unit tests.
 #[cfg(test)]

@@ -367,10 +367,11 @@ impl Runtime {
     /// Starts the requests of a node pair its caps allow: fetches before prefetches, most
     /// urgent first, then in request order. A request allocates its destination as it starts
     /// (evicting as its level may); short of memory it stays queued until memory frees up
-    /// there or a copy the node's driver handles ends. A prefetch that finds none stops every prefetch into its node, from any node,
-    /// until then: StarPU's progress stops the node's prefetch lists at the first ENOMEM and
-    /// starts again from RAM's list each time. A pair whose GPU driver is pushing what its
-    /// task released waits for that driver's progress ([`Runtime::pushing_driver`]).
+    /// there or a copy the node's driver handles ends. A prefetch that finds none stops every
+    /// prefetch into its node, from any node, until then: StarPU's progress stops the node's
+    /// prefetch lists at the first ENOMEM and starts again from RAM's list each time. A pair
+    /// whose GPU driver is pushing what its task released waits for that driver's progress
+    /// ([`Runtime::pushing_driver`]).
     pub(crate) fn pump(&mut self, src: u32, dst: u32) {
         if let Some(w) = self.pushing_driver(src, dst) {
             if !self.driver_pushing[w].contains(&(src, dst)) {
@@ -589,9 +590,8 @@ impl Runtime {
             }
             self.mem.writebacks[src as usize] -= 1;
             if !self.mem.reclaiming(src as usize) {
-                // Requests into the node held back while it reclaimed try again (if no
-                // buffer was freed, nothing else would tell them).
-                self.mem.freed[src as usize] = true;
+                // The requests into the node held back while it reclaimed try again with the
+                // others (the end flagged the node above); its driver goes on.
                 self.driver_back(src);
             }
         } else {
@@ -628,7 +628,7 @@ impl Runtime {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::setup::{Flags, TEST_FLAGS, test_runtime};
+    use crate::runtime::setup::{Flags, TEST_FLAGS, a_and_b_written_on_the_gpu, test_runtime};
 
     #[test]
     fn copies_serialise_as_starpu_simgrid_does() {
@@ -750,14 +750,7 @@ mod tests {
         // progress goes through the node's request lists again. Here the GPU's dirty a is
         // copied to RAM for a CPU task: once that copy ends, a is clean and unreferenced,
         // and c's prefetch, held back for memory, takes its buffer.
-        let dag = r#"(handles: [(name: "a", size: 1e9), (name: "b", size: 1e9),
-            (name: "c", size: 1e9)], tasks: [])"#;
-        let mut rt = test_runtime(dag, "{}", 2.5e9, TEST_FLAGS);
-        for h in 0..2 {
-            assert!(rt.allocate(h, 1, Evict::ForFetch));
-            rt.replicas.get_mut(h, 1).state = Msi::Owner;
-            rt.replicas.get_mut(h, 0).state = Msi::Invalid;
-        }
+        let mut rt = a_and_b_written_on_the_gpu();
         // b is pinned for a task queued on the GPU; a is read by its copy to RAM.
         rt.replicas.get_mut(1, 1).prefetch_pins = 1;
         assert!(rt.allocate(0, 0, Evict::No));
