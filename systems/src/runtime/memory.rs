@@ -1,5 +1,5 @@
 //! Data on memory nodes: each handle's replica per node in MSI states, StarPU's choice of the
-//! copy a transfer reads from, allocation (a cache of freed buffers reused by size, cudaMalloc
+//! copy a transfer reads from, allocation (StarPU's sub-allocator, cudaMalloc
 //! and cudaFree costs a node's driver owes), the LRU eviction order with write-back, and
 //! push-time prefetch with its pins.
 
@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use super::core::{CUDA_FREE, CUDA_MALLOC, MIB, PINNED_PER_MIB, Runtime};
 use super::graph::Graph;
 use super::machine::Machine;
-use super::suballoc::{Driver, SubAllocator};
+use super::suballoc::{CHUNK, Driver, Slot, SubAllocator};
 use super::transfers::Level;
 
 /// A replica's coherency state (MSI).
@@ -42,8 +42,8 @@ pub struct Replica {
     /// popped fetch has all its data.
     pub prefetch_pins: u32,
     pub last_use: u64,
-    /// The sub-allocator chunk its buffer is in (GPU buffers of at most 4 MiB).
-    pub chunk: Option<u32>,
+    /// Where in the sub-allocator its buffer is (GPU buffers of at most 4 MiB).
+    pub chunk: Option<Slot>,
     /// StarPU's `clean` mark on a GPU buffer: set when it is allocated (whatever RAM holds:
     /// a copy from another GPU is clean too) and when a write-back to RAM is asked for; a
     /// task writing it here clears it. Tidying counts these ([`super::tidy`]).
@@ -59,14 +59,15 @@ impl Replica {
 /// Memory nodes' allocation state, the eviction order, and push-time prefetch bookkeeping.
 #[derive(Debug, Clone, Default)]
 pub struct Memory {
-    /// Bytes allocated per node (cached buffers included), and the most ever.
+    /// Bytes allocated per node, counted as StarPU counts them against its limit (cached
+    /// buffers included; sub-allocated buffers by their 32 MiB chunks), and the most ever.
     pub used: Vec<f64>,
     pub peak: Vec<f64>,
     /// Allocated GPU replicas per node by last use: the eviction order.
     pub lru: Vec<BTreeSet<(u64, u32)>>,
-    /// Freed GPU buffers by node (size, sub-allocator chunk), still counted as used:
+    /// Freed GPU buffers by node (size, sub-allocator slot), still counted as used:
     /// reusable without cudaMalloc, or freed when memory runs short.
-    pub cache: Vec<Vec<(f64, Option<u32>)>>,
+    pub cache: Vec<Vec<(f64, Option<Slot>)>>,
     /// Each node's sub-allocator (StarPU's 32 MiB chunks for buffers of at most 4 MiB).
     pub sub: Vec<SubAllocator>,
     /// Allocation costs (cudaMalloc, cudaFree, pinned RAM) each node's driver still owes:
@@ -414,7 +415,7 @@ impl Runtime {
                 // through RAM gets the pin now, as `carry_pins` gives it).
                 let loader = &self.copies.xfers[l as usize];
                 if loader.dst == node {
-                    self.join(h, loader.src, node, Level::Prefetch, prio, 1);
+                    self.join(h, loader.src, node, prio, t);
                 } else {
                     self.carry_pins(h, node, 1);
                 }
@@ -467,10 +468,8 @@ impl Runtime {
         }
     }
 
-    /// Allocates `h` on `node` as StarPU does: a cached buffer of the same size, else
-    /// cudaMalloc; short of memory, free cached buffers (cudaFree) and, with `evict`, evict
-    /// LRU replicas and reuse their buffers. False: not now. In RAM only handles without home
-    /// data get here, in pinned memory.
+    /// Allocates `h` on `node` as StarPU does ([`Runtime::place`] on a GPU). False: not
+    /// now. In RAM only handles without home data get here, in pinned memory.
     pub(crate) fn allocate(&mut self, h: u32, node: u32, evict: Evict) -> bool {
         if self.replicas.get(h, node).allocated {
             return true;
@@ -489,53 +488,11 @@ impl Runtime {
             if self.flags.overheads && self.machine.nodes.len() > 1 {
                 self.mem.debt[0] += PINNED_PER_MIB * size / MIB;
             }
-        } else if let Some(chunk) = self.take_cached(n, size) {
-            self.replicas.get_mut(h, node).chunk = chunk;
         } else {
-            let cap = self.machine.nodes[n].capacity;
-            let mut reused = None;
-            if self.flags.mem_limit && self.mem.used[n] + size > cap {
-                // StarPU reclaims twice the size: first from the cache, then by evicting.
-                let flushed = self.flush_cache(n, size);
-                if self.mem.used[n] + size > cap {
-                    let prefetch = evict == Evict::ForPrefetch;
-                    if evict == Evict::No {
-                        return false;
-                    }
-                    // A clean idle buffer of the same size is taken over directly (no
-                    // write-back, no free); else the LRU replicas go, dirty ones included.
-                    if !prefetch {
-                        self.log('V', |rt| format!("{node} {}", rt.eviction_order(node)));
-                    }
-                    match self.clean_victim(node, size, prefetch) {
-                        Some(v) => self.throw(v, node, true, prefetch),
-                        None => {
-                            let need = self.mem.used[n] + size - cap;
-                            self.evict(node, need.max(2.0 * size - flushed), prefetch);
-                        }
-                    }
-                    reused = self.take_cached(n, size);
-                    if reused.is_none() {
-                        self.flush_cache(n, size);
-                        if self.mem.used[n] + size > cap {
-                            return false;
-                        }
-                    }
-                }
-            }
-            let chunk = match reused {
-                Some(chunk) => chunk,
-                None => {
-                    self.mem.used[n] += size;
-                    self.mem.peak[n] = self.mem.peak[n].max(self.mem.used[n]);
-                    debug_assert!(
-                        !self.flags.mem_limit || self.mem.used[n] <= cap * (1.0 + 1e-12),
-                        "memory over capacity"
-                    );
-                    self.malloc(n, size)
-                }
+            let Some(slot) = self.place(n, size, evict) else {
+                return false;
             };
-            self.replicas.get_mut(h, node).chunk = chunk;
+            self.replicas.get_mut(h, node).chunk = slot;
         }
         let tick = self.tick;
         let mut r = self.replicas.get_mut(h, node);
@@ -553,24 +510,84 @@ impl Runtime {
     }
 
     /// Takes a cached buffer of exactly `size` bytes on node `n`: its chunk, if any.
-    pub(crate) fn take_cached(&mut self, n: usize, size: f64) -> Option<Option<u32>> {
+    pub(crate) fn take_cached(&mut self, n: usize, size: f64) -> Option<Option<Slot>> {
         let i = self.mem.cache[n].iter().position(|&(s, _)| s == size)?;
         Some(self.mem.cache[n].swap_remove(i).1)
     }
 
-    /// A new GPU buffer on node `n`: from the sub-allocator when small enough (a cudaMalloc
-    /// only for a new chunk), else a cudaMalloc of its own.
-    fn malloc(&mut self, n: usize, size: f64) -> Option<u32> {
-        let (chunk, driver) = if SubAllocator::serves(size) {
-            let (c, d) = self.mem.sub[n].alloc(size);
-            (Some(c), d)
-        } else {
-            (None, Driver::CudaMalloc)
-        };
-        if self.flags.overheads && driver == Driver::CudaMalloc {
-            self.charge_cuda_alloc(n, CUDA_MALLOC);
+    /// A buffer of `size` bytes on GPU node `n` as StarPU's `_starpu_allocate_interface`: a
+    /// cached one of that size, else a new one. Short of memory: free cached buffers and, as
+    /// `evict` allows, take over a clean idle buffer of that size, or evict LRU replicas for
+    /// twice the size and try again, three tries in all; while victims are written back,
+    /// wait. `None`: no buffer now; `Some(slot)`: its place in the sub-allocator, if any.
+    fn place(&mut self, n: usize, size: f64, evict: Evict) -> Option<Option<Slot>> {
+        if let Some(slot) = self.take_cached(n, size) {
+            return Some(slot);
         }
-        chunk
+        let node = n as u32;
+        let prefetch = evict == Evict::ForPrefetch;
+        for _ in 0..3 {
+            if let Some(slot) = self.malloc(n, size) {
+                return Some(slot);
+            }
+            let flushed = self.flush_cache(n, size);
+            if flushed >= 2.0 * size || evict == Evict::No {
+                continue;
+            }
+            if !prefetch {
+                self.log('V', |rt| format!("{node} {}", rt.eviction_order(node)));
+            }
+            // No write-back, no free: the buffer changes hands.
+            if let Some(v) = self.clean_victim(node, size, prefetch) {
+                self.throw(v, node, true, prefetch);
+                return self.take_cached(n, size);
+            }
+            self.evict(node, 2.0 * size - flushed, prefetch);
+            if self.mem.reclaiming(n) {
+                return None;
+            }
+        }
+        None
+    }
+
+    /// A new GPU buffer on node `n` if memory allows: from the sub-allocator when small
+    /// enough (a cudaMalloc only for a new chunk, which counts 32 MiB), else a cudaMalloc
+    /// of its own. `None`: out of memory.
+    fn malloc(&mut self, n: usize, size: f64) -> Option<Option<Slot>> {
+        let cap = self.machine.nodes[n].capacity;
+        let fits = |bytes: f64| !self.flags.mem_limit || self.mem.used[n] + bytes <= cap;
+        let (slot, driver) = if SubAllocator::serves(size) {
+            let may_grow = fits(CHUNK);
+            let (slot, driver) = self.mem.sub[n].alloc(size, may_grow)?;
+            (Some(slot), driver)
+        } else if fits(size) {
+            (None, Driver::CudaMalloc)
+        } else {
+            return None;
+        };
+        if driver == Driver::CudaMalloc {
+            self.mem.used[n] += if slot.is_some() { CHUNK } else { size };
+            self.mem.peak[n] = self.mem.peak[n].max(self.mem.used[n]);
+            if self.flags.overheads {
+                self.charge_cuda_alloc(n, CUDA_MALLOC);
+            }
+        }
+        Some(slot)
+    }
+
+    /// A buffer goes back to node `n`'s allocator: a sub-allocated one to its chunk (a chunk
+    /// given back no longer counts), another with a cudaFree.
+    fn give_back(&mut self, n: usize, size: f64, slot: Option<Slot>) {
+        let driver = match slot {
+            Some(slot) => self.mem.sub[n].free(slot, size),
+            None => Driver::CudaFree,
+        };
+        if driver == Driver::CudaFree {
+            self.mem.used[n] -= if slot.is_some() { CHUNK } else { size };
+            if self.flags.overheads {
+                self.charge_cuda_alloc(n, CUDA_FREE);
+            }
+        }
     }
 
     /// Charges node `n`'s driver a cudaMalloc or cudaFree of `cost` seconds, after the ones
@@ -588,18 +605,11 @@ impl Runtime {
     pub(crate) fn flush_cache(&mut self, n: usize, size: f64) -> f64 {
         let mut freed = 0.0;
         while freed < 2.0 * size {
-            let Some((s, chunk)) = self.mem.cache[n].pop() else {
+            let Some((s, slot)) = self.mem.cache[n].pop() else {
                 break;
             };
-            self.mem.used[n] -= s;
             freed += s;
-            let driver = match chunk {
-                Some(c) => self.mem.sub[n].free(c, s),
-                None => Driver::CudaFree,
-            };
-            if self.flags.overheads && driver == Driver::CudaFree {
-                self.charge_cuda_alloc(n, CUDA_FREE);
-            }
+            self.give_back(n, s, slot);
         }
         freed
     }
@@ -748,6 +758,13 @@ impl Runtime {
             self.mem.writebacks[node as usize] += 1;
             self.allocate(h, 0, Evict::No);
             self.new_xfer(h, node, 0, true, Level::Fetch, 0);
+        } else if reuse {
+            // The evicting allocation takes the buffer from the cache at once.
+            let buffer = self.unallocate(h, node);
+            self.mem.cache[node as usize].push(buffer);
+            if let [last] = others[..] {
+                self.replicas.get_mut(h, last).state = Msi::Owner;
+            }
         } else {
             self.free(h, node);
             // The last valid copy elsewhere owns the data now.
@@ -758,17 +775,26 @@ impl Runtime {
         self.report.evictions += 1;
     }
 
+    /// Frees `h`'s buffer on `node`, evicted: a sub-allocated one goes back to its chunk,
+    /// another with a cudaFree (StarPU frees an evicted buffer; its memchunk cache only
+    /// takes unregistered data's).
     pub(crate) fn free(&mut self, h: u32, node: u32) {
+        let (size, slot) = self.unallocate(h, node);
+        self.give_back(node as usize, size, slot);
+    }
+
+    /// `h`'s buffer on `node` leaves it: its size and place, for the caller to free or
+    /// hand over. Tasks waiting for memory there try again.
+    fn unallocate(&mut self, h: u32, node: u32) -> (f64, Option<Slot>) {
         let size = self.graph.handles[h as usize].size;
         let mut r = self.replicas.get_mut(h, node);
         let last = r.last_use;
         r.allocated = false;
         r.state = Msi::Invalid;
         r.evicting = false;
-        let chunk = r.chunk.take();
+        let slot = r.chunk.take();
         drop(r);
         self.mem.erase(node as usize, (last, h));
-        self.mem.cache[node as usize].push((size, chunk));
         self.mem.freed[node as usize] = true;
         self.mem.tidy_due[node as usize] = true;
         let waiting = std::mem::take(&mut self.mem.mem_wait[node as usize]);
@@ -776,6 +802,7 @@ impl Runtime {
             let w = self.worker_of[t as usize];
             self.wake(w);
         }
+        (size, slot)
     }
 }
 
@@ -858,15 +885,15 @@ mod tests {
     fn nothing_is_allocated_on_a_node_while_it_writes_a_victim_back() {
         // a and b were written on the GPU (RAM's copies are stale). c needs room: both are
         // written back (StarPU reclaims twice the size asked) and c waits. Once a's write-back
-        // lands, its buffer is free for reuse, yet d waits too while b's write-back is in
-        // flight: StarPU's driver, reclaiming, allocates nothing there (copy_driver.c,
+        // lands, its buffer is freed, yet d waits too while b's write-back is in flight:
+        // StarPU's driver, reclaiming, allocates nothing there (copy_driver.c,
         // `_starpu_is_reclaiming`).
         let mut rt = a_and_b_written_on_the_gpu();
         assert!(!rt.allocate(2, 1, Evict::ForFetch));
         assert_eq!((rt.report.writebacks, rt.mem.writebacks[1]), (2, 2));
         let xa = write_back_of(&rt, 0);
         rt.xfer_done(xa);
-        assert_eq!(rt.mem.cache[1].len(), 1);
+        assert_eq!(rt.mem.used[1], 1e9, "only b's buffer left");
         assert!(
             !rt.allocate(3, 1, Evict::ForFetch),
             "b is still being written back"
@@ -1057,7 +1084,7 @@ mod tests {
         rt.carry_pins(0, 1, 1);
         let x = rt.replicas.get(0, 1).incoming.expect("in flight");
         assert!(rt.copies.xfers[x as usize].launched);
-        rt.join(0, 0, 1, Level::Prefetch, 0, 1);
+        rt.join(0, 0, 1, 0, 0);
         assert_eq!(
             rt.replicas.get(0, 1).prefetch_pins,
             0,
@@ -1065,7 +1092,7 @@ mod tests {
         );
         rt.xfer_done(x);
         assert_eq!(rt.replicas.get(0, 1).prefetch_pins, 1, "one of two");
-        rt.join(0, 0, 1, Level::Prefetch, 0, 1);
+        rt.join(0, 0, 1, 0, 0);
         assert_eq!(rt.replicas.get(0, 1).prefetch_pins, 2);
     }
 }

@@ -169,9 +169,13 @@ impl Runtime {
                 let (src, dst, pins) = (xf.src, xf.dst, xf.pins);
                 if level == Level::Fetch && xf.level != Level::Fetch && xf.task != task && pins > 0
                 {
-                    let (old_level, old_prio) = (xf.level, xf.prio);
-                    self.copies.xfers[x as usize].pins = 0;
-                    self.join(h, src, dst, old_level, old_prio, pins);
+                    // The fetch's own request, served first, loads; the prefetch's stays
+                    // where it is and, at its turn, finds the data loading or there.
+                    let f = self.add_join(h, src, dst, Level::Fetch, prio, 0);
+                    self.copies.xfers[f as usize].task = task;
+                    self.hand_over_load(x, f);
+                    self.pump(src, dst);
+                    return;
                 }
                 self.requeue(x, |xf| {
                     xf.prio = xf.prio.max(prio);
@@ -252,7 +256,15 @@ impl Runtime {
 
     /// A request of another task for replica (`h`, `dst`), which a request from `src` already
     /// loads: it copies nothing and waits in that pair's list with its pins ([`Xfer::joins`]).
-    pub(crate) fn join(&mut self, h: u32, src: u32, dst: u32, level: Level, prio: i64, pins: u32) {
+    /// `task`: the task whose prefetch makes it.
+    pub(crate) fn join(&mut self, h: u32, src: u32, dst: u32, prio: i64, task: u32) {
+        let x = self.add_join(h, src, dst, Level::Prefetch, prio, 1);
+        self.copies.xfers[x as usize].task = Some(task);
+        self.pump(src, dst);
+    }
+
+    /// [`Runtime::join`]'s request, listed but not yet served: its index.
+    fn add_join(&mut self, h: u32, src: u32, dst: u32, level: Level, prio: i64, pins: u32) -> u32 {
         let x = self.copies.xfers.len() as u32;
         self.copies.xfers.push(Xfer {
             handle: h,
@@ -269,7 +281,7 @@ impl Runtime {
         self.replicas.get_mut(h, src).refcnt += 1;
         self.log_request(h, src, dst, level);
         self.enqueue(x);
-        self.pump(src, dst);
+        x
     }
 
     /// Puts request `x` in its node pair's list, at its key's place.
@@ -295,16 +307,19 @@ impl Runtime {
         });
     }
 
-    /// A joining request's turn with neither a loader nor the data (they were evicted before
-    /// its turn): it is a copy from its source, made now, in its place in the list (StarPU's
-    /// request finds the replica invalid and copies it itself). True if so.
+    /// A joining request's turn with no request loading its replica and the data not there:
+    /// it is a copy from its source, made now, in its place in the list (StarPU's request
+    /// finds no `load_request` and the replica invalid, and copies it itself). A loader still
+    /// queued (not yet handled) becomes a joining request in its own place, with its own pins:
+    /// at its turn it finds this copy in flight (its pins lost) or landed (its pins added).
+    /// True if so.
     fn join_loads_itself(&mut self, x: u32) -> bool {
         let (h, dst) = (
             self.copies.xfers[x as usize].handle,
             self.copies.xfers[x as usize].dst,
         );
         let r = *self.replicas.get(h, dst);
-        if r.incoming.is_some() || r.valid() {
+        if r.loading || (r.incoming.is_none() && r.valid()) {
             return false;
         }
         // Its source, held since the request was made, is still valid.
@@ -314,37 +329,45 @@ impl Runtime {
                 .valid(),
             "a joining request's source went"
         );
-        self.copies.xfers[x as usize].joins = false;
-        self.copies.handle_xfers[h as usize] += 1;
-        self.replicas.get_mut(h, dst).incoming = Some(x);
+        match r.incoming {
+            Some(l) => self.hand_over_load(l, x),
+            None => {
+                self.copies.xfers[x as usize].joins = false;
+                self.copies.handle_xfers[h as usize] += 1;
+                self.replicas.get_mut(h, dst).incoming = Some(x);
+            }
+        }
         true
     }
 
-    /// A joining request's turn: while the loader is in flight its pins are lost; once the
-    /// data are there it adds them. A loader still queued loads for it instead, with its pins
-    /// (the loader's own are lost: StarPU's would find this one loading).
+    /// Queued loader `l` of a replica gives the loading to request `x` of another task and
+    /// becomes a joining request where it stands (level, priority, place and pins kept); RAM
+    /// legs it would forward go with the loading.
+    fn hand_over_load(&mut self, l: u32, x: u32) {
+        debug_assert!(
+            !self.copies.xfers[l as usize].launched,
+            "loader {l} started"
+        );
+        let then = std::mem::take(&mut self.copies.xfers[l as usize].then);
+        self.copies.xfers[l as usize].joins = true;
+        let xf = &mut self.copies.xfers[x as usize];
+        xf.joins = false;
+        xf.then = then;
+        let (h, dst) = (xf.handle, xf.dst);
+        self.replicas.get_mut(h, dst).incoming = Some(x);
+    }
+
+    /// A joining request's turn, with the replica loading or its data there: while the
+    /// loader is in flight its pins are lost; once the data are there it adds them.
     fn resolve_join(&mut self, x: u32) {
         let g = &self.copies.xfers[x as usize];
-        let (h, src, dst, level, prio, pins) = (g.handle, g.src, g.dst, g.level, g.prio, g.pins);
-        let r = *self.replicas.get(h, dst);
-        match r.incoming {
-            Some(_) if r.loading => {
-                self.log('L', |rt| {
-                    format!("{} {dst} {} {pins}", rt.handle_name(h), level.log_code())
-                });
-            }
-            Some(l) => {
-                self.copies.xfers[l as usize].pins = pins;
-                self.requeue(l, |loader| {
-                    loader.prio = loader.prio.max(prio);
-                    loader.level = loader.level.min(level);
-                });
-                let from = self.copies.xfers[l as usize].src;
-                if from != src {
-                    self.pump(from, dst);
-                }
-            }
-            None => self.replicas.get_mut(h, dst).prefetch_pins += pins,
+        let (h, dst, level, pins) = (g.handle, g.dst, g.level, g.pins);
+        if self.replicas.get(h, dst).incoming.is_some() {
+            self.log('L', |rt| {
+                format!("{} {dst} {} {pins}", rt.handle_name(h), level.log_code())
+            });
+        } else {
+            self.replicas.get_mut(h, dst).prefetch_pins += pins;
         }
     }
 
@@ -569,7 +592,6 @@ impl Runtime {
         }
         let pair = self.pair(src, dst);
         self.copies.inflight[pair] -= 1;
-        self.pump(src, dst);
         // The end wakes the drivers of its handling node (StarPU-SimGrid's
         // `_starpu_wake_all_blocked_workers_on_node`), whose progress goes through the node's
         // request lists again: a prefetch held back for memory tries again (the copy's source
@@ -617,6 +639,10 @@ impl Runtime {
                 }
             }
         }
+        // The pair's next requests are handled after the end is (StarPU's progress completes
+        // the copies that ended, then goes through the lists): one for the same data finds
+        // them there.
+        self.pump(src, dst);
         self.landed_on(dst);
         // The second hop of copies between GPUs without peer access.
         for node in then {
@@ -771,9 +797,7 @@ mod tests {
         // StarPU's request stacked for another task, handled when the replica is invalid and
         // nothing loads it, copies it itself: in its place in the list, before the requests
         // made after it.
-        let dag = r#"(handles: [(name: "a", size: 1e6), (name: "b", size: 1e6),
-            (name: "c", size: 1e6), (name: "d", size: 1e6)], tasks: [])"#;
-        let mut rt = test_runtime(dag, "{}", 16e9, TEST_FLAGS);
+        let mut rt = four_small_handles();
         // b and d in flight: the pair's two prefetch slots are taken.
         for h in [1, 3] {
             rt.request(h, 1, Level::Prefetch, 0, None);
@@ -781,7 +805,7 @@ mod tests {
         // a is on the GPU (landed for a first task): another task's request waits its turn.
         assert!(rt.allocate(0, 1, Evict::ForPrefetch));
         rt.replicas.get_mut(0, 1).state = Msi::Shared;
-        rt.join(0, 0, 1, Level::Prefetch, 0, 1);
+        rt.join(0, 0, 1, 0, 0);
         let j = rt.copies.requests[rt.pair(0, 1)].first().unwrap().2;
         rt.request(2, 1, Level::Prefetch, 0, None);
         let c = rt.replicas.get(2, 1).incoming.unwrap();
@@ -800,6 +824,75 @@ mod tests {
         assert!(a.valid() && a.prefetch_pins == 1, "with its pin");
     }
 
+    /// Four handles of 1 MB and a GPU of 16 GB: memory never runs short.
+    fn four_small_handles() -> Runtime {
+        let dag = r#"(handles: [(name: "a", size: 1e6), (name: "b", size: 1e6),
+            (name: "c", size: 1e6), (name: "d", size: 1e6)], tasks: [])"#;
+        test_runtime(dag, "{}", 16e9, TEST_FLAGS)
+    }
+
+    #[test]
+    fn a_join_served_before_its_queued_loader_loads_and_the_loader_keeps_its_pin() {
+        // StarPU handles its lists most urgent first: a more urgent task's request for data
+        // another task's request is to load, served first, finds nothing loading and copies
+        // them itself. The other request stays where it was and, at its turn, finds the data
+        // there and adds its pin (in flight, it would lose it).
+        let mut rt = four_small_handles();
+        let pair = rt.pair(0, 1);
+        for h in [1, 3] {
+            rt.request(h, 1, Level::Prefetch, 0, None);
+        }
+        rt.request(0, 1, Level::Prefetch, 0, None);
+        rt.carry_pins(0, 1, 1);
+        let l = rt.replicas.get(0, 1).incoming.unwrap();
+        rt.join(0, 0, 1, 5, 7);
+        let x = rt.copies.requests[pair].first().unwrap().2;
+        assert_ne!(x, l, "the more urgent request goes first");
+        let b = rt.replicas.get(1, 1).incoming.unwrap();
+        rt.xfer_done(b);
+        assert_eq!(rt.replicas.get(0, 1).incoming, Some(x), "x loads");
+        assert!(rt.copies.xfers[x as usize].launched);
+        assert!(rt.copies.xfers[l as usize].joins && !rt.copies.xfers[l as usize].launched);
+        // x's end frees a slot: l's turn comes in the same progress, after the end is seen.
+        rt.xfer_done(x);
+        assert!(rt.copies.requests[pair].is_empty());
+        assert_eq!(rt.replicas.get(0, 1).prefetch_pins, 2, "x's pin and l's");
+        assert_eq!(rt.replicas.get(0, 0).refcnt, 0, "both let their source go");
+    }
+
+    #[test]
+    fn a_fetch_for_data_another_tasks_prefetch_is_to_load_loads_them_itself() {
+        // Task 1's fetch finds task 0's prefetch of a still queued: StarPU merges no requests
+        // of different tasks, so the fetch's own request, served first, loads a, and task 0's
+        // stays in its place with its pin, to add it once a is there.
+        let mut rt = four_small_handles();
+        let pair = rt.pair(0, 1);
+        for h in [1, 3] {
+            rt.request(h, 1, Level::Prefetch, 0, None);
+        }
+        rt.request(0, 1, Level::Prefetch, 0, None);
+        rt.carry_pins(0, 1, 1);
+        let l = rt.replicas.get(0, 1).incoming.unwrap();
+        rt.copies.xfers[l as usize].task = Some(0);
+        rt.request(2, 1, Level::Prefetch, 0, None);
+        let c = rt.replicas.get(2, 1).incoming.unwrap();
+        rt.request(0, 1, Level::Fetch, 0, Some(1));
+        let f = rt.replicas.get(0, 1).incoming.unwrap();
+        assert_ne!(f, l);
+        assert!(
+            rt.copies.xfers[f as usize].launched,
+            "a fetch under its cap of 5"
+        );
+        assert_eq!(rt.copies.xfers[l as usize].level, Level::Prefetch);
+        let order: Vec<u32> = rt.copies.requests[pair].iter().map(|k| k.2).collect();
+        assert_eq!(order, [l, c], "task 0's request keeps its place");
+        rt.xfer_done(f);
+        let b = rt.replicas.get(1, 1).incoming.unwrap();
+        rt.xfer_done(b);
+        assert_eq!(rt.replicas.get(0, 1).prefetch_pins, 1, "task 0's pin");
+        assert!(rt.copies.xfers[c as usize].launched);
+    }
+
     #[test]
     fn a_joining_request_holds_its_source_until_its_turn() {
         // StarPU takes a reference on a request's source when it creates the request, a
@@ -811,7 +904,7 @@ mod tests {
             rt.request(h, 1, Level::Prefetch, 0, None);
         }
         // Two prefetches in flight (the pair's cap): another task's request for a waits.
-        rt.join(0, 0, 1, Level::Prefetch, 0, 1);
+        rt.join(0, 0, 1, 0, 0);
         assert_eq!(
             rt.replicas.get(0, 0).refcnt,
             2,
