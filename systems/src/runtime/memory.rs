@@ -59,15 +59,12 @@ impl Replica {
 /// Memory nodes' allocation state, the eviction order, and push-time prefetch bookkeeping.
 #[derive(Debug, Clone, Default)]
 pub struct Memory {
-    /// Bytes allocated per node, counted as StarPU counts them against its limit (cached
-    /// buffers included; sub-allocated buffers by their 32 MiB chunks), and the most ever.
+    /// Bytes allocated per node, counted as StarPU counts them against its limit
+    /// (sub-allocated buffers by their 32 MiB chunks), and the most ever.
     pub used: Vec<f64>,
     pub peak: Vec<f64>,
     /// Allocated GPU replicas per node by last use: the eviction order.
     pub lru: Vec<BTreeSet<(u64, u32)>>,
-    /// Freed GPU buffers by node (size, sub-allocator slot), still counted as used:
-    /// reusable without cudaMalloc, or freed when memory runs short.
-    pub cache: Vec<Vec<(f64, Option<Slot>)>>,
     /// Each node's sub-allocator (StarPU's 32 MiB chunks for buffers of at most 4 MiB).
     pub sub: Vec<SubAllocator>,
     /// Allocation costs (cudaMalloc, cudaFree, pinned RAM) each node's driver still owes:
@@ -111,7 +108,6 @@ impl Memory {
             used: vec![0.0; nodes],
             peak: vec![0.0; nodes],
             lru: vec![BTreeSet::new(); nodes],
-            cache: vec![Vec::new(); nodes],
             sub: vec![SubAllocator::default(); nodes],
             debt: vec![0.0; nodes],
             cuda_alloc_free_s: 0.0,
@@ -509,40 +505,29 @@ impl Runtime {
         true
     }
 
-    /// Takes a cached buffer of exactly `size` bytes on node `n`: its chunk, if any.
-    pub(crate) fn take_cached(&mut self, n: usize, size: f64) -> Option<Option<Slot>> {
-        let i = self.mem.cache[n].iter().position(|&(s, _)| s == size)?;
-        Some(self.mem.cache[n].swap_remove(i).1)
-    }
-
     /// A buffer of `size` bytes on GPU node `n` as StarPU's `_starpu_allocate_interface`: a
-    /// cached one of that size, else a new one. Short of memory: free cached buffers and, as
-    /// `evict` allows, take over a clean idle buffer of that size, or evict LRU replicas for
-    /// twice the size and try again, three tries in all; while victims are written back,
-    /// wait. `None`: no buffer now; `Some(slot)`: its place in the sub-allocator, if any.
+    /// new one if memory allows; else, as `evict` allows, a clean idle buffer of that size
+    /// taken over, or LRU replicas evicted for twice the size and another try, three tries
+    /// in all; while victims are written back, wait. `None`: no buffer now; `Some(slot)`: its
+    /// place in the sub-allocator, if any. (StarPU's memchunk cache, tried first, only holds
+    /// unregistered data's buffers: empty here.)
     fn place(&mut self, n: usize, size: f64, evict: Evict) -> Option<Option<Slot>> {
-        if let Some(slot) = self.take_cached(n, size) {
-            return Some(slot);
-        }
         let node = n as u32;
         let prefetch = evict == Evict::ForPrefetch;
         for _ in 0..3 {
             if let Some(slot) = self.malloc(n, size) {
                 return Some(slot);
             }
-            let flushed = self.flush_cache(n, size);
-            if flushed >= 2.0 * size || evict == Evict::No {
-                continue;
+            if evict == Evict::No {
+                return None;
             }
             if !prefetch {
                 self.log('V', |rt| format!("{node} {}", rt.eviction_order(node)));
             }
-            // No write-back, no free: the buffer changes hands.
             if let Some(v) = self.clean_victim(node, size, prefetch) {
-                self.throw(v, node, true, prefetch);
-                return self.take_cached(n, size);
+                return Some(self.take_over(v, node, prefetch));
             }
-            self.evict(node, 2.0 * size - flushed, prefetch);
+            self.evict(node, 2.0 * size, prefetch);
             if self.mem.reclaiming(n) {
                 return None;
             }
@@ -597,21 +582,6 @@ impl Runtime {
         let start = (now + self.mem.debt[n]).max(self.mem.cuda_alloc_free_s);
         self.mem.cuda_alloc_free_s = start + cost;
         self.mem.debt[n] = self.mem.cuda_alloc_free_s - now;
-    }
-
-    /// Out of memory for `size` bytes on node `n`: cudaFree cached buffers, newest first,
-    /// until twice that is freed (StarPU's reclaim target) or none is left. Returns the bytes
-    /// freed.
-    pub(crate) fn flush_cache(&mut self, n: usize, size: f64) -> f64 {
-        let mut freed = 0.0;
-        while freed < 2.0 * size {
-            let Some((s, slot)) = self.mem.cache[n].pop() else {
-                break;
-            };
-            freed += s;
-            self.give_back(n, s, slot);
-        }
-        freed
     }
 
     /// A `wont_use` hint came due: `h`'s GPU copies go to the front of the eviction order,
@@ -720,7 +690,7 @@ impl Runtime {
             }
         }
         for h in victims {
-            self.throw(h, node, false, for_prefetch);
+            self.throw(h, node, for_prefetch);
         }
     }
 
@@ -733,24 +703,12 @@ impl Runtime {
     }
 
     /// Evicts replica `h` from `node`: the only valid copy is written back to RAM first and
-    /// freed when that is done; another is dropped now.
-    /// (`reuse`: its buffer is taken over by the allocation that evicts it; `for_prefetch`:
-    /// a prefetch evicts it.)
-    fn throw(&mut self, h: u32, node: u32, reuse: bool, for_prefetch: bool) {
-        let nn = self.machine.nodes.len();
+    /// freed when that is done; another is dropped now. (`for_prefetch`: a prefetch evicts
+    /// it.)
+    fn throw(&mut self, h: u32, node: u32, for_prefetch: bool) {
+        self.log_eviction(h, node, "free", for_prefetch);
         let r = *self.replicas.get(h, node);
-        self.log('E', |rt| {
-            let how = if reuse { "reuse" } else { "free" };
-            let level = if for_prefetch { 1 } else { 0 };
-            format!(
-                "{node} {} {how} {level} {}",
-                rt.handle_name(h),
-                r.prefetch_pins
-            )
-        });
-        let others: Vec<u32> = (0..nn as u32)
-            .filter(|&n| n != node && self.replicas.get(h, n).state != Msi::Invalid)
-            .collect();
+        let others = self.valid_elsewhere(h, node);
         if r.state != Msi::Invalid && others.is_empty() {
             // Copies to GPUs without peer access may ride on the write-back (`request`).
             self.replicas.get_mut(h, node).evicting = true;
@@ -758,21 +716,51 @@ impl Runtime {
             self.mem.writebacks[node as usize] += 1;
             self.allocate(h, 0, Evict::No);
             self.new_xfer(h, node, 0, true, Level::Fetch, 0);
-        } else if reuse {
-            // The evicting allocation takes the buffer from the cache at once.
-            let buffer = self.unallocate(h, node);
-            self.mem.cache[node as usize].push(buffer);
-            if let [last] = others[..] {
-                self.replicas.get_mut(h, last).state = Msi::Owner;
-            }
         } else {
             self.free(h, node);
-            // The last valid copy elsewhere owns the data now.
-            if let [last] = others[..] {
-                self.replicas.get_mut(h, last).state = Msi::Owner;
-            }
+            self.owner_of_the_rest(h, &others);
         }
         self.report.evictions += 1;
+    }
+
+    /// StarPU's direct reuse: clean replica `h` on `node` (not the only valid copy) is
+    /// dropped and its buffer changes hands, with no write-back and no free. Its place in the
+    /// sub-allocator, if any.
+    fn take_over(&mut self, h: u32, node: u32, for_prefetch: bool) -> Option<Slot> {
+        self.log_eviction(h, node, "reuse", for_prefetch);
+        let others = self.valid_elsewhere(h, node);
+        debug_assert!(
+            self.replicas.get(h, node).state == Msi::Invalid || !others.is_empty(),
+            "taking over the only valid copy"
+        );
+        let (_, slot) = self.unallocate(h, node);
+        self.owner_of_the_rest(h, &others);
+        self.report.evictions += 1;
+        slot
+    }
+
+    /// The log's line for an eviction: how the buffer goes (`reuse` or `free`), whether a
+    /// prefetch evicts it, and the replica's prefetch pins.
+    fn log_eviction(&mut self, h: u32, node: u32, how: &str, for_prefetch: bool) {
+        let pins = self.replicas.get(h, node).prefetch_pins;
+        self.log('E', |rt| {
+            let level = if for_prefetch { 1 } else { 0 };
+            format!("{node} {} {how} {level} {pins}", rt.handle_name(h))
+        });
+    }
+
+    /// The nodes other than `node` with a valid copy of `h`.
+    fn valid_elsewhere(&self, h: u32, node: u32) -> Vec<u32> {
+        (0..self.machine.nodes.len() as u32)
+            .filter(|&n| n != node && self.replicas.get(h, n).state != Msi::Invalid)
+            .collect()
+    }
+
+    /// A copy dropped, the last valid copy elsewhere (if one is left alone) owns the data.
+    fn owner_of_the_rest(&mut self, h: u32, others: &[u32]) {
+        if let [last] = others[..] {
+            self.replicas.get_mut(h, last).state = Msi::Owner;
+        }
     }
 
     /// Frees `h`'s buffer on `node`, evicted: a sub-allocated one goes back to its chunk,

@@ -30,33 +30,31 @@
 //! Runtime overheads (switch `runtime_overheads`, StarPU-SimGrid's figures): 10 us before each
 //! transfer and each asynchronous GPU kernel (the driver queues it 10 us after its data are there;
 //! one queued behind a running kernel starts when that one ends), 175 us per cudaMalloc (taking
-//! turns across GPUs: StarPU-SimGrid sleeps for it, and for a cudaFree, under one mutex; a cached
-//! buffer of the same size is reused without it; buffers up to 4 MiB come from StarPU's
-//! sub-allocator, whose 32 MiB chunks alone pay it), 750 us per cudaFree when memory runs short and
-//! the cache holds other sizes, 650 us per MiB of pinned RAM for handles without home data. Costs a
-//! node's driver owes are paid by its next copy or task. Under every policy a released task is
-//! pushed 1 us after its releaser's previous push (StarPU-SimGrid's `_starpu_push_task`), and the
-//! releaser pops after its pushes and its progress (1 us per memory node it drives), which
-//! is when a GPU's driver handles its node's request lists again (a request made or
-//! pumped while it pushes waits for that progress, so a prefetch cannot evict the tile its
-//! task has just written before the successor's push pins it); a
-//! `wont_use` hint coming due at a task's end costs that thread two more pushes (the read
-//! acquire and its release callback, after the tasks it released). dm*
-//! decisions made at one instant by different releasers do not see each other's pushes (each
-//! thread decides before any commits: `sched/dm.rs`). Under eager, prio, ws and lws, pushes and
-//! pops follow StarPU-SimGrid's driver threads (`threads.rs`, `drivers.rs`): a thread pushes
-//! its released tasks one per microsecond, each push signalling, under ws and lws, every
-//! worker, under eager and prio the workers in order up to the first asleep and not yet told
-//! to stay awake (every driver starts untold; a CPU stays told for good, a GPU until its next
-//! pop; a finished request tells every driver of its destination, a posted one its GPU
-//! handler); a driver loop sleeps 1 us per memory node it drives (CPU 1, GPU 2), pops one task,
-//! and waits, or loops again if it was signalled meanwhile; a CPU's fetch finding data in RAM
-//! wakes every driver of RAM; a GPU pops nothing while its task's data come and sleeps 10 us
-//! after a launch. Sleeps ending at one instant wake pushers first, then by the instant they
-//! began, the last begun first (SimGrid's order, from the oracle's log). Without
-//! `runtime_overheads` these microseconds are zero: a thread's pushes are made at once, and
-//! other events due at one instant go in the order they were set. Requests have StarPU's levels:
-//! a task's fetch goes before push-time prefetches,
+//! turns across GPUs: StarPU-SimGrid sleeps for it, and for a cudaFree, under one mutex; buffers up
+//! to 4 MiB come from StarPU's sub-allocator, whose 32 MiB chunks alone pay it, and a clean idle
+//! buffer of the same size taken over pays nothing), 750 us per cudaFree (an evicted buffer not
+//! sub-allocated, a fifth wholly free chunk), 650 us per MiB of pinned RAM for handles without home
+//! data. Costs a node's driver owes are paid by its next copy or task. Under every policy a
+//! released task is pushed 1 us after its releaser's previous push (StarPU-SimGrid's
+//! `_starpu_push_task`), and the releaser pops after its pushes and its progress (1 us per memory
+//! node it drives), which is when a GPU's driver handles its node's request lists again (a request
+//! made or pumped while it pushes waits for that progress, so a prefetch cannot evict the tile its
+//! task has just written before the successor's push pins it); a `wont_use` hint coming due at a
+//! task's end costs that thread two more pushes (the read acquire and its release callback, after
+//! the tasks it released). dm* decisions made at one instant by different releasers do not see each
+//! other's pushes (each thread decides before any commits: `sched/dm.rs`). Under eager, prio, ws
+//! and lws, pushes and pops follow StarPU-SimGrid's driver threads (`threads.rs`, `drivers.rs`): a
+//! thread pushes its released tasks one per microsecond, each push signalling, under ws and lws,
+//! every worker, under eager and prio the workers in order up to the first asleep and not yet told
+//! to stay awake (every driver starts untold; a CPU stays told for good, a GPU until its next pop;
+//! a finished request tells every driver of its destination, a posted one its GPU handler); a
+//! driver loop sleeps 1 us per memory node it drives (CPU 1, GPU 2), pops one task, and waits, or
+//! loops again if it was signalled meanwhile; a CPU's fetch finding data in RAM wakes every driver
+//! of RAM; a GPU pops nothing while its task's data come and sleeps 10 us after a launch. Sleeps
+//! ending at one instant wake pushers first, then by the instant they began, the last begun first
+//! (SimGrid's order, from the oracle's log). Without `runtime_overheads` these microseconds are
+//! zero: a thread's pushes are made at once, and other events due at one instant go in the order
+//! they were set. Requests have StarPU's levels: a task's fetch goes before push-time prefetches,
 //! which go before idle write-backs; a node pair starts fetches while fewer than 5 requests are in
 //! flight on it, prefetches while fewer than 2, idle requests when none is. A request allocates its
 //! destination buffer when it starts, not when it is made (StarPU's driver allocates as it handles
@@ -65,40 +63,40 @@
 //! on its node, or a copy its node's driver handles ends (the end wakes that driver); meanwhile a
 //! prefetch short of memory, or a fetch that is, holds back every prefetch into the node. Prefetch
 //! pins follow StarPU's `nb_tasks_prefetch`: a push-time prefetch pins data it finds there at once,
-//! else its request pins them when it lands; requests of different tasks
-//! are never merged, so a prefetch for data another task's request is to load joins it (holding
-//! its source until its turn, as every request that reads does) and, handled
-//! while that copy is in flight, loses its pin, handled once the data are there, adds it; served
-//! before the other request (more urgent, or a fetch), it finds nothing loading and copies the
-//! data itself, and the other one becomes the joining request, in its own place with its own
-//! pins. A copy's end is seen before its node pair's next requests are handled (StarPU's progress
-//! completes ended copies, then goes through the lists). Once a popped task's data are all there,
-//! it takes one pin off each input, if there is one (StarPU's fetch tail). A `wont_use` hint (a read acquire
-//! in StarPU: it fires when the handle's last writer ends, while earlier-submitted readers may
-//! still run) moves the handle's GPU copies to the front of the eviction order and writes a dirty
-//! one back at idle level, so that later readers elsewhere fetch it from RAM. It acts in its
-//! release callback, 1 us after the thread's pushes of the tasks the end released (and their
-//! prefetches): a CPU task's prefetch of the tile makes the write-back needless. A request
-//! counts as loading (StarPU's `load_request`, which dmdar's pop ranks by) from when a driver
-//! first handles it, even when it then finds no memory. StarPU's background
-//! tidying (`tidy.rs`: under 5 % of a GPU's buffers clean, dirty ones are written back at idle
-//! level until 10 % are) is modelled behind the switch `memory_tidying`, on by default as StarPU
-//! runs it. A task that writes a handle waits until no transfer of it is in flight. An eviction's
-//! write-back is synchronous, as StarPU's transfer_subtree_to_node is: the GPU's driver, which
-//! allocates for its node's requests, waits for it. Meanwhile it handles no task end (successors
-//! are released and data let go when it is back), pops and launches nothing; kernels it launched
-//! before go on, and other requests still progress, but none allocates on that node until the
-//! write-back is done (StarPU's `_starpu_is_reclaiming`), so write-backs do not chain behind it.
-//! Being a fetch request on its node pair, it also holds back idle requests there. Simplified:
-//! a GPU's driver pops its next task as soon as a task's data are there, where StarPU-SimGrid's
-//! sleeps 10 us queueing the kernel and 2 us of progress first (tried: right in the oracle's
-//! log, it moves memory-capped rows by -5..-14 points through eviction timing, issue 21's
-//! note); conflicts between transfers are checked when a
-//! transfer starts, a cudaFree does not wait for transfers in flight, a popped task's buffers are
-//! allocated at once (in StarPU as its fetch requests start), a prefetch of data relayed through
-//! RAM pins them at push, and redux accesses are plain writes (no init or reduction tasks). As StarPU does, a request's mode updates the replicas' states when it
-//! ends or finds the data there: the copy prefetched or fetched for a task that writes the data
-//! becomes the owner at once, the others stale, its buffer dirty (never a clean victim).
+//! else its request pins them when it lands; requests of different tasks are never merged, so a
+//! prefetch for data another task's request is to load joins it (holding its source until its turn,
+//! as every request that reads does) and, handled while that copy is in flight, loses its pin,
+//! handled once the data are there, adds it; served before the other request (more urgent, or a
+//! fetch), it finds nothing loading and copies the data itself, and the other one becomes the
+//! joining request, in its own place with its own pins. A copy's end is seen before its node pair's
+//! next requests are handled (StarPU's progress completes ended copies, then goes through the
+//! lists). Once a popped task's data are all there, it takes one pin off each input, if there is
+//! one (StarPU's fetch tail). A `wont_use` hint (a read acquire in StarPU: it fires when the
+//! handle's last writer ends, while earlier-submitted readers may still run) moves the handle's GPU
+//! copies to the front of the eviction order and writes a dirty one back at idle level, so that
+//! later readers elsewhere fetch it from RAM. It acts in its release callback, 1 us after the
+//! thread's pushes of the tasks the end released (and their prefetches): a CPU task's prefetch of
+//! the tile makes the write-back needless. A request counts as loading (StarPU's `load_request`,
+//! which dmdar's pop ranks by) from when a driver first handles it, even when it then finds no
+//! memory. StarPU's background tidying (`tidy.rs`: under 5 % of a GPU's buffers clean, dirty ones
+//! are written back at idle level until 10 % are) is modelled behind the switch `memory_tidying`,
+//! on by default as StarPU runs it. A task that writes a handle waits until no transfer of it is in
+//! flight. An eviction's write-back is synchronous, as StarPU's transfer_subtree_to_node is: the
+//! GPU's driver, which allocates for its node's requests, waits for it. Meanwhile it handles no
+//! task end (successors are released and data let go when it is back), pops and launches nothing;
+//! kernels it launched before go on, and other requests still progress, but none allocates on that
+//! node until the write-back is done (StarPU's `_starpu_is_reclaiming`), so write-backs do not
+//! chain behind it. Being a fetch request on its node pair, it also holds back idle requests there.
+//! Simplified: a GPU's driver pops its next task as soon as a task's data are there, where
+//! StarPU-SimGrid's sleeps 10 us queueing the kernel and 2 us of progress first (tried: right in
+//! the oracle's log, it moves memory-capped rows by -5..-14 points through eviction timing, issue
+//! 21's note); conflicts between transfers are checked when a transfer starts, a cudaFree does not
+//! wait for transfers in flight, a popped task's buffers are allocated at once (in StarPU as its
+//! fetch requests start), a prefetch of data relayed through RAM pins them at push, and redux
+//! accesses are plain writes (no init or reduction tasks). As StarPU does, a request's mode updates
+//! the replicas' states when it ends or finds the data there: the copy prefetched or fetched for a
+//! task that writes the data becomes the owner at once, the others stale, its buffer dirty (never a
+//! clean victim).
 //!
 //! Layout: this file is the coordinator (events, systems, and the one place that touches the
 //! calendar, the network and the recorder); the leaves hold the rules: `setup.rs` (build and
