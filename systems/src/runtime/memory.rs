@@ -87,6 +87,9 @@ pub struct Memory {
     pub prefetch_stuck: Vec<bool>,
     /// Eviction write-backs in flight per node, which its driver waits for.
     pub writebacks: Vec<u32>,
+    /// Per node, the bytes an eviction still has to free once its write-back in flight is
+    /// done, and whether a prefetch evicts (StarPU writes victims back one at a time).
+    pub reclaim_left: Vec<(f64, bool)>,
     /// Tasks popped and not ended that write each handle (StarPU: the handle's mode is W
     /// and some node holds references): tidying leaves its buffers alone.
     pub writing: Vec<u32>,
@@ -116,6 +119,7 @@ impl Memory {
             freed: vec![false; nodes],
             prefetch_stuck: vec![false; nodes],
             writebacks: vec![0; nodes],
+            reclaim_left: vec![(0.0, false); nodes],
             writing: vec![0; handles],
             writer_node: vec![None; handles],
             tidy_due: vec![false; nodes],
@@ -676,8 +680,9 @@ impl Runtime {
             self.idle_recount(node, class),
             "idle count on {node}"
         );
-        // Victims in LRU order until `need` bytes would be freed (write-backs free later) or
-        // every idle replica is taken.
+        // Victims in LRU order until `need` bytes are freed or every idle replica is taken;
+        // the first one that must be written back ends the pass, which goes on when that
+        // write-back is done (StarPU's transfer_subtree_to_node waits for each in turn).
         let mut victims = Vec::new();
         let mut counted = 0.0;
         for &(_, h) in &self.mem.lru[node as usize] {
@@ -687,11 +692,22 @@ impl Runtime {
             if class.holds(self.replicas.get(h, node)) {
                 victims.push(h);
                 counted += self.graph.handles[h as usize].size;
+                if self.only_copy(h, node) {
+                    break;
+                }
             }
         }
         for h in victims {
             self.throw(h, node, for_prefetch);
         }
+        if self.mem.reclaiming(node as usize) {
+            self.mem.reclaim_left[node as usize] = (need - counted, for_prefetch);
+        }
+    }
+
+    /// Whether `h`'s copy on `node` is its only valid one (evicting it writes it back).
+    fn only_copy(&self, h: u32, node: u32) -> bool {
+        self.replicas.get(h, node).state != Msi::Invalid && self.valid_elsewhere(h, node).is_empty()
     }
 
     /// The replicas of `class` on `node`, counted the long way: what `Replicas::idle` keeps.
@@ -870,21 +886,26 @@ mod tests {
     }
 
     #[test]
-    fn nothing_is_allocated_on_a_node_while_it_writes_a_victim_back() {
-        // a and b were written on the GPU (RAM's copies are stale). c needs room: both are
-        // written back (StarPU reclaims twice the size asked) and c waits. Once a's write-back
-        // lands, its buffer is freed, yet d waits too while b's write-back is in flight:
-        // StarPU's driver, reclaiming, allocates nothing there (copy_driver.c,
-        // `_starpu_is_reclaiming`).
+    fn victims_are_written_back_one_at_a_time_and_nothing_is_allocated_meanwhile() {
+        // a and b were written on the GPU (RAM's copies are stale). c needs room: StarPU
+        // reclaims twice the size asked, writing each victim back in turn and waiting for it
+        // (transfer_subtree_to_node): a first, b once a's is done. Meanwhile its driver,
+        // reclaiming, allocates nothing on the node (copy_driver.c, `_starpu_is_reclaiming`):
+        // d waits too, even once a's buffer is free.
         let mut rt = a_and_b_written_on_the_gpu();
         assert!(!rt.allocate(2, 1, Evict::ForFetch));
-        assert_eq!((rt.report.writebacks, rt.mem.writebacks[1]), (2, 2));
+        assert_eq!((rt.report.writebacks, rt.mem.writebacks[1]), (1, 1));
+        assert!(
+            rt.replicas.get(1, 0).incoming.is_none(),
+            "b's turn comes after a's"
+        );
         let xa = write_back_of(&rt, 0);
         rt.xfer_done(xa);
         assert_eq!(rt.mem.used[1], 1e9, "only b's buffer left");
+        assert_eq!((rt.report.writebacks, rt.mem.writebacks[1]), (2, 1));
         assert!(
             !rt.allocate(3, 1, Evict::ForFetch),
-            "b is still being written back"
+            "b is being written back"
         );
         let xb = write_back_of(&rt, 1);
         rt.xfer_done(xb);
@@ -894,20 +915,24 @@ mod tests {
 
     #[test]
     fn requests_held_back_while_a_node_reclaimed_start_when_it_is_done() {
-        // c's prefetch evicts a and b (both written on the GPU) and waits for their
-        // write-backs. b's lands first: its buffer is free, but a's is still in flight, so c
-        // waits on. A task takes a meanwhile, so a's write-back frees nothing when it lands;
-        // c must start then all the same, in b's buffer.
+        // c's prefetch evicts a (written on the GPU) and waits for its write-back. A task
+        // takes a meanwhile, so the write-back frees nothing when it lands: the eviction goes
+        // on to b, and c starts in b's buffer once b is written back.
         let mut rt = a_and_b_written_on_the_gpu();
         rt.request(2, 1, Level::Prefetch, 0, None);
-        let (xa, xb) = (write_back_of(&rt, 0), write_back_of(&rt, 1));
-        rt.xfer_done(xb);
-        rt.progress();
-        assert!(!rt.replicas.get(2, 1).allocated, "a is still written back");
+        let xa = write_back_of(&rt, 0);
+        assert!(
+            rt.replicas.get(1, 0).incoming.is_none(),
+            "b's turn comes after a's"
+        );
         rt.replicas.get_mut(0, 1).refcnt = 1;
         rt.xfer_done(xa);
         rt.progress();
         assert!(rt.replicas.get(0, 1).allocated, "a was kept for its task");
+        assert!(!rt.replicas.get(2, 1).allocated, "b is being written back");
+        let xb = write_back_of(&rt, 1);
+        rt.xfer_done(xb);
+        rt.progress();
         assert!(rt.replicas.get(2, 1).allocated && rt.replicas.get(2, 1).incoming.is_some());
     }
 

@@ -600,18 +600,26 @@ impl Runtime {
         if writeback {
             self.replicas.get_mut(h, 0).incoming = None;
             self.replicas.get_mut(h, 0).loading = false;
+            let n = src as usize;
             if self.replicas.get(h, src).refcnt > 0 {
-                // A task took the replica meanwhile: keep it, both copies now valid.
+                // A task took the replica meanwhile: keep it, both copies now valid; the
+                // eviction still has its bytes to free.
                 self.replicas.get_mut(h, src).evicting = false;
                 self.replicas.get_mut(h, src).state = Msi::Shared;
                 self.replicas.get_mut(h, 0).state = Msi::Shared;
+                self.mem.reclaim_left[n].0 += self.graph.handles[h as usize].size;
             } else {
                 // RAM holds the data again; the GPU copy goes.
                 self.replicas.get_mut(h, 0).state = Msi::Owner;
                 self.free(h, src);
             }
-            self.mem.writebacks[src as usize] -= 1;
-            if !self.mem.reclaiming(src as usize) {
+            self.mem.writebacks[n] -= 1;
+            // The eviction's pass goes on to its next victims.
+            let (left, for_prefetch) = std::mem::take(&mut self.mem.reclaim_left[n]);
+            if self.mem.writebacks[n] == 0 && left > 0.0 {
+                self.evict(src, left, for_prefetch);
+            }
+            if !self.mem.reclaiming(n) {
                 // The requests into the node held back while it reclaimed try again with the
                 // others (the end flagged the node above); its driver goes on.
                 self.driver_back(src);
