@@ -43,7 +43,7 @@ pub struct Replica {
     pub prefetch_pins: u32,
     pub last_use: u64,
     /// Where in the sub-allocator its buffer is (GPU buffers of at most 4 MiB).
-    pub chunk: Option<Slot>,
+    pub slot: Option<Slot>,
     /// StarPU's `clean` mark on a GPU buffer: set when it is allocated (whatever RAM holds:
     /// a copy from another GPU is clean too) and when a write-back to RAM is asked for; a
     /// task writing it here clears it. Tidying counts these ([`super::tidy`]).
@@ -492,7 +492,7 @@ impl Runtime {
             let Some(slot) = self.place(n, size, evict) else {
                 return false;
             };
-            self.replicas.get_mut(h, node).chunk = slot;
+            self.replicas.get_mut(h, node).slot = slot;
         }
         let tick = self.tick;
         let mut r = self.replicas.get_mut(h, node);
@@ -796,7 +796,7 @@ impl Runtime {
         r.allocated = false;
         r.state = Msi::Invalid;
         r.evicting = false;
-        let slot = r.chunk.take();
+        let slot = r.slot.take();
         drop(r);
         self.mem.erase(node as usize, (last, h));
         self.mem.freed[node as usize] = true;

@@ -67,7 +67,8 @@ pub struct Xfer {
     /// A request that copies nothing: it was made for another task while a request loading
     /// the same replica (the loader) was pending, as StarPU does not merge requests of
     /// different tasks. Handled in its turn: while the loader is in flight it only waits for
-    /// it, and its pins are lost; once the data are there it pins them.
+    /// it, and its pins are lost; once the data are there it pins them; before the loader's
+    /// turn (or once the data went) it copies them itself, and a queued loader joins.
     pub(crate) joins: bool,
     /// Taken off its request list and started.
     pub(crate) launched: bool,
@@ -615,9 +616,11 @@ impl Runtime {
             }
             self.mem.writebacks[n] -= 1;
             // The eviction's pass goes on to its next victims.
-            let (left, for_prefetch) = std::mem::take(&mut self.mem.reclaim_left[n]);
-            if self.mem.writebacks[n] == 0 && left > 0.0 {
-                self.evict(src, left, for_prefetch);
+            if self.mem.writebacks[n] == 0 {
+                let (left, for_prefetch) = std::mem::take(&mut self.mem.reclaim_left[n]);
+                if left > 0.0 {
+                    self.evict(src, left, for_prefetch);
+                }
             }
             if !self.mem.reclaiming(n) {
                 // The requests into the node held back while it reclaimed try again with the
