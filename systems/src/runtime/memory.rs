@@ -707,7 +707,9 @@ impl Runtime {
 
     /// Whether `h`'s copy on `node` is its only valid one (evicting it writes it back).
     fn only_copy(&self, h: u32, node: u32) -> bool {
-        self.replicas.get(h, node).state != Msi::Invalid && self.valid_elsewhere(h, node).is_empty()
+        self.replicas.get(h, node).state != Msi::Invalid
+            && (0..self.machine.nodes.len() as u32)
+                .all(|n| n == node || self.replicas.get(h, n).state == Msi::Invalid)
     }
 
     /// The replicas of `class` on `node`, counted the long way: what `Replicas::idle` keeps.
@@ -723,9 +725,7 @@ impl Runtime {
     /// it.)
     fn throw(&mut self, h: u32, node: u32, for_prefetch: bool) {
         self.log_eviction(h, node, "free", for_prefetch);
-        let r = *self.replicas.get(h, node);
-        let others = self.valid_elsewhere(h, node);
-        if r.state != Msi::Invalid && others.is_empty() {
+        if self.only_copy(h, node) {
             // Copies to GPUs without peer access may ride on the write-back (`request`).
             self.replicas.get_mut(h, node).evicting = true;
             self.report.writebacks += 1;
@@ -734,7 +734,7 @@ impl Runtime {
             self.new_xfer(h, node, 0, true, Level::Fetch, 0);
         } else {
             self.free(h, node);
-            self.owner_of_the_rest(h, &others);
+            self.owner_of_the_rest(h);
         }
         self.report.evictions += 1;
     }
@@ -744,13 +744,9 @@ impl Runtime {
     /// sub-allocator, if any.
     fn take_over(&mut self, h: u32, node: u32, for_prefetch: bool) -> Option<Slot> {
         self.log_eviction(h, node, "reuse", for_prefetch);
-        let others = self.valid_elsewhere(h, node);
-        debug_assert!(
-            self.replicas.get(h, node).state == Msi::Invalid || !others.is_empty(),
-            "taking over the only valid copy"
-        );
+        debug_assert!(!self.only_copy(h, node), "taking over the only valid copy");
         let (_, slot) = self.unallocate(h, node);
-        self.owner_of_the_rest(h, &others);
+        self.owner_of_the_rest(h);
         self.report.evictions += 1;
         slot
     }
@@ -765,16 +761,11 @@ impl Runtime {
         });
     }
 
-    /// The nodes other than `node` with a valid copy of `h`.
-    fn valid_elsewhere(&self, h: u32, node: u32) -> Vec<u32> {
-        (0..self.machine.nodes.len() as u32)
-            .filter(|&n| n != node && self.replicas.get(h, n).state != Msi::Invalid)
-            .collect()
-    }
-
-    /// A copy dropped, the last valid copy elsewhere (if one is left alone) owns the data.
-    fn owner_of_the_rest(&mut self, h: u32, others: &[u32]) {
-        if let [last] = others[..] {
+    /// A copy of `h` dropped: the last valid copy left, if it is alone, owns the data.
+    fn owner_of_the_rest(&mut self, h: u32) {
+        let mut valid = (0..self.machine.nodes.len() as u32)
+            .filter(|&n| self.replicas.get(h, n).state != Msi::Invalid);
+        if let (Some(last), None) = (valid.next(), valid.next()) {
             self.replicas.get_mut(h, last).state = Msi::Owner;
         }
     }

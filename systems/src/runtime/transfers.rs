@@ -803,16 +803,32 @@ mod tests {
         assert!(!rt.mem.prefetch_stuck[1]);
     }
 
+    /// Four handles of 1 MB and a GPU of 16 GB (memory never runs short), with b and d
+    /// copied in: the RAM-to-GPU pair's two prefetch slots are taken.
+    fn prefetch_slots_taken() -> Runtime {
+        let dag = r#"(handles: [(name: "a", size: 1e6), (name: "b", size: 1e6),
+            (name: "c", size: 1e6), (name: "d", size: 1e6)], tasks: [])"#;
+        let mut rt = test_runtime(dag, "{}", 16e9, TEST_FLAGS);
+        for h in [1, 3] {
+            rt.request(h, 1, Level::Prefetch, 0, None);
+        }
+        rt
+    }
+
+    /// [`prefetch_slots_taken`] with a task's prefetch of a queued, pinning a when it lands:
+    /// that request's index.
+    fn a_prefetch_queued(rt: &mut Runtime) -> u32 {
+        rt.request(0, 1, Level::Prefetch, 0, None);
+        rt.carry_pins(0, 1, 1);
+        rt.replicas.get(0, 1).incoming.unwrap()
+    }
+
     #[test]
     fn a_joining_request_whose_data_went_copies_them_in_its_turn() {
         // StarPU's request stacked for another task, handled when the replica is invalid and
         // nothing loads it, copies it itself: in its place in the list, before the requests
         // made after it.
-        let mut rt = four_small_handles();
-        // b and d in flight: the pair's two prefetch slots are taken.
-        for h in [1, 3] {
-            rt.request(h, 1, Level::Prefetch, 0, None);
-        }
+        let mut rt = prefetch_slots_taken();
         // a is on the GPU (landed for a first task): another task's request waits its turn.
         assert!(rt.allocate(0, 1, Evict::ForPrefetch));
         rt.replicas.get_mut(0, 1).state = Msi::Shared;
@@ -835,27 +851,15 @@ mod tests {
         assert!(a.valid() && a.prefetch_pins == 1, "with its pin");
     }
 
-    /// Four handles of 1 MB and a GPU of 16 GB: memory never runs short.
-    fn four_small_handles() -> Runtime {
-        let dag = r#"(handles: [(name: "a", size: 1e6), (name: "b", size: 1e6),
-            (name: "c", size: 1e6), (name: "d", size: 1e6)], tasks: [])"#;
-        test_runtime(dag, "{}", 16e9, TEST_FLAGS)
-    }
-
     #[test]
     fn a_join_served_before_its_queued_loader_loads_and_the_loader_keeps_its_pin() {
         // StarPU handles its lists most urgent first: a more urgent task's request for data
         // another task's request is to load, served first, finds nothing loading and copies
         // them itself. The other request stays where it was and, at its turn, finds the data
         // there and adds its pin (in flight, it would lose it).
-        let mut rt = four_small_handles();
+        let mut rt = prefetch_slots_taken();
         let pair = rt.pair(0, 1);
-        for h in [1, 3] {
-            rt.request(h, 1, Level::Prefetch, 0, None);
-        }
-        rt.request(0, 1, Level::Prefetch, 0, None);
-        rt.carry_pins(0, 1, 1);
-        let l = rt.replicas.get(0, 1).incoming.unwrap();
+        let l = a_prefetch_queued(&mut rt);
         rt.join(0, 0, 1, 5, 7);
         let x = rt.copies.requests[pair].first().unwrap().2;
         assert_ne!(x, l, "the more urgent request goes first");
@@ -876,14 +880,9 @@ mod tests {
         // Task 1's fetch finds task 0's prefetch of a still queued: StarPU merges no requests
         // of different tasks, so the fetch's own request, served first, loads a, and task 0's
         // stays in its place with its pin, to add it once a is there.
-        let mut rt = four_small_handles();
+        let mut rt = prefetch_slots_taken();
         let pair = rt.pair(0, 1);
-        for h in [1, 3] {
-            rt.request(h, 1, Level::Prefetch, 0, None);
-        }
-        rt.request(0, 1, Level::Prefetch, 0, None);
-        rt.carry_pins(0, 1, 1);
-        let l = rt.replicas.get(0, 1).incoming.unwrap();
+        let l = a_prefetch_queued(&mut rt);
         rt.copies.xfers[l as usize].task = Some(0);
         rt.request(2, 1, Level::Prefetch, 0, None);
         let c = rt.replicas.get(2, 1).incoming.unwrap();
