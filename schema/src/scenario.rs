@@ -525,8 +525,9 @@ pub struct OutputSpec {
     #[serde(default = "yes")]
     pub starpu_traces: bool,
     /// For a task runtime: `runtime-log.txt`, one line per data event (request made, copy
-    /// started, eviction, push into a worker's queue, pop, task start, a fetch short of
-    /// memory looking for a buffer to take over) in the format of the
+    /// started, eviction, an eviction's write-back beginning and ending, push into a worker's
+    /// queue, pop, task start, a fetch short of memory looking for a buffer to take over) in
+    /// the format of the
     /// StarPU-SimGrid oracle's log (`tools/starpu-simgrid/xlog.patch`), to compare the two
     /// line by line. Off by default.
     #[serde(default)]

@@ -21,9 +21,14 @@
 # STARPU_REUSE_LOG=1 adds reuse-log.patch: V time node codes, the node's buffers in eviction
 # order (first 400) when a fetch looks for a clean buffer to take over: R referenced, O owner
 # (dirty), P pinned by a queued task's prefetch, I neither (issue 21's second note of
-# 2026-11-26; tools/starpu-simgrid/reuse-scan.py reads it, and hetsim's log has the line). Not used
-# by CI or the tests. Needs root for apt and the Debian package
-# registry: StarPU's source comes from Debian's `starpu` source package (1.4.10+dfsg-2, sid).
+# 2026-11-26; tools/starpu-simgrid/reuse-scan.py reads it, and hetsim's log has the line).
+# STARPU_RECLAIM_LOG=1 adds reclaim-log.patch: r time node 1|0 level worker (an allocation sets
+# or clears the node's `reclaiming` flag, which refuses every other allocation there) and b time
+# node worker 1|0 (an eviction's synchronous write-back of a victim begins or ends); hetsim's
+# log writes the b lines too (node, handle, 1 level | 0), and reclaim-time.py compares the two
+# (issue 21's note of 2026-11-27). Not used by CI or the tests. Needs root for apt and the
+# Debian package registry: StarPU's source comes from Debian's `starpu` source package
+# (1.4.10+dfsg-2, sid).
 #
 # StarPU 1.4.10 reproduces all 220 rows of tests/data/starpu-simgrid/results-visible.csv
 # (made with 1.4.12) to the printed digit. Two things matter for that:
@@ -62,6 +67,9 @@ if [ ! -d starpu-1.4.10+dfsg ]; then
     fi
     if [ -n "${STARPU_REUSE_LOG:-}" ]; then
         (cd starpu-1.4.10+dfsg && patch -p1 -s < "$here/reuse-log.patch")
+    fi
+    if [ -n "${STARPU_RECLAIM_LOG:-}" ]; then
+        (cd starpu-1.4.10+dfsg && patch -p1 -s < "$here/reclaim-log.patch")
     fi
 fi
 cd starpu-1.4.10+dfsg

@@ -730,6 +730,9 @@ impl Runtime {
             self.replicas.get_mut(h, node).evicting = true;
             self.report.writebacks += 1;
             self.mem.writebacks[node as usize] += 1;
+            self.log('b', |rt| {
+                format!("{node} {} 1 {}", rt.handle_name(h), u8::from(for_prefetch))
+            });
             self.allocate(h, 0, Evict::No);
             self.new_xfer(h, node, 0, true, Level::Fetch, 0);
         } else {

@@ -615,6 +615,7 @@ impl Runtime {
                 self.free(h, src);
             }
             self.mem.writebacks[n] -= 1;
+            self.log('b', |rt| format!("{src} {} 0", rt.handle_name(h)));
             // The eviction's pass goes on to its next victims.
             if self.mem.writebacks[n] == 0 {
                 let (left, for_prefetch) = std::mem::take(&mut self.mem.reclaim_left[n]);
