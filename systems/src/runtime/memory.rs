@@ -245,10 +245,14 @@ impl std::ops::DerefMut for ReplicaMut<'_> {
 
 impl Drop for ReplicaMut<'_> {
     fn drop(&mut self) {
+        // RAM keeps no tallies.
+        if self.node == 0 {
+            return;
+        }
         let r = &self.owner.all[self.at];
         let after = Idle::tally_bits(r);
         let moved = r.last_use != self.key_before;
-        if (after == self.before && !moved) || self.node == 0 {
+        if after == self.before && !moved {
             return;
         }
         let h = (self.at / self.owner.nodes) as u32;
@@ -310,7 +314,11 @@ impl Replicas {
 
     pub fn get_mut(&mut self, h: u32, node: u32) -> ReplicaMut<'_> {
         let at = h as usize * self.nodes + node as usize;
-        let before = Idle::tally_bits(&self.all[at]);
+        let before = if node == 0 {
+            0
+        } else {
+            Idle::tally_bits(&self.all[at])
+        };
         let key_before = self.all[at].last_use;
         ReplicaMut {
             owner: self,
