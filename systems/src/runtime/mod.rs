@@ -93,8 +93,10 @@
 //! the oracle's log, it moves memory-capped rows by -5..-14 points through eviction timing, issue
 //! 21's note); conflicts between transfers are checked when a transfer starts, a cudaFree does not
 //! wait for transfers in flight, a popped task's buffers are allocated at once (in StarPU as its
-//! fetch requests start), a prefetch of data relayed through RAM pins them at push, and redux
-//! accesses are plain writes (no init or reduction tasks). As StarPU does, a request's mode updates
+//! fetch requests start), a prefetch of data relayed through RAM pins them at push, a worker's
+//! mutex held by a pusher's walk does not delay its pop, a ws/lws thief never finds its victim's
+//! lock taken (StarPU's backs off 1 us and pops again: `sched/ws.rs`), and redux accesses are
+//! plain writes (no init or reduction tasks). As StarPU does, a request's mode updates
 //! the replicas' states when it ends or finds the data there: the copy prefetched or fetched for a
 //! task that writes the data becomes the owner at once, the others stale, its buffer dirty (never a
 //! clean victim).
