@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use hetsim_schema::SimTime;
 
-use crate::calendar::Calendar;
+use crate::calendar::{Calendar, RawEvent};
 use crate::inbox::Routes;
 use crate::progress::Progress;
 use crate::schedule::{SimFinish, SimStartup, SimStep};
@@ -100,9 +100,19 @@ fn run_steps(
 ) -> Result<(u64, u64), RunError> {
     let mut events = 0u64;
     let mut steps = 0u64;
+    // The routes are fixed once the run starts: copied out, a step looks none up.
+    let routes: Vec<(Deliver, Clear)> = world
+        .resource::<Routes>()
+        .0
+        .iter()
+        .map(|r| (r.deliver, r.clear))
+        .collect();
+    // The events of a step, taken from the calendar in one borrow.
+    let mut due: Vec<RawEvent> = Vec::new();
     // Kinds of the events delivered this step: only their inboxes can need clearing.
     let mut delivered: Vec<usize> = Vec::new();
-    while let Some(t) = world.resource::<Calendar>().peek_time() {
+    let mut next = world.resource::<Calendar>().peek_time();
+    while let Some(t) = next {
         // Computed times saturate at the end of the range: reaching it means a time was lost.
         if t == SimTime::MAX {
             let kind = world.resource::<Calendar>().peek_kind();
@@ -122,18 +132,32 @@ fn run_steps(
         loop {
             // At most `max_events` are delivered in all, even inside one step.
             let budget = limits.max_events.map_or(u64::MAX, |m| m - events);
-            events += deliver_due(world, t, &mut delivered, budget);
+            take_due(world, t, &mut due, budget);
+            events += due.len() as u64;
+            for ev in due.drain(..) {
+                let kind = ev.kind.0 as usize;
+                (routes[kind].0)(world, ev.entity, ev.arg);
+                if !delivered.contains(&kind) {
+                    delivered.push(kind);
+                }
+            }
             step.run(world);
             steps += 1;
-            clear_inboxes(world, &mut delivered);
+            // Drops events no system consumed (e.g. of a switched-off model), so they do not
+            // pile up. Only the kinds delivered this step can hold any.
+            for kind in delivered.drain(..) {
+                (routes[kind].1)(world);
+            }
             check_errors(world)?;
+            let calendar = world.resource::<Calendar>();
             if let Some(max) = limits.max_events
                 && events >= max
-                && !world.resource::<Calendar>().is_empty()
+                && !calendar.is_empty()
             {
                 return Err(limit(world, format!("max_events {max}"), events));
             }
-            if world.resource::<Calendar>().peek_time() != Some(t) {
+            next = calendar.peek_time();
+            if next != Some(t) {
                 break;
             }
         }
@@ -142,29 +166,16 @@ fn run_steps(
     Ok((events, steps))
 }
 
-/// Moves the events due at `t` (at most `budget`) into their inboxes; returns how many.
-fn deliver_due(world: &mut World, t: SimTime, delivered: &mut Vec<usize>, budget: u64) -> u64 {
-    let mut n = 0;
-    while n < budget
-        && let Some(ev) = world.resource_mut::<Calendar>().pop_at(t)
-    {
-        let kind = ev.kind.0 as usize;
-        let deliver = world.resource::<Routes>().0[kind].deliver;
-        deliver(world, ev.entity, ev.arg);
-        if !delivered.contains(&kind) {
-            delivered.push(kind);
-        }
-        n += 1;
-    }
-    n
-}
+type Deliver = fn(&mut World, Entity, u64);
+type Clear = fn(&mut World);
 
-/// Drops events no system consumed (e.g. of a switched-off model), so they do not pile up.
-/// Only the kinds delivered this step can hold any: every inbox is emptied after each step.
-fn clear_inboxes(world: &mut World, delivered: &mut Vec<usize>) {
-    for kind in delivered.drain(..) {
-        let clear = world.resource::<Routes>().0[kind].clear;
-        clear(world);
+/// Moves the events due at `t` (at most `budget`) from the calendar into `due`, in order.
+fn take_due(world: &mut World, t: SimTime, due: &mut Vec<RawEvent>, budget: u64) {
+    let mut calendar = world.resource_mut::<Calendar>();
+    while (due.len() as u64) < budget
+        && let Some(ev) = calendar.pop_at(t)
+    {
+        due.push(ev);
     }
 }
 

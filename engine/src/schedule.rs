@@ -66,6 +66,13 @@ pub(crate) fn finish_schedule() -> Schedule {
 
 pub(crate) fn step_schedule() -> Schedule {
     let mut s = single_threaded(SimStep);
+    // Commands are applied once, when the step ends: systems talk through the calendar and
+    // inboxes, and what one schedules is delivered in a later step. Bevy's automatic sync
+    // points would cost every step a pass over the systems for nothing.
+    s.set_build_settings(bevy_ecs::schedule::ScheduleBuildSettings {
+        auto_insert_apply_deferred: false,
+        ..Default::default()
+    });
     s.configure_sets(
         (
             SimSet::Workload,

@@ -2,7 +2,8 @@
 //! them), memory nodes (0 = RAM, then one per GPU) with their capacities and endpoints, the
 //! bus predictions the dm* schedulers use, and codelet time models.
 
-use std::collections::BTreeMap;
+use foldhash::fast::FixedState;
+use std::collections::{BTreeMap, HashMap};
 
 use hetsim_schema::scenario::{PlatformSpec, StarpuMachine};
 use hetsim_schema::starpu::{bus, perfmodel};
@@ -290,11 +291,13 @@ enum Source {
 /// A codelet's time somewhere: mean (s), standard deviation (s), calibrated.
 pub type Timing = (f64, f64, bool);
 
-/// Codelet time models, looked up per (codelet, arch, footprint) and cached.
+/// Codelet time models, looked up per (codelet, arch, footprint) and cached (hashed: dm*
+/// policies ask once per worker per push; the cache is never iterated, so its order does not
+/// matter).
 #[derive(Debug, Clone, Default)]
 pub struct Models {
     sources: Vec<Option<Source>>,
-    cache: BTreeMap<(u16, Arch, u32), Option<Timing>>,
+    cache: HashMap<(u16, Arch, u32), Option<Timing>, FixedState>,
 }
 
 impl Models {
@@ -323,7 +326,7 @@ impl Models {
         }
         Ok(Models {
             sources,
-            cache: BTreeMap::new(),
+            cache: HashMap::default(),
         })
     }
 

@@ -232,12 +232,7 @@ impl Plugin for RuntimePlugin {
     /// systems cost every step even when their condition skips them.
     fn finish(&self, app: &mut App) {
         if app.world().contains_resource::<RuntimeConfig>() {
-            app.add_systems(
-                SimStep,
-                (finish_runtime_flows, run_runtime)
-                    .chain()
-                    .in_set(SimSet::Runtime),
-            );
+            app.add_systems(SimStep, run_runtime.in_set(SimSet::Runtime));
             if app.world().resource::<Recorder>().is_on() {
                 app.add_systems(SimStep, record_runtime_intervals.in_set(SimSet::Record));
             }
@@ -307,19 +302,20 @@ struct Ctx<'w, 's> {
     launch: Launch<'w, 's>,
 }
 
-fn finish_runtime_flows(
-    mut inbox: ResMut<Inbox<XferFlowDone>>,
+/// The runtime's step: copies whose flows ended, then its own events, the drivers woken at
+/// this instant, and its progress; then its timers and flows go out. One system, not a chain
+/// of them: a system costs every step its parameters' lookups, and most steps are the
+/// runtime's alone.
+fn run_runtime(
+    mut flows_done: ResMut<Inbox<XferFlowDone>>,
+    mut inbox: ResMut<Inbox<RtEvent>>,
     mut rt: ResMut<Runtime>,
-    clock: Res<Clock>,
+    mut cx: Ctx,
 ) {
-    rt.now = clock.now;
-    for XferFlowDone(x) in inbox.drain() {
+    rt.now = cx.clock.now;
+    for XferFlowDone(x) in flows_done.drain() {
         rt.xfer_done(x);
     }
-}
-
-fn run_runtime(mut inbox: ResMut<Inbox<RtEvent>>, mut rt: ResMut<Runtime>, mut cx: Ctx) {
-    rt.now = cx.clock.now;
     // Driver threads waking at this instant go after the rest, in SimGrid's order.
     let mut woken: Vec<u32> = Vec::new();
     for ev in inbox.drain() {
