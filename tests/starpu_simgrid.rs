@@ -270,8 +270,8 @@ fn visible_rows_within_ten_percent_of_starpu_simgrid() {
 }
 
 /// `oracle-1.4.10.csv`: StarPU-SimGrid's predictions at the caps the visible file lacks (attila
-/// at 512 and 2763 MB per GPU, mirage at 512 and 1024 MB; LU on mirage and attila at 512
-/// and 1024 MB), made by hetsim's team with `tools/starpu-simgrid/run.sh` (StarPU 1.4.10, which
+/// at 512 and 2763 MB per GPU, mirage at 512, 1024 and 2763 MB; LU on mirage and attila at
+/// 512 and 1024 MB), made by hetsim's team with `tools/starpu-simgrid/run.sh` (StarPU 1.4.10, which
 /// reproduces every visible row to the printed digit). Each row within 10 %, the rows of
 /// [`ORACLE_MISSES`] within 25 %.
 #[test]
