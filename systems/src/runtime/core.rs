@@ -899,7 +899,7 @@ impl Runtime {
             let (mut pinned, mut referenced, mut idle) = (0, 0, 0);
             // And by clean mark x state x pinned, as the oracle's occupancy log counts them.
             let mut kinds = [0u32; 12];
-            for &(_, h) in &rt.mem.lru[node] {
+            for (_, h) in rt.mem.lru[node].iter() {
                 let r = rt.replicas.get(h, node as u32);
                 pinned += u32::from(r.prefetch_pins > 0);
                 referenced += u32::from(r.refcnt > 0);

@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 
 use super::core::{CUDA_FREE, CUDA_MALLOC, MIB, PINNED_PER_MIB, Runtime};
 use super::graph::Graph;
+use super::lru::Lru;
 use super::machine::Machine;
 use super::suballoc::{CHUNK, Driver, Slot, SubAllocator};
 use super::transfers::Level;
@@ -64,7 +65,7 @@ pub struct Memory {
     pub used: Vec<f64>,
     pub peak: Vec<f64>,
     /// Allocated GPU replicas per node by last use: the eviction order.
-    pub lru: Vec<BTreeSet<(u64, u32)>>,
+    pub lru: Vec<Lru>,
     /// Each node's sub-allocator (StarPU's 32 MiB chunks for buffers of at most 4 MiB).
     pub sub: Vec<SubAllocator>,
     /// Allocation costs (cudaMalloc, cudaFree, pinned RAM) each node's driver still owes:
@@ -110,7 +111,7 @@ impl Memory {
         Memory {
             used: vec![0.0; nodes],
             peak: vec![0.0; nodes],
-            lru: vec![BTreeSet::new(); nodes],
+            lru: vec![Lru::new(handles); nodes],
             sub: vec![SubAllocator::default(); nodes],
             debt: vec![0.0; nodes],
             cuda_alloc_free_s: 0.0,
@@ -145,10 +146,10 @@ impl Memory {
     /// StarPU's MC_LIST_ERASE: a buffer leaves node `n`'s eviction order; if it was the
     /// dirty head, the next buffer is.
     fn erase(&mut self, n: usize, key: (u64, u32)) {
-        self.lru[n].remove(&key);
         if self.dirty_head[n] == Some(key) {
-            self.dirty_head[n] = self.lru[n].range(key..).next().copied();
+            self.dirty_head[n] = self.lru[n].after(key);
         }
+        self.lru[n].remove(key);
     }
 }
 
@@ -648,7 +649,7 @@ impl Runtime {
         self.mem.lru[node as usize]
             .iter()
             .take(400)
-            .map(|&(_, h)| code(self.replicas.get(h, node)))
+            .map(|(_, h)| code(self.replicas.get(h, node)))
             .collect()
     }
 
@@ -660,7 +661,6 @@ impl Runtime {
             idle.iter().copied().collect::<Vec<_>>(),
             self.mem.lru[node as usize]
                 .iter()
-                .copied()
                 .filter(|&(_, h)| Idle {
                     clean: true,
                     for_prefetch
@@ -693,7 +693,7 @@ impl Runtime {
         // write-back is done (StarPU's transfer_subtree_to_node waits for each in turn).
         let mut victims = Vec::new();
         let mut counted = 0.0;
-        for &(_, h) in &self.mem.lru[node as usize] {
+        for (_, h) in self.mem.lru[node as usize].iter() {
             if counted >= need || victims.len() == idle {
                 break;
             }
@@ -724,7 +724,7 @@ impl Runtime {
     fn idle_recount(&self, node: u32, class: Idle) -> u32 {
         let lru = &self.mem.lru[node as usize];
         lru.iter()
-            .filter(|&&(_, h)| class.holds(self.replicas.get(h, node)))
+            .filter(|&(_, h)| class.holds(self.replicas.get(h, node)))
             .count() as u32
     }
 

@@ -113,6 +113,7 @@
 mod core;
 mod drivers;
 pub mod graph;
+mod lru;
 pub mod machine;
 mod memory;
 pub mod sched;

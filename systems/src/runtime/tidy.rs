@@ -100,9 +100,9 @@ impl Runtime {
         if want == 0 {
             return;
         }
-        debug_assert!(self.mem.lru[n].contains(&head), "dirty head off the list");
+        debug_assert!(self.mem.lru[n].contains(head), "dirty head off the list");
         let pass = walk(
-            self.mem.lru[n].range(head..).copied(),
+            self.mem.lru[n].from(head),
             want,
             |h| !self.replicas.get(h, node).marked_clean,
             |h| self.mem.writing[h as usize] > 0,
