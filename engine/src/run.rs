@@ -134,20 +134,10 @@ fn run_steps(
             let budget = limits.max_events.map_or(u64::MAX, |m| m - events);
             take_due(world, t, &mut due, budget);
             events += due.len() as u64;
-            for ev in due.drain(..) {
-                let kind = ev.kind.0 as usize;
-                (routes[kind].0)(world, ev.entity, ev.arg);
-                if !delivered.contains(&kind) {
-                    delivered.push(kind);
-                }
-            }
+            deliver(world, &routes, &mut due, &mut delivered);
             step.run(world);
             steps += 1;
-            // Drops events no system consumed (e.g. of a switched-off model), so they do not
-            // pile up. Only the kinds delivered this step can hold any.
-            for kind in delivered.drain(..) {
-                (routes[kind].1)(world);
-            }
+            clear_inboxes(world, &routes, &mut delivered);
             check_errors(world)?;
             let calendar = world.resource::<Calendar>();
             if let Some(max) = limits.max_events
@@ -168,6 +158,30 @@ fn run_steps(
 
 type Deliver = fn(&mut World, Entity, u64);
 type Clear = fn(&mut World);
+
+/// Puts the step's events into their inboxes and notes their kinds.
+fn deliver(
+    world: &mut World,
+    routes: &[(Deliver, Clear)],
+    due: &mut Vec<RawEvent>,
+    delivered: &mut Vec<usize>,
+) {
+    for ev in due.drain(..) {
+        let kind = ev.kind.0 as usize;
+        (routes[kind].0)(world, ev.entity, ev.arg);
+        if !delivered.contains(&kind) {
+            delivered.push(kind);
+        }
+    }
+}
+
+/// Drops events no system consumed (e.g. of a switched-off model), so they do not pile up.
+/// Only the kinds delivered this step can hold any: every inbox is emptied after each step.
+fn clear_inboxes(world: &mut World, routes: &[(Deliver, Clear)], delivered: &mut Vec<usize>) {
+    for kind in delivered.drain(..) {
+        (routes[kind].1)(world);
+    }
+}
 
 /// Moves the events due at `t` (at most `budget`) from the calendar into `due`, in order.
 fn take_due(world: &mut World, t: SimTime, due: &mut Vec<RawEvent>, budget: u64) {
