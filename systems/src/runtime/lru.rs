@@ -75,16 +75,8 @@ impl Lru {
         };
         self.prev[i] = after;
         self.next[i] = before;
-        if after == NONE {
-            self.head = h;
-        } else {
-            self.next[after as usize] = h;
-        }
-        if before == NONE {
-            self.tail = h;
-        } else {
-            self.prev[before as usize] = h;
-        }
+        self.set_next(after, h);
+        self.set_prev(before, h);
         true
     }
 
@@ -95,21 +87,31 @@ impl Lru {
         }
         let i = entry.1 as usize;
         let (p, n) = (self.prev[i], self.next[i]);
-        if p == NONE {
-            self.head = n;
-        } else {
-            self.next[p as usize] = n;
-        }
-        if n == NONE {
-            self.tail = p;
-        } else {
-            self.prev[n as usize] = p;
-        }
+        self.set_next(p, n);
+        self.set_prev(n, p);
         self.prev[i] = NONE;
         self.next[i] = NONE;
         self.listed[i] = false;
         self.len -= 1;
         true
+    }
+
+    /// `at`'s successor becomes `h`; with `at` NONE, the head does.
+    fn set_next(&mut self, at: u32, h: u32) {
+        if at == NONE {
+            self.head = h;
+        } else {
+            self.next[at as usize] = h;
+        }
+    }
+
+    /// `at`'s predecessor becomes `h`; with `at` NONE, the tail does.
+    fn set_prev(&mut self, at: u32, h: u32) {
+        if at == NONE {
+            self.tail = h;
+        } else {
+            self.prev[at as usize] = h;
+        }
     }
 
     /// The entry after `entry` (listed), if any.
