@@ -937,6 +937,34 @@ fn a_driver_writing_a_victim_back_handles_no_task_end_meanwhile() {
 }
 
 #[test]
+fn a_driver_makes_its_progress_before_it_pops_and_waits_for_the_write_back_it_starts() {
+    // StarPU's driver loop handles a task's end, then makes its progress through its node's
+    // request lists, and only then pops, whether or not the end released anything. One GPU
+    // of 2 GiB (1,843 MiB usable, a pipeline of one) and one CPU. a writes x (1.2 GB) on the
+    // GPU (0-10 ms); p, queued behind it, has no data; c (CPU, 0-5 ms) releases q, whose
+    // prefetch of y (1 GB) finds no room while a holds x. At a's end the GPU's driver first
+    // handles y's prefetch, which evicts x: x is written back (10-130 ms) by that driver,
+    // which waits for it, so p is popped only then (130-140 ms), y comes 130-230 ms and q
+    // runs 230-240 ms. Popping before the progress would start p at 10 ms.
+    let dag = r#"Dag(handles: [(name: "x", size: 1.2e9), (name: "y", size: 1e9)], tasks: [
+        (name: "a", codelet: "k", accesses: [("x", W)]),
+        (name: "p", codelet: "k"),
+        (name: "c", codelet: "cpu"),
+        (name: "q", codelet: "k", accesses: [("y", R)], deps: ["c"])])"#;
+    let models = r#"models: {"k": CodeletModel(cuda: Some(Constant("10ms"))),
+        "cpu": CodeletModel(cpu: Some(Constant("5ms")))}"#;
+    let runtime = format!("scheduler: dmda, cuda_pipeline: 1, {models}");
+    let r = run(&node(1, 1), dag, &runtime, QUIET).unwrap();
+    assert_starts(
+        &r,
+        &[(0.0, 0), (0.130, 0), (0.0, 1), (0.230, 0)],
+        "progress first",
+    );
+    assert_makespan(&r, 0.240);
+    assert_eq!((r.evictions, r.writebacks), (1, 1));
+}
+
+#[test]
 fn a_kernel_launched_before_the_driver_waits_still_runs() {
     // As above, with a pipeline of three and no CPU: c (100 ms) runs from 10 ms and e
     // (10 ms), its data already there, is launched behind it; b's allocation makes the

@@ -39,7 +39,7 @@ pub enum Due {
     XferSubmit(u32),
     /// A released task is pushed now (after its pusher's earlier pushes).
     Push(u32),
-    /// A releaser is done pushing and pops now.
+    /// A driver whose task ended is done with its pushes and its progress, and pops now.
     Resume(u32),
     /// A driver thread's 1 us sleep ended (eager, prio, ws, lws: `threads.rs`).
     Wake(u32),
@@ -138,10 +138,11 @@ pub struct Runtime {
     pub(crate) ram_broadcast: bool,
     /// Pushes made at this instant by this releaser (None: the application): their count.
     pub(crate) push_clock: (SimTime, Option<u32>, u32),
-    /// Releasers that may not pop before their `Due::Resume`: after their pushes.
+    /// Drivers whose task ended and that may not pop before their `Due::Resume`: after
+    /// their pushes and their progress.
     pub(crate) deferred: Vec<bool>,
-    /// Node pairs whose requests a deferred GPU driver is to handle once back from its
-    /// pushes (its next progress), per worker.
+    /// Node pairs whose requests a deferred GPU driver is to handle in its next progress,
+    /// per worker.
     pub(crate) driver_pushing: Vec<Vec<(u32, u32)>>,
     /// Who released each task waiting for its `Due::Push` (None: the application).
     pub(crate) pusher: Vec<Option<u32>>,
@@ -509,8 +510,9 @@ impl Runtime {
         }
     }
 
-    /// A `Due::Resume` came: the releaser `w` has made its progress, handling the requests
-    /// held while it pushed, and pops now.
+    /// A `Due::Resume` came: the driver `w` whose task ended has made its pushes and its
+    /// progress, handling the requests held meanwhile, and pops now (unless that progress
+    /// started a reclaim it waits for).
     pub(crate) fn resume(&mut self, w: u32) {
         self.deferred[w as usize] = false;
         for (src, dst) in std::mem::take(&mut self.driver_pushing[w as usize]) {
@@ -519,11 +521,11 @@ impl Runtime {
         self.advance_worker(w as usize);
     }
 
-    /// The GPU driver that handles requests from `src` to `dst`, if it is busy pushing what
-    /// its task released: StarPU's CUDA driver ends a task, pushes the tasks it released, and
-    /// only then, in its next progress, handles its node's request lists. (Held so, a
-    /// prefetch short of memory cannot evict the tile the task has just written in the
-    /// microseconds before its successor's push pins it.)
+    /// The GPU driver that handles requests from `src` to `dst`, if it is between a task's
+    /// end and its next progress: StarPU's CUDA driver ends a task, pushes the tasks it
+    /// released, and only then, in its next progress, handles its node's request lists.
+    /// (Held so, a prefetch short of memory cannot evict the tile the task has just written
+    /// in the microseconds before its successor's push pins it.)
     pub(crate) fn pushing_driver(&self, src: u32, dst: u32) -> Option<usize> {
         let node = Xfer::handler(src, dst);
         if node == 0 {
@@ -532,14 +534,18 @@ impl Runtime {
         (0..self.workers.len()).find(|&w| self.deferred[w] && self.drives(w, node))
     }
 
-    /// The releasing worker `w` pops after its pushes and its progress.
-    fn defer_releaser(&mut self, w: usize) {
+    /// The worker `w` whose task ended pops after its pushes (1 us each) and its progress
+    /// (1 us per memory node it drives), whether or not the end released anything: StarPU's
+    /// driver loop handles ended tasks, then makes its progress through its nodes' request
+    /// lists (`__starpu_datawizard_progress`), and only then pops. So a prefetch that the
+    /// end lets allocate, and that must first write a victim back, holds the pop until the
+    /// write-back is done ([`Runtime::driver_waits`]), as StarPU's driver is the thread
+    /// that reclaims.
+    fn pop_after_progress(&mut self, w: usize) {
         let count = self.pushes_now(Some(w as u32));
-        if count > 0 {
-            let at = self.after(count as f64 * MICROSECOND + self.drivers.pop_delay(w));
-            self.deferred[w] = true;
-            self.timers.push((at, Due::Resume(w as u32)));
-        }
+        let at = self.after(count as f64 * MICROSECOND + self.drivers.pop_delay(w));
+        self.deferred[w] = true;
+        self.timers.push((at, Due::Resume(w as u32)));
     }
 
     /// Whether `w`'s driver is waiting for an eviction's write-back on its node: StarPU
@@ -638,7 +644,7 @@ impl Runtime {
             self.pseudo_push(w, Some(h));
         }
         if !self.driver_paced() {
-            self.defer_releaser(w);
+            self.pop_after_progress(w);
         } else if matches!(self.threads.threads[w].doing, Doing::Waiting | Doing::Busy) {
             // Released nothing: its driver, woken by the end, loops on.
             self.threads.start_loop(w);
