@@ -340,6 +340,29 @@ fn a_chain_pays_its_transfer() {
 }
 
 #[test]
+fn under_eager_a_copy_waits_for_its_gpu_drivers_progress() {
+    // CHAIN under eager, one GPU and one CPU, with the runtime's overheads. a is pushed by
+    // the application at 1 us; GPU0, signalled, pops and starts it after its 2 us of
+    // progress (3 us), paying x's cudaMalloc (175 us) and the kernel's queueing (10 us) in
+    // its time: a ends at 10.188 ms.
+    // GPU0 then pushes b (10.189 ms), which signals CPU1; CPU1 pops b after its 1 us of
+    // progress (10.190 ms) and asks for x from the GPU. That copy is handled by GPU0's
+    // driver, in its progress: GPU0, back from its push, is in its 2 us of progress and
+    // handles it at their end (10.191 ms), as StarPU's driver goes through its node's
+    // request lists; after 10 us of queueing the copy runs 10.201-110.201 ms, then b:
+    // 120.201 ms. Handled when asked, the copy would start 1 us earlier.
+    let r = run(
+        &node(1, 1),
+        CHAIN,
+        &format!("scheduler: eager, {CHAIN_MODELS}"),
+        &[],
+    )
+    .unwrap();
+    assert_starts(&r, &[(3e-6, 0), (0.110201, 1)], "eager");
+    assert_makespan(&r, 0.120201);
+}
+
+#[test]
 fn the_runtime_log_has_the_oracles_lines() {
     // `output.runtime_log` keeps one line per data event, as the StarPU-SimGrid oracle's log
     // writes them (tools/starpu-simgrid/xlog.patch): the time in microseconds, handles by

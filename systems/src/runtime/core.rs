@@ -141,9 +141,9 @@ pub struct Runtime {
     /// Drivers whose task ended and that may not pop before their `Due::Resume`: after
     /// their pushes and their progress.
     pub(crate) deferred: Vec<bool>,
-    /// Node pairs whose requests a deferred GPU driver is to handle in its next progress,
-    /// per worker.
-    pub(crate) driver_pushing: Vec<Vec<(u32, u32)>>,
+    /// Node pairs whose requests a GPU driver is to handle in its next progress (a dm* driver
+    /// between a task's end and its pop, a paced driver in its loop), per worker.
+    pub(crate) parked_pairs: Vec<Vec<(u32, u32)>>,
     /// Who released each task waiting for its `Due::Push` (None: the application).
     pub(crate) pusher: Vec<Option<u32>>,
     pub(crate) tick: u64,
@@ -416,8 +416,10 @@ impl Runtime {
         self.release(t, by);
     }
 
-    /// Worker `w`'s driver loop pops (one task at most), then loops on, holds or waits.
+    /// Worker `w`'s driver loop ends its progress, handling the requests made meanwhile that
+    /// it handles, pops (one task at most), then loops on, holds or waits.
     fn driver_pops(&mut self, w: usize) {
+        self.pump_parked(w);
         let before = self.workers[w].in_hand.len();
         self.pop_turn = Some(w);
         self.advance_worker(w);
@@ -428,6 +430,36 @@ impl Runtime {
         if self.threads.popped(w, got, room) && self.threads.sleeping(w) {
             self.thread_sleep(w);
         }
+        if !self.threads.sleeping(w) {
+            // Holding or waiting: what was asked meanwhile is handled in its next iteration.
+            self.pump_parked(w);
+        }
+    }
+
+    /// The requests parked for `w`'s progress are handled now.
+    fn pump_parked(&mut self, w: usize) {
+        for (src, dst) in std::mem::take(&mut self.parked_pairs[w]) {
+            self.pump(src, dst);
+        }
+    }
+
+    /// Under a paced policy, the GPU driver handling requests from `src` to `dst`, if its
+    /// thread is in its loop (waiting, pushing or in its progress): its progress, to come,
+    /// handles them ([`Runtime::post`]).
+    pub(crate) fn paced_handler_in_loop(&self, src: u32, dst: u32) -> Option<usize> {
+        if !self.driver_paced() {
+            return None;
+        }
+        let node = Xfer::handler(src, dst);
+        if node == 0 {
+            return None;
+        }
+        let w = (0..self.workers.len()).find(|&w| self.machine.workers[w].node == node)?;
+        matches!(
+            self.threads.threads[w].doing,
+            Doing::Waiting | Doing::Pushing | Doing::Progress(_)
+        )
+        .then_some(w)
     }
 
     /// Tasks worker `w` may hold: a GPU's pipeline, a CPU's one.
@@ -515,7 +547,7 @@ impl Runtime {
     /// started a reclaim it waits for).
     pub(crate) fn resume(&mut self, w: u32) {
         self.deferred[w as usize] = false;
-        for (src, dst) in std::mem::take(&mut self.driver_pushing[w as usize]) {
+        for (src, dst) in std::mem::take(&mut self.parked_pairs[w as usize]) {
             self.pump(src, dst);
         }
         self.advance_worker(w as usize);

@@ -181,7 +181,7 @@ pub fn assemble(
         drivers,
         push_clock: (SimTime::ZERO, None, 0),
         deferred: vec![false; nw],
-        driver_pushing: vec![Vec::new(); nw],
+        parked_pairs: vec![Vec::new(); nw],
         pusher: vec![None; nt],
         hints_left: graph.hints.iter().map(|h| h.1).collect(),
         sched: Some(sched::policy(spec.scheduler, nw)),

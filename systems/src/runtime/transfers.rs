@@ -175,7 +175,7 @@ impl Runtime {
                     let f = self.add_join(h, src, dst, Level::Fetch, prio, 0);
                     self.copies.xfers[f as usize].task = task;
                     self.hand_over_load(x, f);
-                    self.pump(src, dst);
+                    self.post(src, dst);
                     return;
                 }
                 self.requeue(x, |xf| {
@@ -184,7 +184,7 @@ impl Runtime {
                         xf.level = Level::Fetch;
                     }
                 });
-                self.pump(src, dst);
+                self.post(src, dst);
             }
             return;
         }
@@ -248,7 +248,7 @@ impl Runtime {
         } else {
             self.enqueue(x);
             self.log_request(h, src, dst, level);
-            self.pump(src, dst);
+            self.post(src, dst);
             // Posting it flags and signals its handler's driver.
             self.posted_on(Xfer::handler(src, dst));
         }
@@ -261,7 +261,7 @@ impl Runtime {
     pub(crate) fn join(&mut self, h: u32, src: u32, dst: u32, prio: i64, task: u32) {
         let x = self.add_join(h, src, dst, Level::Prefetch, prio, 1);
         self.copies.xfers[x as usize].task = Some(task);
-        self.pump(src, dst);
+        self.post(src, dst);
     }
 
     /// [`Runtime::join`]'s request, listed but not yet served: its index.
@@ -384,6 +384,25 @@ impl Runtime {
         }
     }
 
+    /// A request was made (or raised) on (`src`, `dst`): its handling driver handles it in
+    /// its progress. Under the paced policies a GPU driver whose thread is in its loop
+    /// (waiting, which the post wakes; pushing; or in its progress) handles it at the end
+    /// of that progress, just before it pops, as StarPU's driver goes through its node's
+    /// request lists in `__starpu_datawizard_progress` ([`Runtime::paced_handler_in_loop`]).
+    /// Otherwise it is handled now: a driver holding what it can take handles it in its
+    /// next iteration, microseconds away, and the dm* drivers' progress is modelled only
+    /// after a task's end ([`Runtime::pushing_driver`]).
+    pub(crate) fn post(&mut self, src: u32, dst: u32) {
+        let Some(w) = self.paced_handler_in_loop(src, dst) else {
+            self.pump(src, dst);
+            return;
+        };
+        if !self.parked_pairs[w].contains(&(src, dst)) {
+            self.parked_pairs[w].push((src, dst));
+        }
+        self.posted_on(Xfer::handler(src, dst));
+    }
+
     pub(crate) fn pair(&self, src: u32, dst: u32) -> usize {
         src as usize * self.machine.nodes.len() + dst as usize
     }
@@ -398,8 +417,8 @@ impl Runtime {
     /// ([`Runtime::pushing_driver`]).
     pub(crate) fn pump(&mut self, src: u32, dst: u32) {
         if let Some(w) = self.pushing_driver(src, dst) {
-            if !self.driver_pushing[w].contains(&(src, dst)) {
-                self.driver_pushing[w].push((src, dst));
+            if !self.parked_pairs[w].contains(&(src, dst)) {
+                self.parked_pairs[w].push((src, dst));
             }
             return;
         }
@@ -776,10 +795,10 @@ mod tests {
         rt.request(1, 1, Level::Prefetch, 0, None);
         let b = rt.replicas.get(1, 1);
         assert!(b.incoming.is_some() && !b.allocated && !b.loading);
-        assert_eq!(rt.driver_pushing[gpu], [(0, 1)]);
+        assert_eq!(rt.parked_pairs[gpu], [(0, 1)]);
         rt.resume(gpu as u32);
         assert!(rt.replicas.get(1, 1).allocated && rt.replicas.get(1, 1).loading);
-        assert!(rt.driver_pushing[gpu].is_empty());
+        assert!(rt.parked_pairs[gpu].is_empty());
     }
 
     #[test]
