@@ -436,6 +436,13 @@ impl Runtime {
         }
     }
 
+    /// Requests on (`src`, `dst`) wait for `w`'s next progress.
+    pub(crate) fn park(&mut self, w: usize, src: u32, dst: u32) {
+        if !self.parked_pairs[w].contains(&(src, dst)) {
+            self.parked_pairs[w].push((src, dst));
+        }
+    }
+
     /// The requests parked for `w`'s progress are handled now.
     fn pump_parked(&mut self, w: usize) {
         for (src, dst) in std::mem::take(&mut self.parked_pairs[w]) {
@@ -547,9 +554,7 @@ impl Runtime {
     /// started a reclaim it waits for).
     pub(crate) fn resume(&mut self, w: u32) {
         self.deferred[w as usize] = false;
-        for (src, dst) in std::mem::take(&mut self.parked_pairs[w as usize]) {
-            self.pump(src, dst);
-        }
+        self.pump_parked(w as usize);
         self.advance_worker(w as usize);
     }
 

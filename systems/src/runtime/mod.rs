@@ -98,8 +98,9 @@
 //! Simplified: a GPU's driver pops its next task as soon as a task's data are there, where
 //! StarPU-SimGrid's sleeps 10 us queueing the kernel and 2 us of progress first (tried before
 //! task ends were followed by progress: right in the oracle's log, it moved memory-capped rows by
-//! -5..-14 points through eviction timing, issue 21's note); conflicts between transfers are checked when a transfer starts, a cudaFree does not
-//! wait for transfers in flight, a popped task's buffers are allocated at once (in StarPU as its
+//! -5..-14 points through eviction timing, issue 21's note; tried after, oracle mean error 1.46
+//! -> 1.50 %); conflicts between transfers are checked when a transfer starts, a cudaFree does
+//! not wait for transfers in flight, a popped task's buffers are allocated at once (in StarPU as its
 //! fetch requests start), a prefetch of data relayed through RAM pins them at push, a worker's
 //! mutex held by a pusher's walk does not delay its pop, a ws/lws thief never finds its victim's
 //! lock taken (StarPU's backs off 1 us and pops again: `sched/ws.rs`), and redux accesses are

@@ -397,9 +397,7 @@ impl Runtime {
             self.pump(src, dst);
             return;
         };
-        if !self.parked_pairs[w].contains(&(src, dst)) {
-            self.parked_pairs[w].push((src, dst));
-        }
+        self.park(w, src, dst);
         self.posted_on(Xfer::handler(src, dst));
     }
 
@@ -417,9 +415,7 @@ impl Runtime {
     /// ([`Runtime::pushing_driver`]).
     pub(crate) fn pump(&mut self, src: u32, dst: u32) {
         if let Some(w) = self.pushing_driver(src, dst) {
-            if !self.parked_pairs[w].contains(&(src, dst)) {
-                self.parked_pairs[w].push((src, dst));
-            }
+            self.park(w, src, dst);
             return;
         }
         let pair = self.pair(src, dst);
