@@ -10,22 +10,15 @@ use hetsim_engine::record::ResId;
 use hetsim_schema::SimTime;
 use hetsim_schema::tasks::Mode;
 
-use super::drivers::{Drivers, MICROSECOND};
-use super::graph::Graph;
-use super::machine::{Arch, Machine, Models};
 use super::memory::{Evict, Memory, Msi, Replicas};
+use super::model::Flags;
+use super::model::graph::Graph;
+use super::model::machine::{Arch, Machine, Models};
+use super::model::{MICROSECOND, QUEUE_COST};
+use super::pacing::drivers::Drivers;
+use super::pacing::threads::{ACQUIRE, Doing, Step, Threads};
 use super::sched::{Policy, View, Wakes};
-use super::setup::Flags;
-use super::threads::{ACQUIRE, Doing, Step, Threads};
 use super::transfers::{Level, Transfers, Xfer};
-
-/// StarPU-SimGrid's runtime costs (notes 5.2), seconds: per transfer and per GPU kernel
-/// queued, cudaMalloc, cudaFree, and pinning host memory per MiB.
-pub const QUEUE_COST: f64 = 10e-6;
-pub const CUDA_MALLOC: f64 = 175e-6;
-pub const CUDA_FREE: f64 = 750e-6;
-pub const PINNED_PER_MIB: f64 = 650e-6;
-pub const MIB: f64 = 1048576.0;
 
 /// A timer the runtime asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,11 +5,12 @@
 
 use std::collections::BTreeSet;
 
-use super::core::{CUDA_FREE, CUDA_MALLOC, MIB, PINNED_PER_MIB, Runtime};
-use super::graph::Graph;
-use super::lru::Lru;
-use super::machine::Machine;
-use super::suballoc::{CHUNK, Driver, Slot, SubAllocator};
+use super::core::Runtime;
+use super::data::lru::Lru;
+use super::data::suballoc::{CHUNK, Driver, Slot, SubAllocator};
+use super::model::graph::Graph;
+use super::model::machine::Machine;
+use super::model::{CUDA_FREE, CUDA_MALLOC, MIB, PINNED_PER_MIB};
 use super::transfers::Level;
 
 /// A replica's coherency state (MSI).
@@ -47,7 +48,7 @@ pub struct Replica {
     pub slot: Option<Slot>,
     /// StarPU's `clean` mark on a GPU buffer: set when it is allocated (whatever RAM holds:
     /// a copy from another GPU is clean too) and when a write-back to RAM is asked for; a
-    /// task writing it here clears it. Tidying counts these ([`super::tidy`]).
+    /// task writing it here clears it. Tidying counts these ([`super::data::tidy`]).
     pub marked_clean: bool,
 }
 

@@ -119,18 +119,15 @@
 //! SimGrid wakes them in).
 
 mod core;
-mod drivers;
-pub mod graph;
-mod lru;
-pub mod machine;
+mod data;
 mod memory;
+mod model;
+mod pacing;
 pub mod sched;
 mod setup;
-mod suballoc;
-mod threads;
-mod tidy;
-mod tiled;
 mod transfers;
+
+pub use model::{graph, machine};
 
 use bevy_app::{App, Plugin};
 use bevy_ecs::prelude::*;
@@ -261,7 +258,7 @@ fn setup_runtime(world: &mut World) {
 fn setup(world: &mut World, cfg: &RuntimeConfig) -> Result<(), String> {
     let platform = world.resource::<PlatformConfig>().0.clone();
     let switches = world.resource::<Switches>();
-    let flags = setup::Flags {
+    let flags = model::Flags {
         overheads: switches.is_on("runtime_overheads"),
         mem_limit: switches.is_on("gpu_memory_limit"),
         shared_bus: switches.is_on("pcie_shared_bus"),

@@ -6,25 +6,15 @@ use hetsim_schema::scenario::{PlatformSpec, Workload};
 use hetsim_schema::tasks::RuntimeSpec;
 
 use super::core::{Runtime, RuntimeReport, TaskState, WorkerRt};
-use super::drivers::Drivers;
-use super::graph::{self, Graph};
-use super::machine::{Arch, Machine, Models};
 use super::memory::{Memory, Replicas};
+use super::model::Flags;
+use super::model::graph::{self, Graph};
+use super::model::machine::{Arch, Machine, Models};
+use super::pacing::drivers::Drivers;
+use super::pacing::threads::Threads;
 use super::sched;
-use super::threads::Threads;
 use super::transfers::Transfers;
 use crate::platform::Topology;
-
-/// The model switches the runtime reads.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Flags {
-    pub overheads: bool,
-    pub mem_limit: bool,
-    pub shared_bus: bool,
-    pub prefetch: bool,
-    pub noise: bool,
-    pub tidy: bool,
-}
 
 /// The runtime of a task-graph workload on `platform` (`None`: not a task graph), checked:
 /// every codelet has a model, every task can run somewhere and fits there.
@@ -243,7 +233,7 @@ pub fn a_and_b_written_on_the_gpu() -> Runtime {
 /// latency) and one CPU core, for the leaves' unit tests.
 #[cfg(test)]
 pub fn test_runtime(dag: &str, models: &str, gpu_bytes: f64, flags: Flags) -> Runtime {
-    use super::machine::{Arch, MemNode, Worker};
+    use super::model::machine::{Arch, MemNode, Worker};
     use crate::platform::Endpoint;
     use hetsim_schema::load::from_ron;
     use rand_core::SeedableRng;

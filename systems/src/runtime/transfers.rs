@@ -8,8 +8,9 @@ use std::collections::BTreeSet;
 
 use hetsim_schema::SimTime;
 
-use super::core::{Due, QUEUE_COST, Runtime};
+use super::core::{Due, Runtime};
 use super::memory::{Evict, Msi};
+use super::model::QUEUE_COST;
 
 /// StarPU's request levels: a task that needs its data now, a push-time prefetch, or an
 /// idle write-back. Served in that order; a node pair starts fetches while fewer than
@@ -681,7 +682,8 @@ impl Runtime {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::setup::{Flags, TEST_FLAGS, a_and_b_written_on_the_gpu, test_runtime};
+    use crate::runtime::model::Flags;
+    use crate::runtime::setup::{TEST_FLAGS, a_and_b_written_on_the_gpu, test_runtime};
 
     #[test]
     fn copies_serialise_as_starpu_simgrid_does() {

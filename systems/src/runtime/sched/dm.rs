@@ -315,7 +315,8 @@ impl Policy for DequeModel {
 mod tests {
     use super::*;
     use crate::runtime::Runtime;
-    use crate::runtime::setup::{Flags, test_runtime};
+    use crate::runtime::model::Flags;
+    use crate::runtime::setup::test_runtime;
     use hetsim_schema::SimTime;
 
     #[test]

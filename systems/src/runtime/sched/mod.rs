@@ -27,9 +27,9 @@ use rand_core::Rng;
 
 use hetsim_schema::tasks::{Mode, Scheduler};
 
-use super::graph::Graph;
-use super::machine::{Arch, Machine, Models, Worker};
 use super::memory::Replicas;
+use super::model::graph::Graph;
+use super::model::machine::{Arch, Machine, Models, Worker};
 
 /// A scheduling policy: where ready tasks wait, and which one a worker takes.
 pub trait Policy: Send + Sync {
@@ -255,7 +255,8 @@ mod tests {
     use super::*;
     use crate::runtime::core::Runtime;
     use crate::runtime::memory::Msi;
-    use crate::runtime::setup::{Flags, test_runtime};
+    use crate::runtime::model::Flags;
+    use crate::runtime::setup::test_runtime;
 
     /// A runtime on one GPU (CUDA0) and one CPU core; the policies under test are separate
     /// from its own.

@@ -26,7 +26,7 @@
 use std::collections::VecDeque;
 
 use super::{Policy, Pushed, View, Wakes, insert_sorted};
-use crate::runtime::machine::Arch;
+use crate::runtime::model::machine::Arch;
 
 pub struct WorkStealing {
     local: Vec<VecDeque<u32>>,

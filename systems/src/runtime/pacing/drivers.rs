@@ -15,8 +15,7 @@
 //! a copy into RAM flags every worker, CUDA ones included (they drive RAM too), a copy into a
 //! GPU that GPU's worker.
 
-/// One microsecond, StarPU-SimGrid's unit of push and progress cost.
-pub const MICROSECOND: f64 = 1e-6;
+use crate::runtime::model::MICROSECOND;
 
 /// Each worker's driver state.
 #[derive(Debug, Clone, Default)]

@@ -12,7 +12,7 @@ use hetsim_schema::tasks::{CodeletModel, TimeModel};
 use super::graph::Task;
 use crate::platform::{Endpoint, Topology};
 
-const MIB: f64 = 1048576.0;
+use super::MIB;
 
 /// Values between memory nodes, `[from][to]`.
 type Matrix = Vec<Vec<f64>>;

@@ -23,9 +23,9 @@
 //! StarPU's second trigger, on free memory (`STARPU_MINIMUM_AVAILABLE_MEM`), is off by
 //! default in StarPU and not modelled.
 
-use super::core::Runtime;
-use super::memory::Evict;
-use super::transfers::Level;
+use crate::runtime::core::Runtime;
+use crate::runtime::memory::Evict;
+use crate::runtime::transfers::Level;
 
 /// `STARPU_MINIMUM_CLEAN_BUFFERS`: tidying starts under this share of clean buffers (%).
 pub const MINIMUM_CLEAN: usize = 5;
