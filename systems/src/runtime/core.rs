@@ -3,164 +3,40 @@
 //! Plain state in; timers and transfer flows out (`timers`, `flows`), handed to the calendar
 //! and the network by the coordinator.
 
-use std::collections::VecDeque;
-
 use bevy_ecs::prelude::Resource;
-use hetsim_engine::record::ResId;
 use hetsim_schema::SimTime;
 use hetsim_schema::tasks::Mode;
 
-use super::memory::{Evict, Memory, Msi, Replicas};
-use super::model::Flags;
-use super::model::graph::Graph;
-use super::model::machine::{Arch, Machine, Models};
-use super::model::{MICROSECOND, QUEUE_COST};
-use super::pacing::drivers::Drivers;
-use super::pacing::threads::{ACQUIRE, Doing, Step, Threads};
+use super::data::Data;
+use super::memory::{Evict, Msi};
+use super::model::machine::Arch;
+use super::model::{MICROSECOND, Model, QUEUE_COST};
+use super::out::{Due, Out};
+use super::pacing::Pacing;
+use super::pacing::threads::{ACQUIRE, Doing, Step};
 use super::sched::{Policy, View, Wakes};
-use super::transfers::{Level, Transfers, Xfer};
+use super::tasks::{TaskState, Tasks};
+use super::transfers::{Level, Xfer};
+use super::workers::Workers;
 
-/// A timer the runtime asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Due {
-    /// A task's time is up.
-    TaskDone(u32),
-    /// A transfer off the shared bus is over.
-    XferDone(u32),
-    /// A copy on the shared bus is submitted now (after its driver's allocations and
-    /// queueing cost).
-    XferSubmit(u32),
-    /// A released task is pushed now (after its pusher's earlier pushes).
-    Push(u32),
-    /// A driver whose task ended is done with its pushes and its progress, and pops now.
-    Resume(u32),
-    /// A driver thread's 1 us sleep ended (eager, prio, ws, lws: `threads.rs`).
-    Wake(u32),
-    /// A `wont_use` hint's callback acts on this handle now.
-    Hint(u32),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TaskState {
-    Blocked,
-    Queued,
-    Fetching,
-    Ready,
-    Running,
-    Done,
-}
-
-#[derive(Debug, Default)]
-pub struct WorkerRt {
-    /// Popped tasks in order: the front runs first.
-    pub(crate) in_hand: VecDeque<u32>,
-    pub(crate) fetching: Option<u32>,
-    /// Tasks whose kernel ended while the driver waited for an eviction's write-back: their
-    /// end (successors released, data let go) is handled when it is back.
-    pub(crate) ended: Vec<u32>,
-    pub(crate) busy_s: f64,
-    pub(crate) tasks: u64,
-    pub(crate) row: Option<ResId>,
-}
-
-/// What the runtime did, for the summary.
-#[derive(Resource, Debug, Clone, Default)]
-pub struct RuntimeReport {
-    pub scheduler: String,
-    pub tasks: u64,
-    pub makespan_s: f64,
-    /// The application's flop count (n^3/3 Cholesky, 2n^3/3 LU, 4n^3/3 QR; the tasks' sum for
-    /// a DAG) over the makespan.
-    pub gflops: f64,
-    pub workers: Vec<(String, f64, u64)>,
-    pub bytes_h2d: f64,
-    pub bytes_d2h: f64,
-    pub bytes_d2d: f64,
-    pub transfers: u64,
-    pub evictions: u64,
-    pub writebacks: u64,
-    /// Write-backs tidying asked for (idle requests).
-    pub tidy_writebacks: u64,
-    /// Per task: start, end (s) and worker index.
-    pub task_times: Vec<(f64, f64, u32)>,
-    /// Per memory node: name, capacity and the most bytes ever allocated there.
-    pub memory: Vec<(String, f64, f64)>,
-    /// Each worker's memory node (index into `memory`).
-    pub worker_nodes: Vec<u32>,
-    /// The task graph that ran (for StarPU-style traces: tasks.rec, data.rec, dag.dot).
-    pub graph: std::sync::Arc<Graph>,
-    /// The data-event log (`output.runtime_log`; empty otherwise), a line each.
-    pub log: std::sync::Arc<Vec<String>>,
-}
-
-/// The runtime's whole state.
+/// The runtime's whole state, grouped by owner.
 #[derive(Resource, Default)]
 pub struct Runtime {
-    pub(crate) graph: Graph,
-    pub(crate) machine: Machine,
-    pub(crate) models: Models,
+    /// What the run reads.
+    pub(crate) model: Model,
     /// The scheduling policy (set up with the runtime).
     pub(crate) sched: Option<Box<dyn Policy>>,
-    pub(crate) state: Vec<TaskState>,
-    /// When each task's inputs were all there: a GPU's driver queues the kernel then.
-    pub(crate) launched: Vec<SimTime>,
-    pub(crate) left: Vec<u32>,
-    pub(crate) worker_of: Vec<u32>,
-    /// dm* predictions per task: (length, transfer not hidden), seconds.
-    pub(crate) pred: Vec<(f64, f64)>,
-    pub(crate) replicas: Replicas,
-    /// Allocation, the eviction order and prefetch pins per memory node.
-    pub(crate) mem: Memory,
-    /// Transfers and their request lists.
-    pub(crate) copies: Transfers,
-    /// Tasks each `wont_use` hint still waits for.
-    pub(crate) hints_left: Vec<u32>,
-    pub(crate) workers: Vec<WorkerRt>,
-    /// The task each worker runs.
-    pub(crate) running: Vec<Option<u32>>,
-    /// Worker indices that may make progress.
-    pub(crate) dirty: Vec<u32>,
-    pub(crate) dirty_mark: Vec<bool>,
-    /// Driver states for the policies paced by StarPU-SimGrid's drivers.
-    pub(crate) drivers: Drivers,
-    /// Their threads' loops and pushes, and SimGrid's order of their wake-ups.
-    pub(crate) threads: Threads,
-    /// The worker whose driver loop pops now (paced policies pop only then).
-    pub(crate) pop_turn: Option<usize>,
-    /// A CPU's fetch found data in RAM at this instant: RAM's drivers are to be woken.
-    pub(crate) ram_broadcast: bool,
-    /// Pushes made at this instant by this releaser (None: the application): their count.
-    pub(crate) push_clock: (SimTime, Option<u32>, u32),
-    /// Drivers whose task ended and that may not pop before their `Due::Resume`: after
-    /// their pushes and their progress.
-    pub(crate) deferred: Vec<bool>,
-    /// Node pairs whose requests a GPU driver is to handle in its next progress (a dm* driver
-    /// between a task's end and its pop, a paced driver in its loop), per worker.
-    pub(crate) parked_pairs: Vec<Vec<(u32, u32)>>,
-    /// Who released each task waiting for its `Due::Push` (None: the application).
-    pub(crate) pusher: Vec<Option<u32>>,
-    pub(crate) tick: u64,
-    pub(crate) now: SimTime,
-    pub(crate) alpha: f64,
-    pub(crate) beta: f64,
-    pub(crate) pipeline: u32,
-    /// The model switches (overheads, memory limit, shared bus, prefetch, noise).
-    pub(crate) flags: Flags,
     pub(crate) rng: Option<rand_chacha::ChaCha8Rng>,
-    pub(crate) flops: f64,
-    pub(crate) done: u64,
-    pub(crate) report: RuntimeReport,
-    /// Events to schedule after a step's work: (time, event).
-    pub(crate) timers: Vec<(SimTime, Due)>,
-    pub(crate) flows: Vec<(SimTime, u32)>,
-    pub(crate) intervals: Vec<(ResId, u16, u32, SimTime, SimTime)>,
-    /// The data-event log, when kept (`output.runtime_log`).
-    pub(crate) log: Option<Vec<String>>,
+    pub(crate) tasks: Tasks,
+    pub(crate) workers: Workers,
+    pub(crate) pacing: Pacing,
+    pub(crate) data: Data,
+    pub(crate) out: Out,
 }
 
 impl Runtime {
     pub(crate) fn priority(&self, t: u32) -> i64 {
-        self.graph.tasks[t as usize].priority
+        self.model.graph.tasks[t as usize].priority
     }
 
     pub(crate) fn uniform(&mut self) -> f64 {
@@ -171,29 +47,25 @@ impl Runtime {
     pub(crate) fn policy_and_view(&mut self) -> (&mut dyn Policy, View<'_>) {
         let Runtime {
             sched,
-            graph,
-            machine,
-            models,
-            replicas,
-            pred,
-            running,
+            model,
+            tasks,
+            workers,
+            data,
             rng,
-            now,
-            alpha,
-            beta,
+            out,
             ..
         } = self;
         let view = View {
-            graph,
-            machine,
-            models,
-            replicas,
-            pred,
-            running,
+            graph: &model.graph,
+            machine: &model.machine,
+            models: &mut model.models,
+            replicas: &data.replicas,
+            pred: &tasks.pred,
+            running: &workers.running,
             rng: rng.as_mut().expect("seeded"),
-            now: now.as_secs_f64(),
-            alpha: *alpha,
-            beta: *beta,
+            now: out.now.as_secs_f64(),
+            alpha: model.alpha,
+            beta: model.beta,
         };
         (sched.as_deref_mut().expect("a policy"), view)
     }
@@ -202,13 +74,13 @@ impl Runtime {
     /// kind, the time in microseconds, then `rest`, as the StarPU-SimGrid oracle's log
     /// writes them (`tools/starpu-simgrid/xlog.patch`).
     pub(crate) fn log(&mut self, kind: char, rest: impl FnOnce(&Runtime) -> String) {
-        if let Some(mut log) = self.log.take() {
+        if let Some(mut log) = self.out.log.take() {
             log.push(format!(
                 "{kind} {:.3} {}",
-                self.now.as_secs_f64() * 1e6,
+                self.out.now.as_secs_f64() * 1e6,
                 rest(self)
             ));
-            self.log = Some(log);
+            self.out.log = Some(log);
         }
     }
 
@@ -221,7 +93,7 @@ impl Runtime {
     /// RW 3).
     fn log_accesses(&self, t: u32) -> String {
         let mut out = String::new();
-        for &(h, mode) in &self.graph.tasks[t as usize].accesses {
+        for &(h, mode) in &self.model.graph.tasks[t as usize].accesses {
             let m = u8::from(mode.reads()) | (u8::from(mode.modifies()) << 1);
             out.push_str(&format!(" {}:{m}", self.handle_name(h)));
         }
@@ -229,23 +101,25 @@ impl Runtime {
     }
 
     pub(crate) fn source_for(&self, h: u32, dst: u32) -> Option<u32> {
-        let size = self.graph.handles[h as usize].size;
-        self.replicas.source_for(h, dst, size, &self.machine)
+        let size = self.model.graph.handles[h as usize].size;
+        self.data
+            .replicas
+            .source_for(h, dst, size, &self.model.machine)
     }
 
     /// Task `t`'s dependencies are done: hand it to the policy.
     pub(crate) fn release(&mut self, t: u32, by: Option<u32>) {
-        self.state[t as usize] = TaskState::Queued;
+        self.tasks.state[t as usize] = TaskState::Queued;
         let (policy, mut view) = self.policy_and_view();
         let pushed = policy.push(t, by, &mut view);
         if let Some(p) = pushed.prediction {
-            self.pred[t as usize] = p;
+            self.tasks.pred[t as usize] = p;
         }
         if let Some(w) = pushed.queue {
             // The push and the queue's length after it (the oracle logs it before: `n - 1`).
             self.log('B', |rt| {
                 let n = rt.sched.as_ref().and_then(|p| p.queued_on(w)).unwrap_or(0);
-                let name = &rt.graph.tasks[t as usize].label;
+                let name = &rt.model.graph.tasks[t as usize].label;
                 format!("{w} {name} n={}", n.saturating_sub(1))
             });
         }
@@ -277,16 +151,16 @@ impl Runtime {
     /// `_starpu_push_task`).
     pub(crate) fn ready(&mut self, t: u32, by: Option<u32>) {
         if self.driver_paced() {
-            let i = by.map_or(self.threads.app(), |w| w as usize);
-            if self.threads.release(i, t) {
+            let i = by.map_or(self.pacing.threads.app(), |w| w as usize);
+            if self.pacing.threads.release(i, t) {
                 self.thread_sleep(i);
             }
             return;
         }
         let count = self.count_push(by);
-        self.pusher[t as usize] = by;
+        self.tasks.pusher[t as usize] = by;
         let at = self.after(count as f64 * MICROSECOND);
-        self.timers.push((at, Due::Push(t)));
+        self.out.timers.push((at, Due::Push(t)));
     }
 
     /// Worker `w`'s thread pushes something that is not a task (an acquire, a callback):
@@ -294,15 +168,15 @@ impl Runtime {
     /// after it.
     fn pseudo_push(&mut self, w: usize, hint: Option<u32>) {
         if self.driver_paced() {
-            let item = hint.map_or(ACQUIRE, |h| self.threads.hint_callback(w, h));
-            if self.threads.release(w, item) {
+            let item = hint.map_or(ACQUIRE, |h| self.pacing.threads.hint_callback(w, h));
+            if self.pacing.threads.release(w, item) {
                 self.thread_sleep(w);
             }
         } else {
             let count = self.count_push(Some(w as u32));
             if let Some(h) = hint {
                 let at = self.after((count + 1) as f64 * MICROSECOND);
-                self.timers.push((at, Due::Hint(h)));
+                self.out.timers.push((at, Due::Hint(h)));
             }
         }
     }
@@ -310,14 +184,14 @@ impl Runtime {
     /// `by` makes one more push at this instant: how many it has made now.
     fn count_push(&mut self, by: Option<u32>) -> u32 {
         let count = self.pushes_now(by) + 1;
-        self.push_clock = (self.now, by, count);
+        self.pacing.push_clock = (self.out.now, by, count);
         count
     }
 
     /// How many pushes `by` has made at this instant.
     fn pushes_now(&self, by: Option<u32>) -> u32 {
-        let (at, pusher, count) = self.push_clock;
-        if (at, pusher) == (self.now, by) {
+        let (at, pusher, count) = self.pacing.push_clock;
+        if (at, pusher) == (self.out.now, by) {
             count
         } else {
             0
@@ -326,7 +200,7 @@ impl Runtime {
 
     /// A `Due::Push` came: `t` goes to the policy now.
     pub(crate) fn push_due(&mut self, t: u32) {
-        self.release(t, self.pusher[t as usize]);
+        self.release(t, self.tasks.pusher[t as usize]);
     }
 
     /// The push of `t` signals workers as StarPU-SimGrid's drivers would (`drivers.rs`),
@@ -337,10 +211,10 @@ impl Runtime {
             self.signal_all();
             return;
         }
-        let eligible: Vec<bool> = (0..self.workers.len())
+        let eligible: Vec<bool> = (0..self.workers.each.len())
             .map(|w| self.policy_and_view().1.can_run(t, w))
             .collect();
-        for w in self.drivers.push_wakes(|w| eligible[w]) {
+        for w in self.pacing.drivers.push_wakes(|w| eligible[w]) {
             self.signal(w);
         }
     }
@@ -348,14 +222,14 @@ impl Runtime {
     /// `w`'s driver is signalled: it starts its loop if it was waiting, or loops again after
     /// this one (`threads.rs`).
     fn signal(&mut self, w: usize) {
-        if self.threads.signal(w) {
+        if self.pacing.threads.signal(w) {
             self.thread_sleep(w);
         }
     }
 
     /// Every driver is signalled (a ws push; a broadcast to RAM, which every driver drives).
     fn signal_all(&mut self) {
-        for w in 0..self.workers.len() {
+        for w in 0..self.workers.each.len() {
             self.signal(w);
         }
     }
@@ -368,23 +242,23 @@ impl Runtime {
     /// Thread `i` sleeps `secs`.
     fn thread_sleep_for(&mut self, i: usize, secs: f64) {
         let at = self.after(secs);
-        if self.threads.sleep(i, self.now, at) {
-            self.timers.push((at, Due::Wake(i as u32)));
+        if self.pacing.threads.sleep(i, self.out.now, at) {
+            self.out.timers.push((at, Due::Wake(i as u32)));
         }
     }
 
     /// Thread `i`'s sleep ended: it pushes its next task, sleeps on, or pops.
     pub(crate) fn thread_woke(&mut self, i: usize) {
-        match self.threads.woke(i, self.now) {
+        match self.pacing.threads.woke(i, self.out.now) {
             Step::Push(t) => {
                 self.thread_pushes(i, t);
                 // Without the runtime's overheads a thread's pushes take no time: all at once.
-                if !self.flags.overheads {
-                    while let Step::Push(t) = self.threads.push_now(i) {
+                if !self.model.flags.overheads {
+                    while let Step::Push(t) = self.pacing.threads.push_now(i) {
                         self.thread_pushes(i, t);
                     }
                 }
-                if self.threads.sleeping(i) {
+                if self.pacing.threads.sleeping(i) {
                     self.thread_sleep(i);
                 }
             }
@@ -400,12 +274,12 @@ impl Runtime {
         if t == ACQUIRE {
             return;
         }
-        if let Some(h) = self.threads.take_hint(i, t) {
+        if let Some(h) = self.pacing.threads.take_hint(i, t) {
             let at = self.after(MICROSECOND);
-            self.timers.push((at, Due::Hint(h)));
+            self.out.timers.push((at, Due::Hint(h)));
             return;
         }
-        let by = (i != self.threads.app()).then_some(i as u32);
+        let by = (i != self.pacing.threads.app()).then_some(i as u32);
         self.release(t, by);
     }
 
@@ -413,17 +287,17 @@ impl Runtime {
     /// it handles, pops (one task at most), then loops on, holds or waits.
     fn driver_pops(&mut self, w: usize) {
         self.pump_parked(w);
-        let before = self.workers[w].in_hand.len();
-        self.pop_turn = Some(w);
+        let before = self.workers.each[w].in_hand.len();
+        self.pacing.pop_turn = Some(w);
         self.advance_worker(w);
-        self.pop_turn = None;
-        let got = self.workers[w].in_hand.len() > before;
+        self.pacing.pop_turn = None;
+        let got = self.workers.each[w].in_hand.len() > before;
         let room = self.has_room(w);
         // A launch during the pop already set the thread sleeping (`advance_worker`).
-        if self.threads.popped(w, got, room) && self.threads.sleeping(w) {
+        if self.pacing.threads.popped(w, got, room) && self.pacing.threads.sleeping(w) {
             self.thread_sleep(w);
         }
-        if !self.threads.sleeping(w) {
+        if !self.pacing.threads.sleeping(w) {
             // Holding or waiting: what was asked meanwhile is handled in its next iteration.
             self.pump_parked(w);
         }
@@ -431,14 +305,14 @@ impl Runtime {
 
     /// Requests on (`src`, `dst`) wait for `w`'s next progress.
     pub(crate) fn park(&mut self, w: usize, src: u32, dst: u32) {
-        if !self.parked_pairs[w].contains(&(src, dst)) {
-            self.parked_pairs[w].push((src, dst));
+        if !self.pacing.parked_pairs[w].contains(&(src, dst)) {
+            self.pacing.parked_pairs[w].push((src, dst));
         }
     }
 
     /// The requests parked for `w`'s progress are handled now.
     fn pump_parked(&mut self, w: usize) {
-        for (src, dst) in std::mem::take(&mut self.parked_pairs[w]) {
+        for (src, dst) in std::mem::take(&mut self.pacing.parked_pairs[w]) {
             self.pump(src, dst);
         }
     }
@@ -454,9 +328,10 @@ impl Runtime {
         if node == 0 {
             return None;
         }
-        let w = (0..self.workers.len()).find(|&w| self.machine.workers[w].node == node)?;
+        let w =
+            (0..self.workers.each.len()).find(|&w| self.model.machine.workers[w].node == node)?;
         matches!(
-            self.threads.threads[w].doing,
+            self.pacing.threads.threads[w].doing,
             Doing::Waiting | Doing::Pushing | Doing::Progress(_)
         )
         .then_some(w)
@@ -464,8 +339,8 @@ impl Runtime {
 
     /// Tasks worker `w` may hold: a GPU's pipeline, a CPU's one.
     fn slots(&self, w: usize) -> usize {
-        match self.machine.workers[w].arch {
-            Arch::Cuda(_) => self.pipeline as usize,
+        match self.model.machine.workers[w].arch {
+            Arch::Cuda(_) => self.model.pipeline as usize,
             Arch::Cpu => 1,
         }
     }
@@ -473,8 +348,8 @@ impl Runtime {
     /// Whether worker `w` could take a task now.
     fn has_room(&self, w: usize) -> bool {
         // StarPU's drivers pop nothing while a task's data are coming (`task_transferring`).
-        self.workers[w].in_hand.len() < self.slots(w)
-            && self.workers[w].fetching.is_none()
+        self.workers.each[w].in_hand.len() < self.slots(w)
+            && self.workers.each[w].fetching.is_none()
             && !self.holds_sync(w)
             && !self.driver_waits(w)
     }
@@ -483,7 +358,7 @@ impl Runtime {
     /// them to stay awake (StarPU-SimGrid's `_starpu_fetch_task_input_cb` broadcasts the
     /// node's queue).
     pub(crate) fn broadcast_ram(&mut self) {
-        if std::mem::take(&mut self.ram_broadcast) {
+        if std::mem::take(&mut self.pacing.ram_broadcast) {
             self.signal_all();
         }
     }
@@ -491,8 +366,13 @@ impl Runtime {
     /// `delay` seconds from now, or now without the runtime's overheads (events due now run
     /// after this instant's, in the order they were set).
     fn after(&self, delay: f64) -> SimTime {
-        let delay = if self.flags.overheads { delay } else { 0.0 };
-        self.now
+        let delay = if self.model.flags.overheads {
+            delay
+        } else {
+            0.0
+        };
+        self.out
+            .now
             .saturating_add(SimTime::from_secs_saturating(delay))
     }
 
@@ -502,19 +382,19 @@ impl Runtime {
     pub(crate) fn landed_on(&mut self, node: u32) {
         if !self.driver_paced() {
             // Only the workers of the destination can be waiting for these data.
-            for w in 0..self.workers.len() {
-                if self.machine.workers[w].node == node {
+            for w in 0..self.workers.each.len() {
+                if self.model.machine.workers[w].node == node {
                     self.wake(w as u32);
                 }
             }
             return;
         }
-        for w in 0..self.workers.len() {
+        for w in 0..self.workers.each.len() {
             if !self.drives(w, node) {
                 continue;
             }
-            self.drivers.flag(w);
-            if self.workers[w].fetching.is_some() {
+            self.pacing.drivers.flag(w);
+            if self.workers.each[w].fetching.is_some() {
                 self.wake(w as u32);
             } else {
                 self.signal(w);
@@ -525,7 +405,7 @@ impl Runtime {
     /// Whether `w`'s driver handles requests on `node`: every worker's drives RAM (CUDA
     /// drivers too), a GPU's its GPU.
     fn drives(&self, w: usize, node: u32) -> bool {
-        node == 0 || self.machine.workers[w].node == node
+        node == 0 || self.model.machine.workers[w].node == node
     }
 
     /// A request handled by `node`'s GPU driver was posted: under a paced policy, that
@@ -534,9 +414,9 @@ impl Runtime {
         if node == 0 || !self.driver_paced() {
             return;
         }
-        for w in 0..self.workers.len() {
+        for w in 0..self.workers.each.len() {
             if self.drives(w, node) {
-                self.drivers.flag(w);
+                self.pacing.drivers.flag(w);
                 self.signal(w);
             }
         }
@@ -546,7 +426,7 @@ impl Runtime {
     /// progress, handling the requests held meanwhile, and pops now (unless that progress
     /// started a reclaim it waits for).
     pub(crate) fn resume(&mut self, w: u32) {
-        self.deferred[w as usize] = false;
+        self.pacing.deferred[w as usize] = false;
         self.pump_parked(w as usize);
         self.advance_worker(w as usize);
     }
@@ -561,7 +441,7 @@ impl Runtime {
         if node == 0 {
             return None;
         }
-        (0..self.workers.len()).find(|&w| self.deferred[w] && self.drives(w, node))
+        (0..self.workers.each.len()).find(|&w| self.pacing.deferred[w] && self.drives(w, node))
     }
 
     /// The worker `w` whose task ended pops after its pushes (1 us each) and its progress
@@ -573,9 +453,9 @@ impl Runtime {
     /// that reclaims.
     fn pop_after_progress(&mut self, w: usize) {
         let count = self.pushes_now(Some(w as u32));
-        let at = self.after(count as f64 * MICROSECOND + self.drivers.pop_delay(w));
-        self.deferred[w] = true;
-        self.timers.push((at, Due::Resume(w as u32)));
+        let at = self.after(count as f64 * MICROSECOND + self.pacing.drivers.pop_delay(w));
+        self.pacing.deferred[w] = true;
+        self.out.timers.push((at, Due::Resume(w as u32)));
     }
 
     /// Whether `w`'s driver is waiting for an eviction's write-back on its node: StarPU
@@ -583,15 +463,17 @@ impl Runtime {
     /// request), so the thread that allocates, the GPU's driver, neither handles task ends
     /// nor pops nor launches meanwhile; data requests still progress.
     pub(crate) fn driver_waits(&self, w: usize) -> bool {
-        self.mem.reclaiming(self.machine.workers[w].node as usize)
+        self.data
+            .mem
+            .reclaiming(self.model.machine.workers[w].node as usize)
     }
 
     /// A task's kernel ended: its end is handled now, or when its driver is back.
     pub(crate) fn kernel_done(&mut self, t: u32) {
-        let w = self.worker_of[t as usize] as usize;
+        let w = self.tasks.worker_of[t as usize] as usize;
         if self.driver_waits(w) {
             // The GPU goes on with a kernel launched before the wait (the pipeline).
-            self.workers[w].ended.push(t);
+            self.workers.each[w].ended.push(t);
             self.kernel_off(w, t);
             self.try_run(w);
         } else {
@@ -602,18 +484,18 @@ impl Runtime {
     /// Task `t` no longer occupies worker `w`: out of its hand, and off the device if it
     /// is the one running (its end may already have been seen while the driver waited).
     fn kernel_off(&mut self, w: usize, t: u32) {
-        if self.running[w] == Some(t) {
-            self.running[w] = None;
+        if self.workers.running[w] == Some(t) {
+            self.workers.running[w] = None;
         }
-        self.workers[w].in_hand.retain(|&x| x != t);
+        self.workers.each[w].in_hand.retain(|&x| x != t);
     }
 
     /// The write-backs `node`'s driver waited for are over: it handles the task ends it
     /// missed and goes on.
     pub(crate) fn driver_back(&mut self, node: u32) {
-        for w in 0..self.machine.workers.len() {
-            if self.machine.workers[w].node == node {
-                for t in std::mem::take(&mut self.workers[w].ended) {
+        for w in 0..self.model.machine.workers.len() {
+            if self.model.machine.workers[w].node == node {
+                for t in std::mem::take(&mut self.workers.each[w].ended) {
                     self.task_done(t);
                 }
                 self.wake(w as u32);
@@ -624,44 +506,44 @@ impl Runtime {
     /// Task `t` ended: its writes make its worker's replicas the owners, hints come due,
     /// successors are released, and its worker and memory waiters may go on.
     pub(crate) fn task_done(&mut self, t: u32) {
-        let w = self.worker_of[t as usize] as usize;
-        let node = self.machine.workers[w].node;
-        self.tick += 1;
-        let nn = self.machine.nodes.len() as u32;
-        let acc = self.graph.tasks[t as usize].accesses.clone();
+        let w = self.tasks.worker_of[t as usize] as usize;
+        let node = self.model.machine.workers[w].node;
+        self.data.tick += 1;
+        let nn = self.model.machine.nodes.len() as u32;
+        let acc = self.model.graph.tasks[t as usize].accesses.clone();
         for (h, mode) in acc {
             if mode == Mode::Scratch {
                 continue;
             }
             if mode.modifies() {
                 self.only_copy_on(h, node);
-                self.mem.writer_node[h as usize] = None;
+                self.data.mem.writer_node[h as usize] = None;
                 // Its buffers may be tidied again.
-                self.mem.writing[h as usize] -= 1;
-                self.mem.tidy_due[node as usize] = true;
+                self.data.mem.writing[h as usize] -= 1;
+                self.data.mem.tidy_due[node as usize] = true;
             }
-            self.replicas.get_mut(h, node).refcnt -= 1;
+            self.data.replicas.get_mut(h, node).refcnt -= 1;
         }
         self.kernel_off(w, t);
-        let wr = &mut self.workers[w];
+        let wr = &mut self.workers.each[w];
         wr.tasks += 1;
-        self.state[t as usize] = TaskState::Done;
-        self.report.task_times[t as usize].1 = self.now.as_secs_f64();
-        self.done += 1;
+        self.tasks.state[t as usize] = TaskState::Done;
+        self.out.report.task_times[t as usize].1 = self.out.now.as_secs_f64();
+        self.tasks.done += 1;
         let (policy, view) = self.policy_and_view();
         policy.on_end(t, w, &view);
         let mut hints_due = Vec::new();
-        for i in 0..self.graph.hint_of[t as usize].len() {
-            let id = self.graph.hint_of[t as usize][i] as usize;
-            self.hints_left[id] -= 1;
-            if self.hints_left[id] == 0 {
-                hints_due.push(self.graph.hints[id].0);
+        for i in 0..self.model.graph.hint_of[t as usize].len() {
+            let id = self.model.graph.hint_of[t as usize][i] as usize;
+            self.tasks.hints_left[id] -= 1;
+            if self.tasks.hints_left[id] == 0 {
+                hints_due.push(self.model.graph.hints[id].0);
             }
         }
-        let succ: Vec<u32> = self.graph.successors(t).to_vec();
+        let succ: Vec<u32> = self.model.graph.successors(t).to_vec();
         for s in succ {
-            self.left[s as usize] -= 1;
-            if self.left[s as usize] == 0 {
+            self.tasks.left[s as usize] -= 1;
+            if self.tasks.left[s as usize] == 0 {
                 self.ready(s, Some(w as u32));
             }
         }
@@ -675,35 +557,38 @@ impl Runtime {
         }
         if !self.driver_paced() {
             self.pop_after_progress(w);
-        } else if matches!(self.threads.threads[w].doing, Doing::Waiting | Doing::Busy) {
+        } else if matches!(
+            self.pacing.threads.threads[w].doing,
+            Doing::Waiting | Doing::Busy
+        ) {
             // Released nothing: its driver, woken by the end, loops on.
-            self.threads.start_loop(w);
+            self.pacing.threads.start_loop(w);
             self.thread_sleep(w);
         }
         self.wake(w as u32);
-        self.mem.freed[node as usize] = true;
+        self.data.mem.freed[node as usize] = true;
         for n in 0..nn {
-            if !self.mem.mem_wait[n as usize].is_empty() {
-                let waiting = std::mem::take(&mut self.mem.mem_wait[n as usize]);
+            if !self.data.mem.mem_wait[n as usize].is_empty() {
+                let waiting = std::mem::take(&mut self.data.mem.mem_wait[n as usize]);
                 for t in waiting {
-                    self.wake(self.worker_of[t as usize]);
+                    self.wake(self.tasks.worker_of[t as usize]);
                 }
             }
         }
-        if self.done == self.graph.tasks.len() as u64 {
-            self.report.makespan_s = self.now.as_secs_f64();
+        if self.tasks.done == self.model.graph.tasks.len() as u64 {
+            self.out.report.makespan_s = self.out.now.as_secs_f64();
         }
     }
 
     pub(crate) fn wake(&mut self, w: u32) {
-        if !self.dirty_mark[w as usize] {
-            self.dirty_mark[w as usize] = true;
-            self.dirty.push(w);
+        if !self.pacing.dirty_mark[w as usize] {
+            self.pacing.dirty_mark[w as usize] = true;
+            self.pacing.dirty.push(w);
         }
     }
 
     pub(crate) fn wake_all(&mut self) {
-        for w in 0..self.workers.len() as u32 {
+        for w in 0..self.workers.each.len() as u32 {
             self.wake(w);
         }
     }
@@ -713,13 +598,13 @@ impl Runtime {
         loop {
             // Last woken first (a stack). Under eager, prio, ws and lws pops are made by
             // the driver threads instead, in SimGrid's order (`threads.rs`).
-            while let Some(w) = self.dirty.pop() {
-                self.dirty_mark[w as usize] = false;
+            while let Some(w) = self.pacing.dirty.pop() {
+                self.pacing.dirty_mark[w as usize] = false;
                 self.advance_worker(w as usize);
             }
             // Fetches first, then prefetches (StarPU serves its request lists in that order).
-            let nodes: Vec<u32> = (0..self.mem.freed.len() as u32)
-                .filter(|&n| std::mem::take(&mut self.mem.freed[n as usize]))
+            let nodes: Vec<u32> = (0..self.data.mem.freed.len() as u32)
+                .filter(|&n| std::mem::take(&mut self.data.mem.freed[n as usize]))
                 .collect();
             if nodes.is_empty() {
                 break;
@@ -729,8 +614,8 @@ impl Runtime {
             }
         }
         // Each driver's progress also tidies its node (after this instant's fetches).
-        for n in 1..self.mem.tidy_due.len() as u32 {
-            if std::mem::take(&mut self.mem.tidy_due[n as usize]) {
+        for n in 1..self.data.mem.tidy_due.len() as u32 {
+            if std::mem::take(&mut self.data.mem.tidy_due[n as usize]) {
                 self.tidy(n);
             }
         }
@@ -743,54 +628,57 @@ impl Runtime {
         let mut popped_one = false;
         loop {
             // Fetching task: are its inputs there now?
-            if let Some(t) = self.workers[w].fetching {
+            if let Some(t) = self.workers.each[w].fetching {
                 if !self.fetch(t, w) {
                     break;
                 }
                 // StarPU takes the task's prefetch pins off once its data are all there
                 // (_starpu_fetch_task_input_tail), after its own requests landed.
-                let node = self.machine.workers[w].node;
+                let node = self.model.machine.workers[w].node;
                 self.unpin_prefetch(t, node);
-                self.state[t as usize] = TaskState::Ready;
-                self.launched[t as usize] = self.now;
-                self.workers[w].fetching = None;
+                self.tasks.state[t as usize] = TaskState::Ready;
+                self.tasks.launched[t as usize] = self.out.now;
+                self.workers.each[w].fetching = None;
                 if self.driver_paced()
-                    && matches!(self.machine.workers[w].arch, Arch::Cuda(_))
-                    && matches!(self.threads.threads[w].doing, Doing::Busy | Doing::Popping)
+                    && matches!(self.model.machine.workers[w].arch, Arch::Cuda(_))
+                    && matches!(
+                        self.pacing.threads.threads[w].doing,
+                        Doing::Busy | Doing::Popping
+                    )
                 {
                     // The CUDA driver queues the kernel (a 10 us sleep), then loops on.
-                    self.threads.start_loop_after_sleep(w);
+                    self.pacing.threads.start_loop_after_sleep(w);
                     self.thread_sleep_for(w, QUEUE_COST);
                 }
             }
-            if self.workers[w].in_hand.len() >= self.slots(w)
-                || self.deferred[w]
+            if self.workers.each[w].in_hand.len() >= self.slots(w)
+                || self.pacing.deferred[w]
                 || self.holds_sync(w)
             {
                 break;
             }
             // Paced drivers pop once per loop, at its end (`threads.rs`).
-            if self.driver_paced() && (self.pop_turn != Some(w) || popped_one) {
+            if self.driver_paced() && (self.pacing.pop_turn != Some(w) || popped_one) {
                 break;
             }
             popped_one = true;
             let (policy, mut view) = self.policy_and_view();
             let popped = policy.pop(w, &mut view);
-            self.drivers.popped(w, popped.is_some());
+            self.pacing.drivers.popped(w, popped.is_some());
             let Some(t) = popped else { break };
             self.log('P', |rt| {
-                let name = &rt.graph.tasks[t as usize].label;
+                let name = &rt.model.graph.tasks[t as usize].label;
                 format!("{w} {name}{}", rt.log_accesses(t))
             });
             let mut ram_hit = false;
-            self.worker_of[t as usize] = w as u32;
-            self.state[t as usize] = TaskState::Fetching;
-            self.workers[w].in_hand.push_back(t);
-            self.workers[w].fetching = Some(t);
-            let node = self.machine.workers[w].node;
-            for (h, mode) in self.graph.fetch_order(t) {
+            self.tasks.worker_of[t as usize] = w as u32;
+            self.tasks.state[t as usize] = TaskState::Fetching;
+            self.workers.each[w].in_hand.push_back(t);
+            self.workers.each[w].fetching = Some(t);
+            let node = self.model.machine.workers[w].node;
+            for (h, mode) in self.model.graph.fetch_order(t) {
                 let writes = dirties(mode);
-                let mut r = self.replicas.get_mut(h, node);
+                let mut r = self.data.replicas.get_mut(h, node);
                 r.refcnt += 1;
                 // StarPU's fetch for a write marks the chunk dirty, then recently used; when
                 // the data still has to come, `fetch` marks it where it was allocated.
@@ -800,13 +688,13 @@ impl Runtime {
                 let valid = r.valid();
                 drop(r);
                 if writes {
-                    self.mem.writing[h as usize] += 1;
-                    self.mem.tidy_due[node as usize] = true;
+                    self.data.mem.writing[h as usize] += 1;
+                    self.data.mem.tidy_due[node as usize] = true;
                 }
                 if mode.writes() {
                     // StarPU's fetch for a write: the copy here is the only valid one once
                     // it is here.
-                    self.mem.writer_node[h as usize] = Some(node);
+                    self.data.mem.writer_node[h as usize] = Some(node);
                     if valid {
                         self.own(h, node);
                     }
@@ -819,35 +707,38 @@ impl Runtime {
                 }
             }
             // Its fetch's broadcast comes after the other pops of this instant.
-            self.ram_broadcast |= ram_hit && self.driver_paced();
+            self.pacing.ram_broadcast |= ram_hit && self.driver_paced();
         }
         self.try_run(w);
-        if self.driver_paced() && self.threads.threads[w].doing == Doing::Busy && self.has_room(w) {
+        if self.driver_paced()
+            && self.pacing.threads.threads[w].doing == Doing::Busy
+            && self.has_room(w)
+        {
             // What it held ended: its loop goes on.
-            self.threads.start_loop(w);
+            self.pacing.threads.start_loop(w);
             self.thread_sleep(w);
         }
     }
 
     /// Allocates and requests the task's data on the worker's node; true once all is there.
     pub(crate) fn fetch(&mut self, t: u32, w: usize) -> bool {
-        let node = self.machine.workers[w].node;
+        let node = self.model.machine.workers[w].node;
         let mut ready = true;
         // In StarPU's order of the task's buffers, as `_starpu_fetch_task_input` walks them.
-        for (h, mode) in self.graph.fetch_order(t) {
+        for (h, mode) in self.model.graph.fetch_order(t) {
             if !self.allocate(h, node, Evict::ForFetch) {
-                if !self.mem.mem_wait[node as usize].contains(&t) {
-                    self.mem.mem_wait[node as usize].push(t);
+                if !self.data.mem.mem_wait[node as usize].contains(&t) {
+                    self.data.mem.mem_wait[node as usize].push(t);
                 }
                 return false;
             }
             if dirties(mode) {
-                self.replicas.get_mut(h, node).marked_clean = false;
+                self.data.replicas.get_mut(h, node).marked_clean = false;
             }
             if mode.reads() {
                 let prio = self.priority(t);
                 self.request(h, node, Level::Fetch, prio, Some(t));
-                let r = self.replicas.get(h, node);
+                let r = self.data.replicas.get(h, node);
                 if r.state == Msi::Invalid || r.incoming.is_some() {
                     ready = false;
                 }
@@ -855,12 +746,12 @@ impl Runtime {
         }
         if ready {
             // StarPU: a write waits for the requests pending on its handle.
-            let acc = &self.graph.tasks[t as usize].accesses;
+            let acc = &self.model.graph.tasks[t as usize].accesses;
             if let Some(&(h, _)) = acc
                 .iter()
-                .find(|&&(h, m)| m.modifies() && self.copies.handle_xfers[h as usize] > 0)
+                .find(|&&(h, m)| m.modifies() && self.data.copies.handle_xfers[h as usize] > 0)
             {
-                self.copies.write_wait.push((h, w as u32));
+                self.data.copies.write_wait.push((h, w as u32));
                 return false;
             }
         }
@@ -870,13 +761,14 @@ impl Runtime {
     /// Whether task `t` on worker `w` is a synchronous GPU kernel, which its driver runs
     /// itself (StarPU's CUDA driver fetches it, flushes its pipeline, then runs it blocking).
     fn runs_sync(&self, t: u32, w: usize) -> bool {
-        matches!(self.machine.workers[w].arch, Arch::Cuda(_)) && self.graph.cuda_sync_task(t)
+        matches!(self.model.machine.workers[w].arch, Arch::Cuda(_))
+            && self.model.graph.cuda_sync_task(t)
     }
 
     /// Whether worker `w` holds a synchronous GPU task: its driver pops no more until that
     /// task ends.
     fn holds_sync(&self, w: usize) -> bool {
-        self.workers[w]
+        self.workers.each[w]
             .in_hand
             .iter()
             .any(|&t| self.runs_sync(t, w))
@@ -884,49 +776,55 @@ impl Runtime {
 
     /// Starts the front task of `w` when it is ready and nothing runs.
     pub(crate) fn try_run(&mut self, w: usize) {
-        if self.running[w].is_some() {
+        if self.workers.running[w].is_some() {
             return;
         }
-        let Some(&t) = self.workers[w].in_hand.front() else {
+        let Some(&t) = self.workers.each[w].in_hand.front() else {
             return;
         };
-        if self.state[t as usize] != TaskState::Ready {
+        if self.tasks.state[t as usize] != TaskState::Ready {
             return;
         }
-        let arch = self.machine.workers[w].arch;
-        let task = &self.graph.tasks[t as usize];
-        let (mean, sd) = self.models.time(task, arch).expect("checked at push");
+        let arch = self.model.machine.workers[w].arch;
+        let task = &self.model.graph.tasks[t as usize];
+        let (mean, sd) = self.model.models.time(task, arch).expect("checked at push");
         let mut secs = mean;
-        if self.flags.noise && sd > 0.0 {
+        if self.model.flags.noise && sd > 0.0 {
             // Box-Muller from two uniforms of the run's seeded stream.
             let (u1, u2) = (self.uniform().max(1e-300), self.uniform());
             secs =
                 (mean + sd * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()).max(0.0);
         }
         let sync = self.runs_sync(t, w);
-        if self.flags.overheads && matches!(arch, Arch::Cuda(_)) && !sync {
+        if self.model.flags.overheads && matches!(arch, Arch::Cuda(_)) && !sync {
             // The driver queues an asynchronous kernel 10 us after its inputs are there
             // (StarPU-SimGrid's queueing sleep); one queued behind a running kernel starts
             // as soon as that one ends.
-            let queued =
-                self.launched[t as usize].saturating_add(SimTime::from_secs_saturating(QUEUE_COST));
-            secs += queued.saturating_sub(self.now).as_secs_f64();
+            let queued = self.tasks.launched[t as usize]
+                .saturating_add(SimTime::from_secs_saturating(QUEUE_COST));
+            secs += queued.saturating_sub(self.out.now).as_secs_f64();
         }
         // Allocations made for it without a copy (written-only buffers) before it starts.
-        secs += std::mem::take(&mut self.mem.debt[self.machine.workers[w].node as usize]);
+        secs +=
+            std::mem::take(&mut self.data.mem.debt[self.model.machine.workers[w].node as usize]);
         // Coherence: every buffer the task reads is valid where it runs.
         debug_assert!(
-            self.graph.tasks[t as usize]
+            self.model.graph.tasks[t as usize]
                 .accesses
                 .iter()
                 .all(|&(h, m)| !m.reads()
-                    || self.replicas.get(h, self.machine.workers[w].node).state != Msi::Invalid),
+                    || self
+                        .data
+                        .replicas
+                        .get(h, self.model.machine.workers[w].node)
+                        .state
+                        != Msi::Invalid),
             "a reader would read a stale copy"
         );
         self.log('S', |rt| {
-            let name = &rt.graph.tasks[t as usize].label;
+            let name = &rt.model.graph.tasks[t as usize].label;
             let (acc, prio) = (rt.log_accesses(t), rt.priority(t));
-            let node = rt.machine.workers[w].node as usize;
+            let node = rt.model.machine.workers[w].node as usize;
             if node == 0 {
                 return format!("{w} {name} j={t}{acc} p={prio}");
             }
@@ -935,8 +833,8 @@ impl Runtime {
             let (mut pinned, mut referenced, mut idle) = (0, 0, 0);
             // And by clean mark x state x pinned, as the oracle's occupancy log counts them.
             let mut kinds = [0u32; 12];
-            for (_, h) in rt.mem.lru[node].iter() {
-                let r = rt.replicas.get(h, node as u32);
+            for (_, h) in rt.data.mem.lru[node].iter() {
+                let r = rt.data.replicas.get(h, node as u32);
                 pinned += u32::from(r.prefetch_pins > 0);
                 referenced += u32::from(r.refcnt > 0);
                 idle += u32::from(r.prefetch_pins == 0 && r.refcnt == 0);
@@ -948,9 +846,9 @@ impl Runtime {
                 let pin = usize::from(r.prefetch_pins > 0);
                 kinds[usize::from(r.marked_clean) * 6 + state * 2 + pin] += 1;
             }
-            let all = rt.mem.lru[node].len();
-            let clean = rt.replicas.marked_clean(node as u32);
-            let head = u8::from(rt.mem.dirty_head[node].is_some());
+            let all = rt.data.mem.lru[node].len();
+            let clean = rt.data.replicas.marked_clean(node as u32);
+            let head = u8::from(rt.data.mem.dirty_head[node].is_some());
             let kinds: Vec<String> = kinds.iter().map(u32::to_string).collect();
             format!(
                 "{w} {name} j={t}{acc} p={prio} M {all} {pinned} {referenced} {idle} \
@@ -958,25 +856,33 @@ impl Runtime {
                 kinds.join(" ")
             )
         });
-        self.report.task_times[t as usize] = (self.now.as_secs_f64(), f64::NAN, w as u32);
-        self.state[t as usize] = TaskState::Running;
-        self.running[w] = Some(t);
-        self.workers[w].busy_s += secs;
-        let end = self.now.saturating_add(SimTime::from_secs_saturating(secs));
+        self.out.report.task_times[t as usize] = (self.out.now.as_secs_f64(), f64::NAN, w as u32);
+        self.tasks.state[t as usize] = TaskState::Running;
+        self.workers.running[w] = Some(t);
+        self.workers.each[w].busy_s += secs;
+        let end = self
+            .out
+            .now
+            .saturating_add(SimTime::from_secs_saturating(secs));
         if sync {
             // The driver runs the kernel itself: it submits none of its copies meanwhile.
-            let node = self.machine.workers[w].node as usize;
-            let free = &mut self.copies.driver_free[node];
+            let node = self.model.machine.workers[w].node as usize;
+            let free = &mut self.data.copies.driver_free[node];
             *free = (*free).max(end);
         }
-        let wr = &mut self.workers[w];
+        let wr = &mut self.workers.each[w];
         if let Some(row) = wr.row {
-            self.intervals
-                .push((row, self.graph.tasks[t as usize].codelet, t, self.now, end));
+            self.out.intervals.push((
+                row,
+                self.model.graph.tasks[t as usize].codelet,
+                t,
+                self.out.now,
+                end,
+            ));
         }
         let (policy, view) = self.policy_and_view();
         policy.on_start(t, w, &view);
-        self.timers.push((end, Due::TaskDone(t)));
+        self.out.timers.push((end, Due::TaskDone(t)));
     }
 }
 

@@ -397,25 +397,25 @@ impl Runtime {
     /// data; buffers are allocated only when the requests start (StarPU allocates as it
     /// handles a request).
     pub(crate) fn prefetch(&mut self, t: u32, w: usize) {
-        if !self.flags.prefetch {
+        if !self.model.flags.prefetch {
             return;
         }
-        let node = self.machine.workers[w].node;
-        self.mem.prefetched[t as usize] = true;
+        let node = self.model.machine.workers[w].node;
+        self.data.mem.prefetched[t as usize] = true;
         let prio = self.priority(t);
-        let acc = self.graph.tasks[t as usize].accesses.clone();
+        let acc = self.model.graph.tasks[t as usize].accesses.clone();
         for (h, mode) in acc {
             if !mode.reads() {
                 continue;
             }
             if mode.writes() {
-                self.mem.writer_node[h as usize] = Some(node);
+                self.data.mem.writer_node[h as usize] = Some(node);
             }
-            let r = *self.replicas.get(h, node);
+            let r = *self.data.replicas.get(h, node);
             if r.valid() {
                 // StarPU: a request finding the data there pins them and marks its chunk
                 // recently used; for a write, that copy is the only valid one from now on.
-                self.replicas.get_mut(h, node).prefetch_pins += 1;
+                self.data.replicas.get_mut(h, node).prefetch_pins += 1;
                 if mode.writes() {
                     self.own(h, node);
                 }
@@ -423,7 +423,7 @@ impl Runtime {
             } else if let Some(l) = r.incoming {
                 // Requested for another task: this one's request joins a direct copy (a relay
                 // through RAM gets the pin now, as `carry_pins` gives it).
-                let loader = &self.copies.xfers[l as usize];
+                let loader = &self.data.copies.xfers[l as usize];
                 if loader.dst == node {
                     self.join(h, loader.src, node, prio, t);
                 } else {
@@ -431,8 +431,8 @@ impl Runtime {
                 }
             } else {
                 self.request(h, node, Level::Prefetch, prio, None);
-                if let Some(l) = self.replicas.get(h, node).incoming {
-                    self.copies.xfers[l as usize].task = Some(t);
+                if let Some(l) = self.data.replicas.get(h, node).incoming {
+                    self.data.copies.xfers[l as usize].task = Some(t);
                 }
                 self.carry_pins(h, node, 1);
             }
@@ -445,67 +445,67 @@ impl Runtime {
     /// another copy of `h` is moving (a write-back landing later would own it too): the
     /// task's end settles it then.
     pub(crate) fn own(&mut self, h: u32, node: u32) {
-        if self.copies.handle_xfers[h as usize] > 0 {
+        if self.data.copies.handle_xfers[h as usize] > 0 {
             return;
         }
         self.only_copy_on(h, node);
         if node != 0 {
-            self.replicas.get_mut(h, node).marked_clean = false;
-            self.mem.tidy_due[node as usize] = true;
+            self.data.replicas.get_mut(h, node).marked_clean = false;
+            self.data.mem.tidy_due[node as usize] = true;
         }
     }
 
     /// `h`'s copy on `node` is its owner, the others are stale (a write there).
     pub(crate) fn only_copy_on(&mut self, h: u32, node: u32) {
-        for n in (0..self.machine.nodes.len() as u32).filter(|&n| n != node) {
-            self.replicas.get_mut(h, n).state = Msi::Invalid;
+        for n in (0..self.model.machine.nodes.len() as u32).filter(|&n| n != node) {
+            self.data.replicas.get_mut(h, n).state = Msi::Invalid;
         }
-        self.replicas.get_mut(h, node).state = Msi::Owner;
+        self.data.replicas.get_mut(h, node).state = Msi::Owner;
     }
 
     /// The task leaves its worker's queue: its prefetch pins go.
     pub(crate) fn unpin_prefetch(&mut self, t: u32, node: u32) {
-        if std::mem::take(&mut self.mem.prefetched[t as usize]) {
-            let acc = self.graph.tasks[t as usize].accesses.clone();
+        if std::mem::take(&mut self.data.mem.prefetched[t as usize]) {
+            let acc = self.model.graph.tasks[t as usize].accesses.clone();
             for (h, mode) in acc {
                 // StarPU's decrement, which may take another task's pin when this one's
                 // was lost or has not landed yet.
-                if mode.reads() && self.replicas.get(h, node).prefetch_pins > 0 {
-                    self.replicas.get_mut(h, node).prefetch_pins -= 1;
+                if mode.reads() && self.data.replicas.get(h, node).prefetch_pins > 0 {
+                    self.data.replicas.get_mut(h, node).prefetch_pins -= 1;
                 }
             }
-            self.mem.freed[node as usize] = true;
+            self.data.mem.freed[node as usize] = true;
         }
     }
 
     /// Allocates `h` on `node` as StarPU does ([`Runtime::place`] on a GPU). False: not
     /// now. In RAM only handles without home data get here, in pinned memory.
     pub(crate) fn allocate(&mut self, h: u32, node: u32, evict: Evict) -> bool {
-        if self.replicas.get(h, node).allocated {
+        if self.data.replicas.get(h, node).allocated {
             return true;
         }
-        let size = self.graph.handles[h as usize].size;
+        let size = self.model.graph.handles[h as usize].size;
         let n = node as usize;
         // StarPU's driver writes an eviction's victim back synchronously and meanwhile
         // allocates nothing more there (`_starpu_is_reclaiming`: every request into the node
         // waits). Else prefetches chain write-backs, and the driver, which waits for them
         // all, stalls: mirage dmda, 3 GPUs + 8 CPUs, 512 MB, 64 tiles, GPU 0 ran no task for
         // 210 ms (63 write-backs); StarPU's longest such gap there is 30 ms, hetsim's now 22.
-        if self.mem.reclaiming(n) {
+        if self.data.mem.reclaiming(n) {
             return false;
         }
         if node == 0 {
-            if self.flags.overheads && self.machine.nodes.len() > 1 {
-                self.mem.debt[0] += PINNED_PER_MIB * size / MIB;
+            if self.model.flags.overheads && self.model.machine.nodes.len() > 1 {
+                self.data.mem.debt[0] += PINNED_PER_MIB * size / MIB;
             }
         } else {
             let Some(slot) = self.place(n, size, evict) else {
                 return false;
             };
-            self.replicas.get_mut(h, node).slot = slot;
+            self.data.replicas.get_mut(h, node).slot = slot;
         }
-        let tick = self.tick;
-        let mut r = self.replicas.get_mut(h, node);
+        let tick = self.data.tick;
+        let mut r = self.data.replicas.get_mut(h, node);
         r.allocated = true;
         r.last_use = tick;
         // A new GPU buffer is clean whatever RAM holds (StarPU's _starpu_memchunk_init): only
@@ -513,8 +513,8 @@ impl Runtime {
         r.marked_clean = node != 0;
         drop(r);
         if node != 0 {
-            self.mem.push_back(n, (tick, h), true);
-            self.mem.tidy_due[n] = true;
+            self.data.mem.push_back(n, (tick, h), true);
+            self.data.mem.tidy_due[n] = true;
         }
         true
     }
@@ -542,7 +542,7 @@ impl Runtime {
                 return Some(self.take_over(v, node, prefetch));
             }
             self.evict(node, 2.0 * size, prefetch);
-            if self.mem.reclaiming(n) {
+            if self.data.mem.reclaiming(n) {
                 return None;
             }
         }
@@ -553,11 +553,11 @@ impl Runtime {
     /// enough (a cudaMalloc only for a new chunk, which counts 32 MiB), else a cudaMalloc
     /// of its own. `None`: out of memory.
     fn malloc(&mut self, n: usize, size: f64) -> Option<Option<Slot>> {
-        let cap = self.machine.nodes[n].capacity;
-        let fits = |bytes: f64| !self.flags.mem_limit || self.mem.used[n] + bytes <= cap;
+        let cap = self.model.machine.nodes[n].capacity;
+        let fits = |bytes: f64| !self.model.flags.mem_limit || self.data.mem.used[n] + bytes <= cap;
         let (slot, driver) = if SubAllocator::serves(size) {
             let may_grow = fits(CHUNK);
-            let (slot, driver) = self.mem.sub[n].alloc(size, may_grow)?;
+            let (slot, driver) = self.data.mem.sub[n].alloc(size, may_grow)?;
             (Some(slot), driver)
         } else if fits(size) {
             (None, Driver::CudaMalloc)
@@ -565,9 +565,9 @@ impl Runtime {
             return None;
         };
         if driver == Driver::CudaMalloc {
-            self.mem.used[n] += if slot.is_some() { CHUNK } else { size };
-            self.mem.peak[n] = self.mem.peak[n].max(self.mem.used[n]);
-            if self.flags.overheads {
+            self.data.mem.used[n] += if slot.is_some() { CHUNK } else { size };
+            self.data.mem.peak[n] = self.data.mem.peak[n].max(self.data.mem.used[n]);
+            if self.model.flags.overheads {
                 self.charge_cuda_alloc(n, CUDA_MALLOC);
             }
         }
@@ -578,12 +578,12 @@ impl Runtime {
     /// given back no longer counts), another with a cudaFree.
     fn give_back(&mut self, n: usize, size: f64, slot: Option<Slot>) {
         let driver = match slot {
-            Some(slot) => self.mem.sub[n].free(slot, size),
+            Some(slot) => self.data.mem.sub[n].free(slot, size),
             None => Driver::CudaFree,
         };
         if driver == Driver::CudaFree {
-            self.mem.used[n] -= if slot.is_some() { CHUNK } else { size };
-            if self.flags.overheads {
+            self.data.mem.used[n] -= if slot.is_some() { CHUNK } else { size };
+            if self.model.flags.overheads {
                 self.charge_cuda_alloc(n, CUDA_FREE);
             }
         }
@@ -592,18 +592,18 @@ impl Runtime {
     /// Charges node `n`'s driver a cudaMalloc or cudaFree of `cost` seconds, after the ones
     /// it already owes and after the last one on any GPU (they share StarPU-SimGrid's mutex).
     fn charge_cuda_alloc(&mut self, n: usize, cost: f64) {
-        let now = self.now.as_secs_f64();
-        let start = (now + self.mem.debt[n]).max(self.mem.cuda_alloc_free_s);
-        self.mem.cuda_alloc_free_s = start + cost;
-        self.mem.debt[n] = self.mem.cuda_alloc_free_s - now;
+        let now = self.out.now.as_secs_f64();
+        let start = (now + self.data.mem.debt[n]).max(self.data.mem.cuda_alloc_free_s);
+        self.data.mem.cuda_alloc_free_s = start + cost;
+        self.data.mem.debt[n] = self.data.mem.cuda_alloc_free_s - now;
     }
 
     /// A `wont_use` hint came due: `h`'s GPU copies go to the front of the eviction order,
     /// and a dirty one is written back to RAM when its link is idle (an IDLEFETCH request),
     /// so that evicting it later costs nothing.
     pub(crate) fn evict_first(&mut self, h: u32) {
-        for node in 1..self.machine.nodes.len() as u32 {
-            let mut r = self.replicas.get_mut(h, node);
+        for node in 1..self.model.machine.nodes.len() as u32 {
+            let mut r = self.data.replicas.get_mut(h, node);
             if r.allocated {
                 let old = r.last_use;
                 r.last_use = 0;
@@ -612,9 +612,9 @@ impl Runtime {
                 // StarPU marks it clean now: the caller schedules the write-back.
                 r.marked_clean = true;
                 drop(r);
-                self.mem.erase(node as usize, (old, h));
-                self.mem.lru[node as usize].insert((0, h));
-                if dirty && self.replicas.get(h, 0).state == Msi::Invalid {
+                self.data.mem.erase(node as usize, (old, h));
+                self.data.mem.lru[node as usize].insert((0, h));
+                if dirty && self.data.replicas.get(h, 0).state == Msi::Invalid {
                     self.allocate(h, 0, Evict::No);
                     self.request(h, 0, Level::Idle, 0, None);
                 }
@@ -624,15 +624,15 @@ impl Runtime {
 
     /// Marks a use of `h` on `node` (moves it to the back of the eviction order).
     pub(crate) fn touch(&mut self, h: u32, node: u32) {
-        let tick = self.tick;
-        let mut r = self.replicas.get_mut(h, node);
+        let tick = self.data.tick;
+        let mut r = self.data.replicas.get_mut(h, node);
         let old = r.last_use;
         r.last_use = tick;
         let (allocated, clean) = (r.allocated, r.marked_clean);
         drop(r);
         if node != 0 && allocated {
-            self.mem.erase(node as usize, (old, h));
-            self.mem.push_back(node as usize, (tick, h), clean);
+            self.data.mem.erase(node as usize, (old, h));
+            self.data.mem.push_back(node as usize, (tick, h), clean);
         }
     }
 
@@ -647,32 +647,32 @@ impl Runtime {
             r if r.prefetch_pins > 0 => 'P',
             _ => 'I',
         };
-        self.mem.lru[node as usize]
+        self.data.mem.lru[node as usize]
             .iter()
             .take(400)
-            .map(|(_, h)| code(self.replicas.get(h, node)))
+            .map(|(_, h)| code(self.data.replicas.get(h, node)))
             .collect()
     }
 
     /// StarPU's direct reuse (try_to_reuse_potentially_in_use_mc): the least recently used
     /// evictable replica of the same size that is not the only valid copy.
     fn clean_victim(&self, node: u32, size: f64, for_prefetch: bool) -> Option<u32> {
-        let idle = self.replicas.clean_idle(node, for_prefetch);
+        let idle = self.data.replicas.clean_idle(node, for_prefetch);
         debug_assert_eq!(
             idle.iter().copied().collect::<Vec<_>>(),
-            self.mem.lru[node as usize]
+            self.data.mem.lru[node as usize]
                 .iter()
                 .filter(|&(_, h)| Idle {
                     clean: true,
                     for_prefetch
                 }
-                .holds(self.replicas.get(h, node)))
+                .holds(self.data.replicas.get(h, node)))
                 .collect::<Vec<_>>(),
             "clean idle replicas on {node}"
         );
         idle.iter()
             .map(|&(_, h)| h)
-            .find(|&h| self.graph.handles[h as usize].size == size)
+            .find(|&h| self.model.graph.handles[h as usize].size == size)
     }
 
     /// Frees at least `need` bytes on `node` by evicting idle replicas, least recently used
@@ -683,7 +683,7 @@ impl Runtime {
             clean: false,
             for_prefetch,
         };
-        let idle = self.replicas.idle(node, class) as usize;
+        let idle = self.data.replicas.idle(node, class) as usize;
         debug_assert_eq!(
             idle as u32,
             self.idle_recount(node, class),
@@ -694,13 +694,13 @@ impl Runtime {
         // write-back is done (StarPU's transfer_subtree_to_node waits for each in turn).
         let mut victims = Vec::new();
         let mut counted = 0.0;
-        for (_, h) in self.mem.lru[node as usize].iter() {
+        for (_, h) in self.data.mem.lru[node as usize].iter() {
             if counted >= need || victims.len() == idle {
                 break;
             }
-            if class.holds(self.replicas.get(h, node)) {
+            if class.holds(self.data.replicas.get(h, node)) {
                 victims.push(h);
-                counted += self.graph.handles[h as usize].size;
+                counted += self.model.graph.handles[h as usize].size;
                 if self.only_copy(h, node) {
                     break;
                 }
@@ -709,23 +709,23 @@ impl Runtime {
         for h in victims {
             self.throw(h, node, for_prefetch);
         }
-        if self.mem.reclaiming(node as usize) {
-            self.mem.reclaim_left[node as usize] = (need - counted, for_prefetch);
+        if self.data.mem.reclaiming(node as usize) {
+            self.data.mem.reclaim_left[node as usize] = (need - counted, for_prefetch);
         }
     }
 
     /// Whether `h`'s copy on `node` is its only valid one (evicting it writes it back).
     fn only_copy(&self, h: u32, node: u32) -> bool {
-        self.replicas.get(h, node).state != Msi::Invalid
-            && (0..self.machine.nodes.len() as u32)
-                .all(|n| n == node || self.replicas.get(h, n).state == Msi::Invalid)
+        self.data.replicas.get(h, node).state != Msi::Invalid
+            && (0..self.model.machine.nodes.len() as u32)
+                .all(|n| n == node || self.data.replicas.get(h, n).state == Msi::Invalid)
     }
 
     /// The replicas of `class` on `node`, counted the long way: what `Replicas::idle` keeps.
     fn idle_recount(&self, node: u32, class: Idle) -> u32 {
-        let lru = &self.mem.lru[node as usize];
+        let lru = &self.data.mem.lru[node as usize];
         lru.iter()
-            .filter(|&(_, h)| class.holds(self.replicas.get(h, node)))
+            .filter(|&(_, h)| class.holds(self.data.replicas.get(h, node)))
             .count() as u32
     }
 
@@ -736,9 +736,9 @@ impl Runtime {
         self.log_eviction(h, node, "free", for_prefetch);
         if self.only_copy(h, node) {
             // Copies to GPUs without peer access may ride on the write-back (`request`).
-            self.replicas.get_mut(h, node).evicting = true;
-            self.report.writebacks += 1;
-            self.mem.writebacks[node as usize] += 1;
+            self.data.replicas.get_mut(h, node).evicting = true;
+            self.out.report.writebacks += 1;
+            self.data.mem.writebacks[node as usize] += 1;
             self.log('b', |rt| {
                 format!("{node} {} 1 {}", rt.handle_name(h), u8::from(for_prefetch))
             });
@@ -748,7 +748,7 @@ impl Runtime {
             self.free(h, node);
             self.owner_of_the_rest(h);
         }
-        self.report.evictions += 1;
+        self.out.report.evictions += 1;
     }
 
     /// StarPU's direct reuse: clean replica `h` on `node` (not the only valid copy) is
@@ -759,14 +759,14 @@ impl Runtime {
         debug_assert!(!self.only_copy(h, node), "taking over the only valid copy");
         let (_, slot) = self.unallocate(h, node);
         self.owner_of_the_rest(h);
-        self.report.evictions += 1;
+        self.out.report.evictions += 1;
         slot
     }
 
     /// The log's line for an eviction: how the buffer goes (`reuse` or `free`), whether a
     /// prefetch evicts it, and the replica's prefetch pins.
     fn log_eviction(&mut self, h: u32, node: u32, how: &str, for_prefetch: bool) {
-        let pins = self.replicas.get(h, node).prefetch_pins;
+        let pins = self.data.replicas.get(h, node).prefetch_pins;
         self.log('E', |rt| {
             let level = if for_prefetch { 1 } else { 0 };
             format!("{node} {} {how} {level} {pins}", rt.handle_name(h))
@@ -775,10 +775,10 @@ impl Runtime {
 
     /// A copy of `h` dropped: the last valid copy left, if it is alone, owns the data.
     fn owner_of_the_rest(&mut self, h: u32) {
-        let mut valid = (0..self.machine.nodes.len() as u32)
-            .filter(|&n| self.replicas.get(h, n).state != Msi::Invalid);
+        let mut valid = (0..self.model.machine.nodes.len() as u32)
+            .filter(|&n| self.data.replicas.get(h, n).state != Msi::Invalid);
         if let (Some(last), None) = (valid.next(), valid.next()) {
-            self.replicas.get_mut(h, last).state = Msi::Owner;
+            self.data.replicas.get_mut(h, last).state = Msi::Owner;
         }
     }
 
@@ -793,20 +793,20 @@ impl Runtime {
     /// `h`'s buffer on `node` leaves it: its size and place, for the caller to free or
     /// hand over. Tasks waiting for memory there try again.
     fn unallocate(&mut self, h: u32, node: u32) -> (f64, Option<Slot>) {
-        let size = self.graph.handles[h as usize].size;
-        let mut r = self.replicas.get_mut(h, node);
+        let size = self.model.graph.handles[h as usize].size;
+        let mut r = self.data.replicas.get_mut(h, node);
         let last = r.last_use;
         r.allocated = false;
         r.state = Msi::Invalid;
         r.evicting = false;
         let slot = r.slot.take();
         drop(r);
-        self.mem.erase(node as usize, (last, h));
-        self.mem.freed[node as usize] = true;
-        self.mem.tidy_due[node as usize] = true;
-        let waiting = std::mem::take(&mut self.mem.mem_wait[node as usize]);
+        self.data.mem.erase(node as usize, (last, h));
+        self.data.mem.freed[node as usize] = true;
+        self.data.mem.tidy_due[node as usize] = true;
+        let waiting = std::mem::take(&mut self.data.mem.mem_wait[node as usize]);
         for t in waiting {
-            let w = self.worker_of[t as usize];
+            let w = self.tasks.worker_of[t as usize];
             self.wake(w);
         }
         (size, slot)
@@ -822,26 +822,26 @@ mod tests {
 
     /// The copy writing `h` back to RAM.
     fn write_back_of(rt: &Runtime, h: u32) -> u32 {
-        rt.replicas.get(h, 0).incoming.expect("a write-back")
+        rt.data.replicas.get(h, 0).incoming.expect("a write-back")
     }
 
     #[test]
     fn the_least_recently_used_idle_replica_goes_first() {
         let mut rt = four_handles();
         assert!(rt.allocate(0, 1, Evict::ForFetch));
-        rt.tick += 1;
+        rt.data.tick += 1;
         assert!(rt.allocate(1, 1, Evict::ForFetch));
         // a was used after b: b is now the least recently used.
-        rt.tick += 1;
+        rt.data.tick += 1;
         rt.touch(0, 1);
         // No room for c without eviction, and none allowed.
         assert!(!rt.allocate(2, 1, Evict::No));
         assert!(rt.allocate(2, 1, Evict::ForFetch));
-        assert!(rt.replicas.get(0, 1).allocated && !rt.replicas.get(1, 1).allocated);
+        assert!(rt.data.replicas.get(0, 1).allocated && !rt.data.replicas.get(1, 1).allocated);
         // b had its valid copy in RAM: dropped, no write-back; its buffer was reused by c
         // (same size, no cudaMalloc: memory use unchanged).
-        assert_eq!((rt.report.evictions, rt.report.writebacks), (1, 0));
-        assert_eq!(rt.mem.used[1], 2e9);
+        assert_eq!((rt.out.report.evictions, rt.out.report.writebacks), (1, 0));
+        assert_eq!(rt.data.mem.used[1], 2e9);
     }
 
     #[test]
@@ -850,41 +850,41 @@ mod tests {
         // dirties it. So a copy of b, whose only valid data are on another GPU (RAM lacks
         // them), counts as clean for tidying, as a copy of a RAM-backed a does.
         let mut rt = four_handles();
-        rt.replicas.get_mut(1, 0).state = Msi::Invalid;
+        rt.data.replicas.get_mut(1, 0).state = Msi::Invalid;
         assert!(rt.allocate(0, 1, Evict::ForFetch));
         assert!(rt.allocate(1, 1, Evict::ForFetch));
-        assert!(rt.replicas.get(0, 1).marked_clean && rt.replicas.get(1, 1).marked_clean);
-        assert_eq!(rt.replicas.marked_clean(1), 2);
+        assert!(rt.data.replicas.get(0, 1).marked_clean && rt.data.replicas.get(1, 1).marked_clean);
+        assert_eq!(rt.data.replicas.marked_clean(1), 2);
         // No dirty buffer on the node: tidying has nowhere to start.
-        assert_eq!(rt.mem.dirty_head[1], None);
+        assert_eq!(rt.data.mem.dirty_head[1], None);
     }
 
     #[test]
     fn a_replica_in_use_is_never_evicted_and_a_dirty_one_is_written_back() {
         let mut rt = four_handles();
         assert!(rt.allocate(0, 1, Evict::ForFetch));
-        rt.tick += 1;
+        rt.data.tick += 1;
         assert!(rt.allocate(1, 1, Evict::ForFetch));
         // a is in use by a task; b was written on the GPU (the only valid copy).
-        rt.replicas.get_mut(0, 1).refcnt = 1;
-        *rt.replicas.get_mut(1, 1) = Replica {
+        rt.data.replicas.get_mut(0, 1).refcnt = 1;
+        *rt.data.replicas.get_mut(1, 1) = Replica {
             state: Msi::Owner,
-            ..*rt.replicas.get(1, 1)
+            ..*rt.data.replicas.get(1, 1)
         };
-        rt.replicas.get_mut(1, 0).state = Msi::Invalid;
+        rt.data.replicas.get_mut(1, 0).state = Msi::Invalid;
         // c needs room: b is the only idle replica; it is written back to RAM first (a copy
         // GPU -> RAM starts) and freed when it lands, so c waits.
         assert!(!rt.allocate(2, 1, Evict::ForFetch));
-        assert_eq!((rt.report.evictions, rt.report.writebacks), (1, 1));
-        assert!(rt.replicas.get(1, 1).evicting);
-        let x = rt.replicas.get(1, 0).incoming.expect("a write-back");
-        let xf = &rt.copies.xfers[x as usize];
+        assert_eq!((rt.out.report.evictions, rt.out.report.writebacks), (1, 1));
+        assert!(rt.data.replicas.get(1, 1).evicting);
+        let x = rt.data.replicas.get(1, 0).incoming.expect("a write-back");
+        let xf = &rt.data.copies.xfers[x as usize];
         assert!(xf.writeback && (xf.src, xf.dst) == (1, 0));
-        assert_eq!(rt.flows.len(), 1);
+        assert_eq!(rt.out.flows.len(), 1);
         // The write-back lands: RAM owns b again, the GPU copy goes, c fits.
         rt.xfer_done(x);
-        assert_eq!(rt.replicas.get(1, 0).state, Msi::Owner);
-        assert!(!rt.replicas.get(1, 1).allocated);
+        assert_eq!(rt.data.replicas.get(1, 0).state, Msi::Owner);
+        assert!(!rt.data.replicas.get(1, 1).allocated);
         assert!(rt.allocate(2, 1, Evict::ForFetch));
     }
 
@@ -897,15 +897,21 @@ mod tests {
         // d waits too, even once a's buffer is free.
         let mut rt = a_and_b_written_on_the_gpu();
         assert!(!rt.allocate(2, 1, Evict::ForFetch));
-        assert_eq!((rt.report.writebacks, rt.mem.writebacks[1]), (1, 1));
+        assert_eq!(
+            (rt.out.report.writebacks, rt.data.mem.writebacks[1]),
+            (1, 1)
+        );
         assert!(
-            rt.replicas.get(1, 0).incoming.is_none(),
+            rt.data.replicas.get(1, 0).incoming.is_none(),
             "b's turn comes after a's"
         );
         let xa = write_back_of(&rt, 0);
         rt.xfer_done(xa);
-        assert_eq!(rt.mem.used[1], 1e9, "only b's buffer left");
-        assert_eq!((rt.report.writebacks, rt.mem.writebacks[1]), (2, 1));
+        assert_eq!(rt.data.mem.used[1], 1e9, "only b's buffer left");
+        assert_eq!(
+            (rt.out.report.writebacks, rt.data.mem.writebacks[1]),
+            (2, 1)
+        );
         assert!(
             !rt.allocate(3, 1, Evict::ForFetch),
             "b is being written back"
@@ -913,7 +919,7 @@ mod tests {
         let xb = write_back_of(&rt, 1);
         rt.xfer_done(xb);
         assert!(rt.allocate(3, 1, Evict::ForFetch) && rt.allocate(2, 1, Evict::ForFetch));
-        assert_eq!((rt.report.evictions, rt.mem.used[1]), (2, 2e9));
+        assert_eq!((rt.out.report.evictions, rt.data.mem.used[1]), (2, 2e9));
     }
 
     #[test]
@@ -925,18 +931,26 @@ mod tests {
         rt.request(2, 1, Level::Prefetch, 0, None);
         let xa = write_back_of(&rt, 0);
         assert!(
-            rt.replicas.get(1, 0).incoming.is_none(),
+            rt.data.replicas.get(1, 0).incoming.is_none(),
             "b's turn comes after a's"
         );
-        rt.replicas.get_mut(0, 1).refcnt = 1;
+        rt.data.replicas.get_mut(0, 1).refcnt = 1;
         rt.xfer_done(xa);
         rt.progress();
-        assert!(rt.replicas.get(0, 1).allocated, "a was kept for its task");
-        assert!(!rt.replicas.get(2, 1).allocated, "b is being written back");
+        assert!(
+            rt.data.replicas.get(0, 1).allocated,
+            "a was kept for its task"
+        );
+        assert!(
+            !rt.data.replicas.get(2, 1).allocated,
+            "b is being written back"
+        );
         let xb = write_back_of(&rt, 1);
         rt.xfer_done(xb);
         rt.progress();
-        assert!(rt.replicas.get(2, 1).allocated && rt.replicas.get(2, 1).incoming.is_some());
+        assert!(
+            rt.data.replicas.get(2, 1).allocated && rt.data.replicas.get(2, 1).incoming.is_some()
+        );
     }
 
     #[test]
@@ -946,27 +960,27 @@ mod tests {
         // skips owners) instead of writing a back: no write-back, c fits at once.
         let mut rt = four_handles();
         assert!(rt.allocate(0, 1, Evict::ForFetch));
-        rt.tick += 1;
+        rt.data.tick += 1;
         assert!(rt.allocate(1, 1, Evict::ForFetch));
-        rt.replicas.get_mut(0, 1).state = Msi::Owner;
-        rt.replicas.get_mut(0, 0).state = Msi::Invalid;
-        rt.replicas.get_mut(1, 1).state = Msi::Shared;
+        rt.data.replicas.get_mut(0, 1).state = Msi::Owner;
+        rt.data.replicas.get_mut(0, 0).state = Msi::Invalid;
+        rt.data.replicas.get_mut(1, 1).state = Msi::Shared;
         assert!(rt.allocate(2, 1, Evict::ForFetch));
-        assert_eq!((rt.report.evictions, rt.report.writebacks), (1, 0));
-        assert!(rt.replicas.get(0, 1).allocated && !rt.replicas.get(1, 1).allocated);
+        assert_eq!((rt.out.report.evictions, rt.out.report.writebacks), (1, 0));
+        assert!(rt.data.replicas.get(0, 1).allocated && !rt.data.replicas.get(1, 1).allocated);
         assert_eq!(
-            rt.replicas.get(1, 0).state,
+            rt.data.replicas.get(1, 0).state,
             Msi::Owner,
             "RAM's copy is the last one"
         );
-        assert_eq!(rt.mem.used[1], 2e9);
+        assert_eq!(rt.data.mem.used[1], 2e9);
     }
 
     #[test]
     fn idle_counts_follow_every_change_of_a_replica() {
         let mut rt = four_handles();
         let count = |rt: &Runtime, clean, for_prefetch| {
-            rt.replicas.idle(
+            rt.data.replicas.idle(
                 1,
                 Idle {
                     clean,
@@ -985,13 +999,13 @@ mod tests {
         // Two idle buffers (not yet valid, so not the only copy): in every class.
         assert_eq!(all(&rt), [2; 4]);
         // a pinned by a queued task's prefetch: a prefetch may not take it.
-        rt.replicas.get_mut(0, 1).prefetch_pins = 1;
+        rt.data.replicas.get_mut(0, 1).prefetch_pins = 1;
         assert_eq!(all(&rt), [2, 1, 2, 1]);
         // b written on the GPU: only a write-back frees it, so it is not clean.
-        rt.replicas.get_mut(1, 1).state = Msi::Owner;
+        rt.data.replicas.get_mut(1, 1).state = Msi::Owner;
         assert_eq!(all(&rt), [2, 1, 1, 0]);
         // b in use by a task: in no class; a prefetch finds nothing without a scan.
-        rt.replicas.get_mut(1, 1).refcnt = 1;
+        rt.data.replicas.get_mut(1, 1).refcnt = 1;
         assert_eq!(all(&rt), [1, 0, 1, 0]);
         assert_eq!(rt.clean_victim(1, 1e9, true), None);
         // a freed: gone from every class.
@@ -1010,11 +1024,17 @@ mod tests {
     fn source_selection_prefers_a_direct_copy_then_ram() {
         let rt = four_handles();
         // a is valid in RAM only: the copy to the GPU reads RAM.
-        assert_eq!(rt.replicas.source_for(0, 1, 1e9, &rt.machine), Some(0));
+        assert_eq!(
+            rt.data.replicas.source_for(0, 1, 1e9, &rt.model.machine),
+            Some(0)
+        );
         // Nothing valid anywhere (a handle never written): no source.
         let mut rt = rt;
-        rt.replicas.get_mut(3, 0).state = Msi::Invalid;
-        assert_eq!(rt.replicas.source_for(3, 1, 1e9, &rt.machine), None);
+        rt.data.replicas.get_mut(3, 0).state = Msi::Invalid;
+        assert_eq!(
+            rt.data.replicas.source_for(3, 1, 1e9, &rt.model.machine),
+            None
+        );
     }
 
     #[test]
@@ -1027,31 +1047,31 @@ mod tests {
         }
         // Two prefetches in flight (StarPU's cap) hold buffers; the third holds none yet,
         // and is not loading: no driver has handled it.
-        let alloc = |rt: &Runtime, h| rt.replicas.get(h, 1).allocated;
+        let alloc = |rt: &Runtime, h| rt.data.replicas.get(h, 1).allocated;
         assert!(alloc(&rt, 0) && alloc(&rt, 1) && !alloc(&rt, 2));
-        assert_eq!(rt.mem.used[1], 2e9);
-        assert!(!rt.replicas.get(2, 1).loading);
+        assert_eq!(rt.data.mem.used[1], 2e9);
+        assert!(!rt.data.replicas.get(2, 1).loading);
         // a and b land, prefetched for queued tasks: c's prefetch may not evict them and
         // 0.5 GB is not enough, so c stays queued.
         for h in 0..2 {
-            rt.replicas.get_mut(h, 1).prefetch_pins = 1;
-            let x = rt.replicas.get(h, 1).incoming.expect("in flight");
+            rt.data.replicas.get_mut(h, 1).prefetch_pins = 1;
+            let x = rt.data.replicas.get(h, 1).incoming.expect("in flight");
             rt.xfer_done(x);
         }
-        assert!(!alloc(&rt, 2) && rt.replicas.get(2, 1).incoming.is_some());
+        assert!(!alloc(&rt, 2) && rt.data.replicas.get(2, 1).incoming.is_some());
         // Handled once, it set StarPU's `load_request`, which stays set short of memory: c
         // counts as loading for dmdar's pop (`starpu_data_query_status2`).
-        assert!(rt.replicas.get(2, 1).loading);
+        assert!(rt.data.replicas.get(2, 1).loading);
         // Until memory frees up there, no prefetch into the node starts, from any node.
-        assert!(rt.mem.prefetch_stuck[1]);
+        assert!(rt.data.mem.prefetch_stuck[1]);
         // A fetch may evict a pinned replica: d takes a's buffer and starts ahead of c.
         rt.request(3, 1, Level::Fetch, 0, None);
         assert!(alloc(&rt, 3) && !alloc(&rt, 0) && !alloc(&rt, 2));
         // b's task is popped: its pin goes, and c's prefetch now evicts it.
-        rt.replicas.get_mut(1, 1).prefetch_pins = 0;
+        rt.data.replicas.get_mut(1, 1).prefetch_pins = 0;
         rt.pump_into(1);
-        assert!(alloc(&rt, 2) && !alloc(&rt, 1) && !rt.mem.prefetch_stuck[1]);
-        assert_eq!((rt.report.evictions, rt.mem.used[1]), (2, 2e9));
+        assert!(alloc(&rt, 2) && !alloc(&rt, 1) && !rt.data.mem.prefetch_stuck[1]);
+        assert_eq!((rt.out.report.evictions, rt.data.mem.used[1]), (2, 2e9));
     }
 
     #[test]
@@ -1064,16 +1084,16 @@ mod tests {
         let mut rt = test_runtime(dag, "{}", 2.5e9, TEST_FLAGS);
         rt.prefetch(0, 0);
         for h in 0..2 {
-            let x = rt.replicas.get(h, 1).incoming.expect("requested");
+            let x = rt.data.replicas.get(h, 1).incoming.expect("requested");
             rt.xfer_done(x);
         }
-        let (a, b) = (*rt.replicas.get(0, 1), *rt.replicas.get(1, 1));
+        let (a, b) = (*rt.data.replicas.get(0, 1), *rt.data.replicas.get(1, 1));
         assert_eq!(
-            (a.state, rt.replicas.get(0, 0).state),
+            (a.state, rt.data.replicas.get(0, 0).state),
             (Msi::Shared, Msi::Shared)
         );
         assert_eq!(
-            (b.state, rt.replicas.get(1, 0).state),
+            (b.state, rt.data.replicas.get(1, 0).state),
             (Msi::Owner, Msi::Invalid)
         );
         assert!(a.marked_clean && !b.marked_clean, "b's buffer is dirty");
@@ -1084,10 +1104,10 @@ mod tests {
         // Data already there: the prefetch finding them makes that copy the owner at once.
         let mut rt = test_runtime(dag, "{}", 2.5e9, TEST_FLAGS);
         assert!(rt.allocate(1, 1, Evict::ForFetch));
-        rt.replicas.get_mut(1, 1).state = Msi::Shared;
+        rt.data.replicas.get_mut(1, 1).state = Msi::Shared;
         rt.prefetch(0, 0);
-        assert_eq!(rt.replicas.get(1, 1).state, Msi::Owner);
-        assert_eq!(rt.replicas.get(1, 0).state, Msi::Invalid);
+        assert_eq!(rt.data.replicas.get(1, 1).state, Msi::Owner);
+        assert_eq!(rt.data.replicas.get(1, 0).state, Msi::Invalid);
     }
 
     #[test]
@@ -1098,17 +1118,17 @@ mod tests {
         let mut rt = four_handles();
         rt.request(0, 1, Level::Prefetch, 0, None);
         rt.carry_pins(0, 1, 1);
-        let x = rt.replicas.get(0, 1).incoming.expect("in flight");
-        assert!(rt.copies.xfers[x as usize].launched);
+        let x = rt.data.replicas.get(0, 1).incoming.expect("in flight");
+        assert!(rt.data.copies.xfers[x as usize].launched);
         rt.join(0, 0, 1, 0, 0);
         assert_eq!(
-            rt.replicas.get(0, 1).prefetch_pins,
+            rt.data.replicas.get(0, 1).prefetch_pins,
             0,
             "pins come with the data"
         );
         rt.xfer_done(x);
-        assert_eq!(rt.replicas.get(0, 1).prefetch_pins, 1, "one of two");
+        assert_eq!(rt.data.replicas.get(0, 1).prefetch_pins, 1, "one of two");
         rt.join(0, 0, 1, 0, 0);
-        assert_eq!(rt.replicas.get(0, 1).prefetch_pins, 2);
+        assert_eq!(rt.data.replicas.get(0, 1).prefetch_pins, 2);
     }
 }

@@ -122,10 +122,13 @@ mod core;
 mod data;
 mod memory;
 mod model;
+mod out;
 mod pacing;
 pub mod sched;
 mod setup;
+mod tasks;
 mod transfers;
+mod workers;
 
 pub use model::{graph, machine};
 
@@ -144,9 +147,10 @@ use hetsim_schema::tasks::RuntimeSpec;
 
 use crate::network::{FlowRequest, Launch, Start};
 use crate::platform::{PlatformConfig, Topology};
-use core::{Due, Runtime};
+use core::Runtime;
+use out::Due;
 
-pub use core::RuntimeReport;
+pub use out::RuntimeReport;
 
 /// The task-graph workload and runtime settings (inserted by whoever assembles the app).
 #[derive(Resource, Debug, Clone)]
@@ -283,12 +287,12 @@ fn setup(world: &mut World, cfg: &RuntimeConfig) -> Result<(), String> {
         return Ok(());
     };
     if cfg.log {
-        rt.log = Some(Vec::new());
+        rt.out.log = Some(Vec::new());
     }
     if world.resource::<Recorder>().is_on() {
         let mut rec = world.resource_mut::<Recorder>();
-        for (w, info) in rt.machine.workers.iter().enumerate() {
-            rt.workers[w].row = Some(rec.resource(ResourceKind::Worker, &info.name));
+        for (w, info) in rt.model.machine.workers.iter().enumerate() {
+            rt.workers.each[w].row = Some(rec.resource(ResourceKind::Worker, &info.name));
         }
     }
     world.insert_resource(rt);
@@ -318,7 +322,7 @@ fn run_runtime(
     mut rt: ResMut<Runtime>,
     mut cx: Ctx,
 ) {
-    rt.now = cx.clock.now;
+    rt.out.now = cx.clock.now;
     for XferFlowDone(x) in flows_done.drain() {
         rt.xfer_done(x);
     }
@@ -328,8 +332,8 @@ fn run_runtime(
         match ev {
             RtEvent::Wake(i) => woken.push(i),
             RtEvent::Start => {
-                let roots: Vec<u32> = (0..rt.left.len() as u32)
-                    .filter(|&t| rt.left[t as usize] == 0)
+                let roots: Vec<u32> = (0..rt.tasks.left.len() as u32)
+                    .filter(|&t| rt.tasks.left[t as usize] == 0)
                     .collect();
                 for t in roots {
                     rt.ready(t, None);
@@ -343,7 +347,7 @@ fn run_runtime(
             RtEvent::Hint(h) => rt.evict_first(h),
         }
     }
-    rt.threads.wake_order(&mut woken);
+    rt.pacing.threads.wake_order(&mut woken);
     for i in woken {
         rt.thread_woke(i as usize);
     }
@@ -353,10 +357,10 @@ fn run_runtime(
 }
 
 fn record_runtime_intervals(mut rt: ResMut<Runtime>, mut rec: ResMut<Recorder>) {
-    let rows = std::mem::take(&mut rt.intervals);
+    let rows = std::mem::take(&mut rt.out.intervals);
     for (row, codelet, t, start, end) in rows {
-        let state = rec.name_id(graph::kernel(&rt.graph.codelets[codelet as usize]));
-        let label = rec.name_id(&rt.graph.tasks[t as usize].label);
+        let state = rec.name_id(graph::kernel(&rt.model.graph.codelets[codelet as usize]));
+        let label = rec.name_id(&rt.model.graph.tasks[t as usize].label);
         rec.interval(Interval {
             resource: row,
             state,
@@ -369,7 +373,7 @@ fn record_runtime_intervals(mut rt: ResMut<Runtime>, mut rec: ResMut<Recorder>) 
 
 /// Schedules the step's timers and launches its transfer flows.
 fn flush(rt: &mut Runtime, cx: &mut Ctx) {
-    for (at, due) in rt.timers.drain(..) {
+    for (at, due) in rt.out.timers.drain(..) {
         let ev = match due {
             Due::TaskDone(t) => RtEvent::TaskDone(t),
             Due::XferDone(x) => RtEvent::XferDone(x),
@@ -381,11 +385,11 @@ fn flush(rt: &mut Runtime, cx: &mut Ctx) {
         };
         cx.cal.schedule(at, ev);
     }
-    for (at, x) in std::mem::take(&mut rt.flows) {
-        let xf = &rt.copies.xfers[x as usize];
+    for (at, x) in std::mem::take(&mut rt.out.flows) {
+        let xf = &rt.data.copies.xfers[x as usize];
         let (a, b) = (
-            rt.machine.nodes[xf.src as usize].endpoint,
-            rt.machine.nodes[xf.dst as usize].endpoint,
+            rt.model.machine.nodes[xf.src as usize].endpoint,
+            rt.model.machine.nodes[xf.dst as usize].endpoint,
         );
         let route = match cx.topo.route(a, b) {
             Ok(r) => r,
@@ -396,10 +400,10 @@ fn flush(rt: &mut Runtime, cx: &mut Ctx) {
         };
         let req = FlowRequest {
             id: format!("x{x}"),
-            src: rt.machine.nodes[xf.src as usize].name.clone(),
-            dst: rt.machine.nodes[xf.dst as usize].name.clone(),
+            src: rt.model.machine.nodes[xf.src as usize].name.clone(),
+            dst: rt.model.machine.nodes[xf.dst as usize].name.clone(),
             route,
-            bytes: rt.graph.handles[xf.handle as usize].size,
+            bytes: rt.model.graph.handles[xf.handle as usize].size,
             start: Start::Ahead(at),
             cap: None,
         };
@@ -412,27 +416,29 @@ pub fn publish_runtime_report(world: &mut World) {
         return;
     }
     let mut rt = world.resource_mut::<Runtime>();
-    let graph = std::sync::Arc::new(std::mem::take(&mut rt.graph));
-    let log = std::sync::Arc::new(rt.log.take().unwrap_or_default());
-    let mut report = rt.report.clone();
+    let graph = std::sync::Arc::new(std::mem::take(&mut rt.model.graph));
+    let log = std::sync::Arc::new(rt.out.log.take().unwrap_or_default());
+    let mut report = rt.out.report.clone();
     report.graph = graph;
     report.log = log;
-    report.worker_nodes = rt.machine.workers.iter().map(|w| w.node).collect();
+    report.worker_nodes = rt.model.machine.workers.iter().map(|w| w.node).collect();
     if report.makespan_s > 0.0 {
-        report.gflops = rt.flops / report.makespan_s / 1e9;
+        report.gflops = rt.tasks.flops / report.makespan_s / 1e9;
     }
     report.workers = rt
+        .model
         .machine
         .workers
         .iter()
-        .zip(&rt.workers)
+        .zip(&rt.workers.each)
         .map(|(i, w)| (i.name.clone(), w.busy_s, w.tasks))
         .collect();
     report.memory = rt
+        .model
         .machine
         .nodes
         .iter()
-        .zip(&rt.mem.peak)
+        .zip(&rt.data.mem.peak)
         .map(|(n, &p)| (n.name.clone(), n.capacity, p))
         .collect();
     world.insert_resource(report);
@@ -442,28 +448,28 @@ fn stuck_tasks(world: &mut World) -> Vec<String> {
     let Some(rt) = world.get_resource::<Runtime>() else {
         return Vec::new();
     };
-    if rt.state.is_empty() || rt.done == rt.state.len() as u64 {
+    if rt.tasks.state.is_empty() || rt.tasks.done == rt.tasks.state.len() as u64 {
         return Vec::new();
     }
     let mut out = vec![format!(
         "{} of {} tasks did not run ({} queued in the scheduler)",
-        rt.state.len() as u64 - rt.done,
-        rt.state.len(),
+        rt.tasks.state.len() as u64 - rt.tasks.done,
+        rt.tasks.state.len(),
         rt.sched.as_ref().map_or(0, |p| p.queued())
     )];
-    for (w, wr) in rt.workers.iter().enumerate() {
+    for (w, wr) in rt.workers.each.iter().enumerate() {
         if let Some(t) = wr.fetching {
-            let node = rt.machine.workers[w].node;
+            let node = rt.model.machine.workers[w].node;
             out.push(format!(
                 "{} fetches {} and waits{}",
-                rt.machine.workers[w].name,
-                rt.graph.tasks[t as usize].label,
-                if rt.mem.mem_wait[node as usize].contains(&t) {
+                rt.model.machine.workers[w].name,
+                rt.model.graph.tasks[t as usize].label,
+                if rt.data.mem.mem_wait[node as usize].contains(&t) {
                     format!(
                         " for memory on {} ({:.0} of {:.0} bytes used, nothing evictable)",
-                        rt.machine.nodes[node as usize].name,
-                        rt.mem.used[node as usize],
-                        rt.machine.nodes[node as usize].capacity
+                        rt.model.machine.nodes[node as usize].name,
+                        rt.data.mem.used[node as usize],
+                        rt.model.machine.nodes[node as usize].capacity
                     )
                 } else {
                     " for its data".to_string()

@@ -5,15 +5,21 @@ use hetsim_schema::SimTime;
 use hetsim_schema::scenario::{PlatformSpec, Workload};
 use hetsim_schema::tasks::RuntimeSpec;
 
-use super::core::{Runtime, RuntimeReport, TaskState, WorkerRt};
+use super::core::Runtime;
+use super::data::Data;
 use super::memory::{Memory, Replicas};
 use super::model::Flags;
+use super::model::Model;
 use super::model::graph::{self, Graph};
 use super::model::machine::{Arch, Machine, Models};
+use super::out::{Out, RuntimeReport};
+use super::pacing::Pacing;
 use super::pacing::drivers::Drivers;
 use super::pacing::threads::Threads;
 use super::sched;
+use super::tasks::{TaskState, Tasks};
 use super::transfers::Transfers;
+use super::workers::{WorkerRt, Workers};
 use crate::platform::Topology;
 
 /// The runtime of a task-graph workload on `platform` (`None`: not a task graph), checked:
@@ -149,6 +155,9 @@ pub fn assemble(
     let nn = machine.nodes.len();
     let replicas = Replicas::new(&graph, nn);
     let nw = machine.workers.len();
+    let nh = graph.handles.len();
+    let left = graph.npred.clone();
+    let hints_left = graph.hints.iter().map(|h| h.1).collect();
     let drivers = Drivers::new(
         machine
             .workers
@@ -157,41 +166,56 @@ pub fn assemble(
             .collect(),
     );
     Runtime {
-        state: vec![TaskState::Blocked; nt],
-        launched: vec![SimTime::ZERO; nt],
-        left: graph.npred.clone(),
-        worker_of: vec![u32::MAX; nt],
-        pred: vec![(0.0, 0.0); nt],
-        replicas,
-        mem: Memory::new(nn, nt, graph.handles.len()),
-        copies: Transfers::new(nn, graph.handles.len()),
-        workers,
-        dirty_mark: vec![false; nw],
-        threads: Threads::new((0..nw).map(|w| drivers.progress_us(w)).collect()),
-        drivers,
-        push_clock: (SimTime::ZERO, None, 0),
-        deferred: vec![false; nw],
-        parked_pairs: vec![Vec::new(); nw],
-        pusher: vec![None; nt],
-        hints_left: graph.hints.iter().map(|h| h.1).collect(),
+        model: Model {
+            graph,
+            machine,
+            models,
+            flags,
+            alpha: spec.alpha,
+            beta: spec.beta,
+            pipeline: spec.cuda_pipeline.max(1),
+        },
         sched: Some(sched::policy(spec.scheduler, nw)),
-        running: vec![None; nw],
-        alpha: spec.alpha,
-        beta: spec.beta,
-        pipeline: spec.cuda_pipeline.max(1),
-        flags,
         rng: Some(rng),
-        flops,
-        report: RuntimeReport {
-            scheduler: format!("{:?}", spec.scheduler).to_lowercase(),
-            tasks: nt as u64,
-            task_times: vec![(f64::NAN, f64::NAN, u32::MAX); nt],
+        tasks: Tasks {
+            state: vec![TaskState::Blocked; nt],
+            launched: vec![SimTime::ZERO; nt],
+            left,
+            worker_of: vec![u32::MAX; nt],
+            pred: vec![(0.0, 0.0); nt],
+            pusher: vec![None; nt],
+            hints_left,
+            done: 0,
+            flops,
+        },
+        workers: Workers {
+            each: workers,
+            running: vec![None; nw],
+        },
+        pacing: Pacing {
+            dirty_mark: vec![false; nw],
+            threads: Threads::new((0..nw).map(|w| drivers.progress_us(w)).collect()),
+            drivers,
+            push_clock: (SimTime::ZERO, None, 0),
+            deferred: vec![false; nw],
+            parked_pairs: vec![Vec::new(); nw],
             ..Default::default()
         },
-        graph,
-        machine,
-        models,
-        ..Default::default()
+        data: Data {
+            replicas,
+            mem: Memory::new(nn, nt, nh),
+            copies: Transfers::new(nn, nh),
+            tick: 0,
+        },
+        out: Out {
+            report: RuntimeReport {
+                scheduler: format!("{:?}", spec.scheduler).to_lowercase(),
+                tasks: nt as u64,
+                task_times: vec![(f64::NAN, f64::NAN, u32::MAX); nt],
+                ..Default::default()
+            },
+            ..Default::default()
+        },
     }
 }
 
@@ -223,8 +247,8 @@ pub fn a_and_b_written_on_the_gpu() -> Runtime {
     let mut rt = four_handles();
     for h in 0..2 {
         assert!(rt.allocate(h, 1, Evict::ForFetch));
-        rt.replicas.get_mut(h, 1).state = Msi::Owner;
-        rt.replicas.get_mut(h, 0).state = Msi::Invalid;
+        rt.data.replicas.get_mut(h, 1).state = Msi::Owner;
+        rt.data.replicas.get_mut(h, 0).state = Msi::Invalid;
     }
     rt
 }

@@ -8,9 +8,10 @@ use std::collections::BTreeSet;
 
 use hetsim_schema::SimTime;
 
-use super::core::{Due, Runtime};
+use super::core::Runtime;
 use super::memory::{Evict, Msi};
 use super::model::QUEUE_COST;
+use super::out::Due;
 
 /// StarPU's request levels: a task that needs its data now, a push-time prefetch, or an
 /// idle write-back. Served in that order; a node pair starts fetches while fewer than
@@ -157,16 +158,16 @@ impl Runtime {
         prio: i64,
         task: Option<u32>,
     ) {
-        let r = *self.replicas.get(h, node);
+        let r = *self.data.replicas.get(h, node);
         if let Some(x) = r.incoming {
-            let old = self.copies.xfers[x as usize].level;
+            let old = self.data.copies.xfers[x as usize].level;
             if level == Level::Fetch && old != Level::Fetch {
                 // StarPU raises it, queued or in flight (its log's U line).
                 self.log('U', |rt| {
                     format!("{} {node} {}", rt.handle_name(h), old.log_code())
                 });
             }
-            let xf = &self.copies.xfers[x as usize];
+            let xf = &self.data.copies.xfers[x as usize];
             if !xf.launched && (level == Level::Fetch || prio > xf.prio) {
                 let (src, dst, pins) = (xf.src, xf.dst, xf.pins);
                 if level == Level::Fetch && xf.level != Level::Fetch && xf.task != task && pins > 0
@@ -174,7 +175,7 @@ impl Runtime {
                     // The fetch's own request, served first, loads; the prefetch's stays
                     // where it is and, at its turn, finds the data loading or there.
                     let f = self.add_join(h, src, dst, Level::Fetch, prio, 0);
-                    self.copies.xfers[f as usize].task = task;
+                    self.data.copies.xfers[f as usize].task = task;
                     self.hand_over_load(x, f);
                     self.post(src, dst);
                     return;
@@ -195,21 +196,22 @@ impl Runtime {
         let Some(src) = self.source_for(h, node) else {
             return; // never written: nothing to move
         };
-        let x = if self.machine.direct[src as usize][node as usize] {
+        let x = if self.model.machine.direct[src as usize][node as usize] {
             self.new_xfer(h, src, node, false, level, prio)
         } else {
             // No peer access: to RAM first (or with the copy already going there), then on.
             self.allocate(h, 0, Evict::No);
             self.request(h, 0, level, prio, None);
             let x = self
+                .data
                 .replicas
                 .get(h, 0)
                 .incoming
                 .expect("RAM copy requested");
-            self.copies.xfers[x as usize].then.push(node);
+            self.data.copies.xfers[x as usize].then.push(node);
             x
         };
-        self.replicas.get_mut(h, node).incoming = Some(x);
+        self.data.replicas.get_mut(h, node).incoming = Some(x);
     }
 
     /// A transfer of `h` from `src` to `dst`: a request joins its node pair's list and starts
@@ -224,14 +226,14 @@ impl Runtime {
         level: Level,
         prio: i64,
     ) -> u32 {
-        let x = self.copies.xfers.len() as u32;
-        self.copies.handle_xfers[h as usize] += 1;
+        let x = self.data.copies.xfers.len() as u32;
+        self.data.copies.handle_xfers[h as usize] += 1;
         // Set before the pair is pumped: allocations made there must not evict `dst`.
-        self.replicas.get_mut(h, dst).incoming = Some(x);
+        self.data.replicas.get_mut(h, dst).incoming = Some(x);
         if !writeback {
-            self.replicas.get_mut(h, src).refcnt += 1;
+            self.data.replicas.get_mut(h, src).refcnt += 1;
         }
-        self.copies.xfers.push(Xfer {
+        self.data.copies.xfers.push(Xfer {
             handle: h,
             src,
             dst,
@@ -244,7 +246,7 @@ impl Runtime {
             // StarPU's synchronous write-back is a fetch request on the pair: it counts as
             // in flight there (idle requests wait for it).
             let pair = self.pair(src, dst);
-            self.copies.inflight[pair] += 1;
+            self.data.copies.inflight[pair] += 1;
             self.launch(x);
         } else {
             self.enqueue(x);
@@ -261,14 +263,14 @@ impl Runtime {
     /// `task`: the task whose prefetch makes it.
     pub(crate) fn join(&mut self, h: u32, src: u32, dst: u32, prio: i64, task: u32) {
         let x = self.add_join(h, src, dst, Level::Prefetch, prio, 1);
-        self.copies.xfers[x as usize].task = Some(task);
+        self.data.copies.xfers[x as usize].task = Some(task);
         self.post(src, dst);
     }
 
     /// [`Runtime::join`]'s request, listed but not yet served: its index.
     fn add_join(&mut self, h: u32, src: u32, dst: u32, level: Level, prio: i64, pins: u32) -> u32 {
-        let x = self.copies.xfers.len() as u32;
-        self.copies.xfers.push(Xfer {
+        let x = self.data.copies.xfers.len() as u32;
+        self.data.copies.xfers.push(Xfer {
             handle: h,
             src,
             dst,
@@ -280,7 +282,7 @@ impl Runtime {
         });
         // Like every request that reads, it holds its source until handled (StarPU takes
         // the reference when it creates the request).
-        self.replicas.get_mut(h, src).refcnt += 1;
+        self.data.replicas.get_mut(h, src).refcnt += 1;
         self.log_request(h, src, dst, level);
         self.enqueue(x);
         x
@@ -288,17 +290,17 @@ impl Runtime {
 
     /// Puts request `x` in its node pair's list, at its key's place.
     fn enqueue(&mut self, x: u32) {
-        let xf = &self.copies.xfers[x as usize];
+        let xf = &self.data.copies.xfers[x as usize];
         let (pair, key) = (self.pair(xf.src, xf.dst), request_key(xf, x));
-        self.copies.requests[pair].insert(key);
+        self.data.copies.requests[pair].insert(key);
     }
 
     /// Changes queued request `x`'s level or priority, keeping its list in order.
     fn requeue(&mut self, x: u32, change: impl FnOnce(&mut Xfer)) {
-        let xf = &self.copies.xfers[x as usize];
+        let xf = &self.data.copies.xfers[x as usize];
         let pair = self.pair(xf.src, xf.dst);
-        self.copies.requests[pair].remove(&request_key(xf, x));
-        change(&mut self.copies.xfers[x as usize]);
+        self.data.copies.requests[pair].remove(&request_key(xf, x));
+        change(&mut self.data.copies.xfers[x as usize]);
         self.enqueue(x);
     }
 
@@ -317,26 +319,27 @@ impl Runtime {
     /// True if so.
     fn join_loads_itself(&mut self, x: u32) -> bool {
         let (h, dst) = (
-            self.copies.xfers[x as usize].handle,
-            self.copies.xfers[x as usize].dst,
+            self.data.copies.xfers[x as usize].handle,
+            self.data.copies.xfers[x as usize].dst,
         );
-        let r = *self.replicas.get(h, dst);
+        let r = *self.data.replicas.get(h, dst);
         if r.loading || (r.incoming.is_none() && r.valid()) {
             return false;
         }
         // Its source, held since the request was made, is still valid.
         debug_assert!(
-            self.replicas
-                .get(h, self.copies.xfers[x as usize].src)
+            self.data
+                .replicas
+                .get(h, self.data.copies.xfers[x as usize].src)
                 .valid(),
             "a joining request's source went"
         );
         match r.incoming {
             Some(l) => self.hand_over_load(l, x),
             None => {
-                self.copies.xfers[x as usize].joins = false;
-                self.copies.handle_xfers[h as usize] += 1;
-                self.replicas.get_mut(h, dst).incoming = Some(x);
+                self.data.copies.xfers[x as usize].joins = false;
+                self.data.copies.handle_xfers[h as usize] += 1;
+                self.data.replicas.get_mut(h, dst).incoming = Some(x);
             }
         }
         true
@@ -347,29 +350,29 @@ impl Runtime {
     /// legs it would forward go with the loading.
     fn hand_over_load(&mut self, l: u32, x: u32) {
         debug_assert!(
-            !self.copies.xfers[l as usize].launched,
+            !self.data.copies.xfers[l as usize].launched,
             "loader {l} started"
         );
-        let then = std::mem::take(&mut self.copies.xfers[l as usize].then);
-        self.copies.xfers[l as usize].joins = true;
-        let xf = &mut self.copies.xfers[x as usize];
+        let then = std::mem::take(&mut self.data.copies.xfers[l as usize].then);
+        self.data.copies.xfers[l as usize].joins = true;
+        let xf = &mut self.data.copies.xfers[x as usize];
         xf.joins = false;
         xf.then = then;
         let (h, dst) = (xf.handle, xf.dst);
-        self.replicas.get_mut(h, dst).incoming = Some(x);
+        self.data.replicas.get_mut(h, dst).incoming = Some(x);
     }
 
     /// A joining request's turn, with the replica loading or its data there: while the
     /// loader is in flight its pins are lost; once the data are there it adds them.
     fn resolve_join(&mut self, x: u32) {
-        let g = &self.copies.xfers[x as usize];
+        let g = &self.data.copies.xfers[x as usize];
         let (h, dst, level, pins) = (g.handle, g.dst, g.level, g.pins);
-        if self.replicas.get(h, dst).incoming.is_some() {
+        if self.data.replicas.get(h, dst).incoming.is_some() {
             self.log('L', |rt| {
                 format!("{} {dst} {} {pins}", rt.handle_name(h), level.log_code())
             });
         } else {
-            self.replicas.get_mut(h, dst).prefetch_pins += pins;
+            self.data.replicas.get_mut(h, dst).prefetch_pins += pins;
         }
     }
 
@@ -377,11 +380,11 @@ impl Runtime {
     /// loads it, or added now if the data are there or come through RAM (simplified: a relay's
     /// pins are not carried).
     pub(crate) fn carry_pins(&mut self, h: u32, node: u32, pins: u32) {
-        match self.replicas.get(h, node).incoming {
-            Some(l) if self.copies.xfers[l as usize].dst == node => {
-                self.copies.xfers[l as usize].pins += pins;
+        match self.data.replicas.get(h, node).incoming {
+            Some(l) if self.data.copies.xfers[l as usize].dst == node => {
+                self.data.copies.xfers[l as usize].pins += pins;
             }
-            _ => self.replicas.get_mut(h, node).prefetch_pins += pins,
+            _ => self.data.replicas.get_mut(h, node).prefetch_pins += pins,
         }
     }
 
@@ -403,7 +406,7 @@ impl Runtime {
     }
 
     pub(crate) fn pair(&self, src: u32, dst: u32) -> usize {
-        src as usize * self.machine.nodes.len() + dst as usize
+        src as usize * self.model.machine.nodes.len() + dst as usize
     }
 
     /// Starts the requests of a node pair its caps allow: fetches before prefetches, most
@@ -422,14 +425,14 @@ impl Runtime {
         let pair = self.pair(src, dst);
         let mut no_memory: Vec<u32> = Vec::new();
         loop {
-            let best = self.copies.requests[pair]
+            let best = self.data.copies.requests[pair]
                 .iter()
                 .find(|key| !no_memory.contains(&key.2))
                 .copied();
             let Some(key) = best else { break };
             let x = key.2;
             let (h, level) = {
-                let xf = &self.copies.xfers[x as usize];
+                let xf = &self.data.copies.xfers[x as usize];
                 (xf.handle, xf.level)
             };
             let cap = match level {
@@ -437,41 +440,41 @@ impl Runtime {
                 Level::Prefetch => PREFETCH_CAP,
                 Level::Idle => IDLE_CAP,
             };
-            if self.copies.inflight[pair] >= cap {
+            if self.data.copies.inflight[pair] >= cap {
                 break;
             }
             // StarPU pushes a node's prefetches only while none of its requests lacks memory.
             if level != Level::Fetch
                 && (!no_memory.is_empty()
-                    || !self.mem.mem_wait[dst as usize].is_empty()
-                    || self.mem.prefetch_stuck[dst as usize])
+                    || !self.data.mem.mem_wait[dst as usize].is_empty()
+                    || self.data.mem.prefetch_stuck[dst as usize])
             {
                 break;
             }
-            if self.copies.xfers[x as usize].joins && !self.join_loads_itself(x) {
-                self.copies.requests[pair].remove(&key);
-                self.replicas.get_mut(h, src).refcnt -= 1;
+            if self.data.copies.xfers[x as usize].joins && !self.join_loads_itself(x) {
+                self.data.copies.requests[pair].remove(&key);
+                self.data.replicas.get_mut(h, src).refcnt -= 1;
                 self.resolve_join(x);
                 continue;
             }
             // StarPU sets the replica's `load_request` as it handles the request, before
             // allocating: short of memory it stays set, and the data count as loading.
-            if self.replicas.get(h, dst).incoming == Some(x) {
-                self.replicas.get_mut(h, dst).loading = true;
+            if self.data.replicas.get(h, dst).incoming == Some(x) {
+                self.data.replicas.get_mut(h, dst).loading = true;
             }
             if !self.allocate(h, dst, Evict::for_level(level)) {
                 self.log('N', |rt| {
                     format!("{} {dst} {}", rt.handle_name(h), level.log_code())
                 });
-                self.mem.prefetch_stuck[dst as usize] = true;
+                self.data.mem.prefetch_stuck[dst as usize] = true;
                 if level == Level::Fetch {
                     no_memory.push(x);
                     continue;
                 }
                 break;
             }
-            self.copies.requests[pair].remove(&key);
-            self.copies.inflight[pair] += 1;
+            self.data.copies.requests[pair].remove(&key);
+            self.data.copies.inflight[pair] += 1;
             self.launch(x);
         }
     }
@@ -479,9 +482,9 @@ impl Runtime {
     /// Memory came free on `node`: the requests into it that wait for some try again, RAM's
     /// first.
     pub(crate) fn pump_into(&mut self, node: u32) {
-        self.mem.prefetch_stuck[node as usize] = false;
-        for src in 0..self.machine.nodes.len() as u32 {
-            if src != node && !self.copies.requests[self.pair(src, node)].is_empty() {
+        self.data.mem.prefetch_stuck[node as usize] = false;
+        for src in 0..self.model.machine.nodes.len() as u32 {
+            if src != node && !self.data.copies.requests[self.pair(src, node)].is_empty() {
                 self.pump(src, node);
             }
         }
@@ -495,10 +498,10 @@ impl Runtime {
             src,
             dst,
             ..
-        } = self.copies.xfers[x as usize];
-        self.copies.xfers[x as usize].launched = true;
+        } = self.data.copies.xfers[x as usize];
+        self.data.copies.xfers[x as usize].launched = true;
         self.log('X', |rt| {
-            let xf = &rt.copies.xfers[x as usize];
+            let xf = &rt.data.copies.xfers[x as usize];
             let origin = if xf.writeback {
                 "writeback"
             } else {
@@ -506,38 +509,39 @@ impl Runtime {
             };
             format!("{src} {dst} {} {origin}", rt.handle_name(h))
         });
-        if self.replicas.get(h, dst).incoming == Some(x) {
-            self.replicas.get_mut(h, dst).loading = true;
+        if self.data.replicas.get(h, dst).incoming == Some(x) {
+            self.data.replicas.get_mut(h, dst).loading = true;
         }
-        let size = self.graph.handles[h as usize].size;
-        self.report.transfers += 1;
+        let size = self.model.graph.handles[h as usize].size;
+        self.out.report.transfers += 1;
         match (src, dst) {
-            (0, _) => self.report.bytes_h2d += size,
-            (_, 0) => self.report.bytes_d2h += size,
-            _ => self.report.bytes_d2d += size,
+            (0, _) => self.out.report.bytes_h2d += size,
+            (_, 0) => self.out.report.bytes_d2h += size,
+            _ => self.out.report.bytes_d2d += size,
         }
         // Queueing cost, after the allocations the destination's driver owes, paid by the
         // driver handling the copy after the copies it submitted before.
-        let owed = std::mem::take(&mut self.mem.debt[dst as usize]);
+        let owed = std::mem::take(&mut self.data.mem.debt[dst as usize]);
         let driver = Xfer::handler(src, dst) as usize;
         let mut at = self
+            .out
             .now
             .saturating_add(SimTime::from_secs_saturating(owed))
-            .max(self.copies.driver_free[driver]);
-        if self.flags.overheads {
+            .max(self.data.copies.driver_free[driver]);
+        if self.model.flags.overheads {
             at = at.saturating_add(SimTime::from_secs_saturating(QUEUE_COST));
         }
-        self.copies.driver_free[driver] = at;
-        if !self.flags.shared_bus {
-            let t = self.machine.alone(src, dst, size);
-            self.timers.push((
+        self.data.copies.driver_free[driver] = at;
+        if !self.model.flags.shared_bus {
+            let t = self.model.machine.alone(src, dst, size);
+            self.out.timers.push((
                 at.saturating_add(SimTime::from_secs_saturating(t)),
                 Due::XferDone(x),
             ));
-        } else if at > self.now {
+        } else if at > self.out.now {
             // StarPU-SimGrid submits the copy (and orders it against the others) once the
             // driver has slept for the allocations and the queueing.
-            self.timers.push((at, Due::XferSubmit(x)));
+            self.out.timers.push((at, Due::XferSubmit(x)));
         } else {
             self.submit(x);
         }
@@ -547,36 +551,36 @@ impl Runtime {
     /// (StarPU-SimGrid's `transfer_submit`), else its flow starts now.
     pub(crate) fn submit(&mut self, x: u32) {
         let (src, dst) = (
-            self.copies.xfers[x as usize].src,
-            self.copies.xfers[x as usize].dst,
+            self.data.copies.xfers[x as usize].src,
+            self.data.copies.xfers[x as usize].dst,
         );
         let mut waits = 0;
-        for &p in &self.copies.pending {
-            let old = &mut self.copies.xfers[p as usize];
+        for &p in &self.data.copies.pending {
+            let old = &mut self.data.copies.xfers[p as usize];
             if Xfer::after((src, dst), (old.src, old.dst)) {
                 old.wakes.push(x);
                 waits += 1;
             }
         }
-        self.copies.pending.push(x);
-        self.copies.xfers[x as usize].waits = waits;
+        self.data.copies.pending.push(x);
+        self.data.copies.xfers[x as usize].waits = waits;
         if waits == 0 {
-            self.flows.push((self.now, x));
+            self.out.flows.push((self.out.now, x));
         }
     }
 
     /// Transfer `x` is over: the copies serialised behind it may go.
     pub(crate) fn unblock_after(&mut self, x: u32) {
-        if let Some(i) = self.copies.pending.iter().position(|&p| p == x) {
-            self.copies.pending.remove(i);
+        if let Some(i) = self.data.copies.pending.iter().position(|&p| p == x) {
+            self.data.copies.pending.remove(i);
         }
-        let now = self.now;
-        for w in std::mem::take(&mut self.copies.xfers[x as usize].wakes) {
-            let next = &mut self.copies.xfers[w as usize];
+        let now = self.out.now;
+        for w in std::mem::take(&mut self.data.copies.xfers[x as usize].wakes) {
+            let next = &mut self.data.copies.xfers[w as usize];
             next.waits -= 1;
             if next.waits == 0 {
                 // Submitted (at its queueing's end) before what it waited for ended.
-                self.flows.push((now, w));
+                self.out.flows.push((now, w));
             }
         }
     }
@@ -589,80 +593,81 @@ impl Runtime {
             dst,
             writeback,
             ..
-        } = self.copies.xfers[x as usize];
-        let then = std::mem::take(&mut self.copies.xfers[x as usize].then);
+        } = self.data.copies.xfers[x as usize];
+        let then = std::mem::take(&mut self.data.copies.xfers[x as usize].then);
         let (level, prio) = (
-            self.copies.xfers[x as usize].level,
-            self.copies.xfers[x as usize].prio,
+            self.data.copies.xfers[x as usize].level,
+            self.data.copies.xfers[x as usize].prio,
         );
-        self.tick += 1;
-        self.copies.handle_xfers[h as usize] -= 1;
-        if self.copies.handle_xfers[h as usize] == 0 && !self.copies.write_wait.is_empty() {
-            let waiting = std::mem::take(&mut self.copies.write_wait);
+        self.data.tick += 1;
+        self.data.copies.handle_xfers[h as usize] -= 1;
+        if self.data.copies.handle_xfers[h as usize] == 0 && !self.data.copies.write_wait.is_empty()
+        {
+            let waiting = std::mem::take(&mut self.data.copies.write_wait);
             for (wh, w) in waiting {
                 if wh == h {
                     self.wake(w);
                 } else {
-                    self.copies.write_wait.push((wh, w));
+                    self.data.copies.write_wait.push((wh, w));
                 }
             }
         }
         let pair = self.pair(src, dst);
-        self.copies.inflight[pair] -= 1;
+        self.data.copies.inflight[pair] -= 1;
         // The end wakes the drivers of its handling node (StarPU-SimGrid's
         // `_starpu_wake_all_blocked_workers_on_node`), whose progress goes through the node's
         // request lists again: a prefetch held back for memory tries again (the copy's source
         // on a GPU may be evictable now).
-        self.mem.freed[Xfer::handler(src, dst) as usize] = true;
+        self.data.mem.freed[Xfer::handler(src, dst) as usize] = true;
         if writeback {
-            self.replicas.get_mut(h, 0).incoming = None;
-            self.replicas.get_mut(h, 0).loading = false;
+            self.data.replicas.get_mut(h, 0).incoming = None;
+            self.data.replicas.get_mut(h, 0).loading = false;
             let n = src as usize;
-            if self.replicas.get(h, src).refcnt > 0 {
+            if self.data.replicas.get(h, src).refcnt > 0 {
                 // A task took the replica meanwhile: keep it, both copies now valid; the
                 // eviction still has its bytes to free.
-                self.replicas.get_mut(h, src).evicting = false;
-                self.replicas.get_mut(h, src).state = Msi::Shared;
-                self.replicas.get_mut(h, 0).state = Msi::Shared;
-                self.mem.reclaim_left[n].0 += self.graph.handles[h as usize].size;
+                self.data.replicas.get_mut(h, src).evicting = false;
+                self.data.replicas.get_mut(h, src).state = Msi::Shared;
+                self.data.replicas.get_mut(h, 0).state = Msi::Shared;
+                self.data.mem.reclaim_left[n].0 += self.model.graph.handles[h as usize].size;
             } else {
                 // RAM holds the data again; the GPU copy goes.
-                self.replicas.get_mut(h, 0).state = Msi::Owner;
+                self.data.replicas.get_mut(h, 0).state = Msi::Owner;
                 self.free(h, src);
             }
-            self.mem.writebacks[n] -= 1;
+            self.data.mem.writebacks[n] -= 1;
             self.log('b', |rt| format!("{src} {} 0", rt.handle_name(h)));
             // The eviction's pass goes on to its next victims.
-            if self.mem.writebacks[n] == 0 {
-                let (left, for_prefetch) = std::mem::take(&mut self.mem.reclaim_left[n]);
+            if self.data.mem.writebacks[n] == 0 {
+                let (left, for_prefetch) = std::mem::take(&mut self.data.mem.reclaim_left[n]);
                 if left > 0.0 {
                     self.evict(src, left, for_prefetch);
                 }
             }
-            if !self.mem.reclaiming(n) {
+            if !self.data.mem.reclaiming(n) {
                 // The requests into the node held back while it reclaimed try again with the
                 // others (the end flagged the node above); its driver goes on.
                 self.driver_back(src);
             }
         } else {
-            self.replicas.get_mut(h, src).refcnt -= 1;
-            let mut r = self.replicas.get_mut(h, dst);
+            self.data.replicas.get_mut(h, src).refcnt -= 1;
+            let mut r = self.data.replicas.get_mut(h, dst);
             r.incoming = None;
             r.loading = false;
             let allocated = r.allocated;
             if allocated {
                 r.state = Msi::Shared;
-                r.prefetch_pins += self.copies.xfers[x as usize].pins;
+                r.prefetch_pins += self.data.copies.xfers[x as usize].pins;
             }
             drop(r);
             if allocated {
-                let mut s = self.replicas.get_mut(h, src);
+                let mut s = self.data.replicas.get_mut(h, src);
                 if s.state == Msi::Owner {
                     s.state = Msi::Shared;
                 }
                 drop(s);
                 // For the task that writes it there: the only valid copy now.
-                if self.mem.writer_node[h as usize] == Some(dst) {
+                if self.data.mem.writer_node[h as usize] == Some(dst) {
                     self.own(h, dst);
                 }
             }
@@ -716,23 +721,23 @@ mod tests {
             rt.request(h, 1, Level::Fetch, 0, None);
         }
         let us = |t: SimTime| (t.as_secs_f64() * 1e6).round() as u64;
-        let submits: Vec<(u64, Due)> = rt.timers.iter().map(|&(t, d)| (us(t), d)).collect();
+        let submits: Vec<(u64, Due)> = rt.out.timers.iter().map(|&(t, d)| (us(t), d)).collect();
         assert_eq!(
             submits,
             [(185, Due::XferSubmit(0)), (195, Due::XferSubmit(1))]
         );
         assert!(
-            rt.flows.is_empty(),
+            rt.out.flows.is_empty(),
             "no copy is on the bus before its submission"
         );
-        rt.timers.clear();
-        rt.now = SimTime::from_secs_saturating(185e-6);
+        rt.out.timers.clear();
+        rt.out.now = SimTime::from_secs_saturating(185e-6);
         rt.submit(0);
-        rt.now = SimTime::from_secs_saturating(195e-6);
+        rt.out.now = SimTime::from_secs_saturating(195e-6);
         rt.submit(1);
-        let started: Vec<(u64, u32)> = rt.flows.iter().map(|&(t, x)| (us(t), x)).collect();
+        let started: Vec<(u64, u32)> = rt.out.flows.iter().map(|&(t, x)| (us(t), x)).collect();
         assert_eq!(started, [(185, 0)]);
-        assert_eq!(rt.copies.xfers[1].waits, 1);
+        assert_eq!(rt.data.copies.xfers[1].waits, 1);
     }
 
     #[test]
@@ -750,7 +755,10 @@ mod tests {
         }
         // StarPU 1.4's caps: prefetches start while fewer than 2 are in flight.
         assert_eq!(
-            (rt.copies.inflight[pair], rt.copies.requests[pair].len()),
+            (
+                rt.data.copies.inflight[pair],
+                rt.data.copies.requests[pair].len()
+            ),
             (2, 2)
         );
         for h in 4..8 {
@@ -759,20 +767,23 @@ mod tests {
         }
         // Fetches start while fewer than 5 are: three more; the rest wait, fetches first.
         assert_eq!(
-            (rt.copies.inflight[pair], rt.copies.requests[pair].len()),
+            (
+                rt.data.copies.inflight[pair],
+                rt.data.copies.requests[pair].len()
+            ),
             (5, 3)
         );
-        let queued: Vec<Level> = rt.copies.requests[pair].iter().map(|k| k.0).collect();
+        let queued: Vec<Level> = rt.data.copies.requests[pair].iter().map(|k| k.0).collect();
         assert_eq!(queued, [Level::Fetch, Level::Prefetch, Level::Prefetch]);
         // A fetch for data a prefetch asked for raises that request to fetch level.
         rt.request(2, 1, Level::Fetch, 0, None);
-        let raised = rt.replicas.get(2, 1).incoming.unwrap();
-        assert_eq!(rt.copies.xfers[raised as usize].level, Level::Fetch);
+        let raised = rt.data.replicas.get(2, 1).incoming.unwrap();
+        assert_eq!(rt.data.copies.xfers[raised as usize].level, Level::Fetch);
         // One copy ends: the queued fetch goes first.
-        let done = rt.replicas.get(0, 1).incoming.unwrap();
+        let done = rt.data.replicas.get(0, 1).incoming.unwrap();
         rt.xfer_done(done);
-        assert_eq!(rt.copies.inflight[pair], 5);
-        assert!(rt.copies.xfers[raised as usize].launched);
+        assert_eq!(rt.data.copies.inflight[pair], 5);
+        assert!(rt.data.copies.xfers[raised as usize].launched);
     }
 
     #[test]
@@ -783,20 +794,20 @@ mod tests {
         let dag = r#"(handles: [(name: "a", size: 1e6), (name: "b", size: 1e6)], tasks: [])"#;
         let mut rt = test_runtime(dag, "{}", 16e9, TEST_FLAGS);
         let (gpu, cpu) = (0usize, 1usize);
-        rt.deferred[cpu] = true;
+        rt.pacing.deferred[cpu] = true;
         rt.request(0, 1, Level::Prefetch, 0, None);
         assert!(
-            rt.replicas.get(0, 1).loading,
+            rt.data.replicas.get(0, 1).loading,
             "a CPU's pushes hold no GPU request"
         );
-        rt.deferred[gpu] = true;
+        rt.pacing.deferred[gpu] = true;
         rt.request(1, 1, Level::Prefetch, 0, None);
-        let b = rt.replicas.get(1, 1);
+        let b = rt.data.replicas.get(1, 1);
         assert!(b.incoming.is_some() && !b.allocated && !b.loading);
-        assert_eq!(rt.parked_pairs[gpu], [(0, 1)]);
+        assert_eq!(rt.pacing.parked_pairs[gpu], [(0, 1)]);
         rt.resume(gpu as u32);
-        assert!(rt.replicas.get(1, 1).allocated && rt.replicas.get(1, 1).loading);
-        assert!(rt.parked_pairs[gpu].is_empty());
+        assert!(rt.data.replicas.get(1, 1).allocated && rt.data.replicas.get(1, 1).loading);
+        assert!(rt.pacing.parked_pairs[gpu].is_empty());
     }
 
     #[test]
@@ -807,18 +818,23 @@ mod tests {
         // and c's prefetch, held back for memory, takes its buffer.
         let mut rt = a_and_b_written_on_the_gpu();
         // b is pinned for a task queued on the GPU; a is read by its copy to RAM.
-        rt.replicas.get_mut(1, 1).prefetch_pins = 1;
+        rt.data.replicas.get_mut(1, 1).prefetch_pins = 1;
         assert!(rt.allocate(0, 0, Evict::No));
         rt.request(0, 0, Level::Fetch, 0, None);
-        let up = rt.replicas.get(0, 0).incoming.expect("a's copy to RAM");
+        let up = rt
+            .data
+            .replicas
+            .get(0, 0)
+            .incoming
+            .expect("a's copy to RAM");
         rt.request(2, 1, Level::Prefetch, 0, None);
-        assert!(!rt.replicas.get(2, 1).allocated && rt.mem.prefetch_stuck[1]);
+        assert!(!rt.data.replicas.get(2, 1).allocated && rt.data.mem.prefetch_stuck[1]);
         // The copy ends, handled by the GPU's driver (its source's).
         rt.xfer_done(up);
         rt.progress();
-        assert!(rt.replicas.get(2, 1).allocated && rt.replicas.get(2, 1).loading);
-        assert!(!rt.replicas.get(0, 1).allocated && rt.replicas.get(0, 0).valid());
-        assert!(!rt.mem.prefetch_stuck[1]);
+        assert!(rt.data.replicas.get(2, 1).allocated && rt.data.replicas.get(2, 1).loading);
+        assert!(!rt.data.replicas.get(0, 1).allocated && rt.data.replicas.get(0, 0).valid());
+        assert!(!rt.data.mem.prefetch_stuck[1]);
     }
 
     /// Four handles of 1 MB and a GPU of 16 GB (memory never runs short), with b and d
@@ -838,7 +854,7 @@ mod tests {
     fn a_prefetch_queued(rt: &mut Runtime) -> u32 {
         rt.request(0, 1, Level::Prefetch, 0, None);
         rt.carry_pins(0, 1, 1);
-        rt.replicas.get(0, 1).incoming.unwrap()
+        rt.data.replicas.get(0, 1).incoming.unwrap()
     }
 
     #[test]
@@ -849,23 +865,25 @@ mod tests {
         let mut rt = prefetch_slots_taken();
         // a is on the GPU (landed for a first task): another task's request waits its turn.
         assert!(rt.allocate(0, 1, Evict::ForPrefetch));
-        rt.replicas.get_mut(0, 1).state = Msi::Shared;
+        rt.data.replicas.get_mut(0, 1).state = Msi::Shared;
         rt.join(0, 0, 1, 0, 0);
-        let j = rt.copies.requests[rt.pair(0, 1)].first().unwrap().2;
+        let j = rt.data.copies.requests[rt.pair(0, 1)].first().unwrap().2;
         rt.request(2, 1, Level::Prefetch, 0, None);
-        let c = rt.replicas.get(2, 1).incoming.unwrap();
+        let c = rt.data.replicas.get(2, 1).incoming.unwrap();
         // a goes before that turn; then b lands and frees a slot.
         rt.free(0, 1);
-        let b = rt.replicas.get(1, 1).incoming.unwrap();
+        let b = rt.data.replicas.get(1, 1).incoming.unwrap();
         rt.xfer_done(b);
         assert_eq!(
-            rt.replicas.get(0, 1).incoming,
+            rt.data.replicas.get(0, 1).incoming,
             Some(j),
             "the join loads a itself"
         );
-        assert!(rt.copies.xfers[j as usize].launched && !rt.copies.xfers[c as usize].launched);
+        assert!(
+            rt.data.copies.xfers[j as usize].launched && !rt.data.copies.xfers[c as usize].launched
+        );
         rt.xfer_done(j);
-        let a = rt.replicas.get(0, 1);
+        let a = rt.data.replicas.get(0, 1);
         assert!(a.valid() && a.prefetch_pins == 1, "with its pin");
     }
 
@@ -879,18 +897,28 @@ mod tests {
         let pair = rt.pair(0, 1);
         let l = a_prefetch_queued(&mut rt);
         rt.join(0, 0, 1, 5, 7);
-        let x = rt.copies.requests[pair].first().unwrap().2;
+        let x = rt.data.copies.requests[pair].first().unwrap().2;
         assert_ne!(x, l, "the more urgent request goes first");
-        let b = rt.replicas.get(1, 1).incoming.unwrap();
+        let b = rt.data.replicas.get(1, 1).incoming.unwrap();
         rt.xfer_done(b);
-        assert_eq!(rt.replicas.get(0, 1).incoming, Some(x), "x loads");
-        assert!(rt.copies.xfers[x as usize].launched);
-        assert!(rt.copies.xfers[l as usize].joins && !rt.copies.xfers[l as usize].launched);
+        assert_eq!(rt.data.replicas.get(0, 1).incoming, Some(x), "x loads");
+        assert!(rt.data.copies.xfers[x as usize].launched);
+        assert!(
+            rt.data.copies.xfers[l as usize].joins && !rt.data.copies.xfers[l as usize].launched
+        );
         // x's end frees a slot: l's turn comes in the same progress, after the end is seen.
         rt.xfer_done(x);
-        assert!(rt.copies.requests[pair].is_empty());
-        assert_eq!(rt.replicas.get(0, 1).prefetch_pins, 2, "x's pin and l's");
-        assert_eq!(rt.replicas.get(0, 0).refcnt, 0, "both let their source go");
+        assert!(rt.data.copies.requests[pair].is_empty());
+        assert_eq!(
+            rt.data.replicas.get(0, 1).prefetch_pins,
+            2,
+            "x's pin and l's"
+        );
+        assert_eq!(
+            rt.data.replicas.get(0, 0).refcnt,
+            0,
+            "both let their source go"
+        );
     }
 
     #[test]
@@ -901,24 +929,24 @@ mod tests {
         let mut rt = prefetch_slots_taken();
         let pair = rt.pair(0, 1);
         let l = a_prefetch_queued(&mut rt);
-        rt.copies.xfers[l as usize].task = Some(0);
+        rt.data.copies.xfers[l as usize].task = Some(0);
         rt.request(2, 1, Level::Prefetch, 0, None);
-        let c = rt.replicas.get(2, 1).incoming.unwrap();
+        let c = rt.data.replicas.get(2, 1).incoming.unwrap();
         rt.request(0, 1, Level::Fetch, 0, Some(1));
-        let f = rt.replicas.get(0, 1).incoming.unwrap();
+        let f = rt.data.replicas.get(0, 1).incoming.unwrap();
         assert_ne!(f, l);
         assert!(
-            rt.copies.xfers[f as usize].launched,
+            rt.data.copies.xfers[f as usize].launched,
             "a fetch under its cap of 5"
         );
-        assert_eq!(rt.copies.xfers[l as usize].level, Level::Prefetch);
-        let order: Vec<u32> = rt.copies.requests[pair].iter().map(|k| k.2).collect();
+        assert_eq!(rt.data.copies.xfers[l as usize].level, Level::Prefetch);
+        let order: Vec<u32> = rt.data.copies.requests[pair].iter().map(|k| k.2).collect();
         assert_eq!(order, [l, c], "task 0's request keeps its place");
         rt.xfer_done(f);
-        let b = rt.replicas.get(1, 1).incoming.unwrap();
+        let b = rt.data.replicas.get(1, 1).incoming.unwrap();
         rt.xfer_done(b);
-        assert_eq!(rt.replicas.get(0, 1).prefetch_pins, 1, "task 0's pin");
-        assert!(rt.copies.xfers[c as usize].launched);
+        assert_eq!(rt.data.replicas.get(0, 1).prefetch_pins, 1, "task 0's pin");
+        assert!(rt.data.copies.xfers[c as usize].launched);
     }
 
     #[test]
@@ -934,14 +962,14 @@ mod tests {
         // Two prefetches in flight (the pair's cap): another task's request for a waits.
         rt.join(0, 0, 1, 0, 0);
         assert_eq!(
-            rt.replicas.get(0, 0).refcnt,
+            rt.data.replicas.get(0, 0).refcnt,
             2,
             "a's copy and the waiting request"
         );
-        let b = rt.replicas.get(1, 1).incoming.unwrap();
+        let b = rt.data.replicas.get(1, 1).incoming.unwrap();
         rt.xfer_done(b);
         assert_eq!(
-            rt.replicas.get(0, 0).refcnt,
+            rt.data.replicas.get(0, 0).refcnt,
             1,
             "handled: only a's copy holds it"
         );

@@ -86,36 +86,39 @@ pub fn walk(
 impl Runtime {
     /// Tidies GPU node `node`: marks dirty buffers clean and writes back those RAM lacks.
     pub(crate) fn tidy(&mut self, node: u32) {
-        if !self.flags.tidy {
+        if !self.model.flags.tidy {
             return;
         }
         let n = node as usize;
         let want = shortfall(
-            self.mem.lru[n].len(),
-            self.replicas.marked_clean(node) as usize,
+            self.data.mem.lru[n].len(),
+            self.data.replicas.marked_clean(node) as usize,
         );
-        let Some(head) = self.mem.dirty_head[n] else {
+        let Some(head) = self.data.mem.dirty_head[n] else {
             return;
         };
         if want == 0 {
             return;
         }
-        debug_assert!(self.mem.lru[n].contains(head), "dirty head off the list");
-        let pass = walk(
-            self.mem.lru[n].from(head),
-            want,
-            |h| !self.replicas.get(h, node).marked_clean,
-            |h| self.mem.writing[h as usize] > 0,
+        debug_assert!(
+            self.data.mem.lru[n].contains(head),
+            "dirty head off the list"
         );
-        self.mem.dirty_head[n] = pass.head;
+        let pass = walk(
+            self.data.mem.lru[n].from(head),
+            want,
+            |h| !self.data.replicas.get(h, node).marked_clean,
+            |h| self.data.mem.writing[h as usize] > 0,
+        );
+        self.data.mem.dirty_head[n] = pass.head;
         for h in pass.marks {
-            self.replicas.get_mut(h, node).marked_clean = true;
+            self.data.replicas.get_mut(h, node).marked_clean = true;
             // Already in RAM (or on its way there): the mark alone was stale.
-            let ram = self.replicas.get(h, 0);
+            let ram = self.data.replicas.get(h, 0);
             if ram.valid() || ram.incoming.is_some() {
                 continue;
             }
-            self.report.tidy_writebacks += 1;
+            self.out.report.tidy_writebacks += 1;
             self.allocate(h, 0, Evict::No);
             self.request(h, 0, Level::Idle, 0, None);
         }

@@ -6,6 +6,23 @@ pub mod graph;
 pub mod machine;
 mod tiled;
 
+use graph::Graph;
+use machine::{Machine, Models};
+
+/// What the run reads: the graph, the machine and its codelet models, the switches, and the
+/// dm* policies' and the CUDA pipeline's settings.
+#[derive(Default)]
+pub struct Model {
+    pub(crate) graph: Graph,
+    pub(crate) machine: Machine,
+    pub(crate) models: Models,
+    /// The model switches (overheads, memory limit, shared bus, prefetch, noise).
+    pub(crate) flags: Flags,
+    pub(crate) alpha: f64,
+    pub(crate) beta: f64,
+    pub(crate) pipeline: u32,
+}
+
 /// The model switches the runtime reads.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Flags {

@@ -340,7 +340,7 @@ mod tests {
         assert_eq!(push(&mut dm, 0, 1, &mut rt), 0);
         assert_eq!(push(&mut dm, 1, 0, &mut rt), 0);
         assert_eq!(push(&mut dm, 2, 1, &mut rt), 1);
-        rt.now = SimTime::from_secs_saturating(1e-6);
+        rt.out.now = SimTime::from_secs_saturating(1e-6);
         assert_eq!(push(&mut dm, 3, 1, &mut rt), 1);
         assert_eq!(dm.dm[0].ntasks, 2);
     }
@@ -360,10 +360,10 @@ mod tests {
         let mut dmda = DequeModel::new(Scheduler::Dmda, 2);
         let pushed = dmda.push(0, None, &mut rt.policy_and_view().1);
         assert_eq!(pushed.prediction, Some((0.01, 0.2)));
-        rt.pred[0] = (0.01, 0.2);
+        rt.tasks.pred[0] = (0.01, 0.2);
         assert_eq!(dmda.pop(0, &mut rt.policy_and_view().1), Some(0));
         assert_eq!(dmda.dm[0].exp_start, 0.2);
-        rt.now = SimTime::from_secs_saturating(0.05);
+        rt.out.now = SimTime::from_secs_saturating(0.05);
         dmda.on_start(0, 0, &rt.policy_and_view().1);
         assert!((dmda.dm[0].exp_start - 0.06).abs() < 1e-12);
         assert!(dmda.dm[0].exp_len.abs() < 1e-12);

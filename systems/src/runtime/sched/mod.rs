@@ -299,7 +299,7 @@ mod tests {
         assert_eq!(dm.pop(0, &mut view(&mut rt)), Some(0));
 
         // With x already valid on the GPU, dmda takes the GPU too.
-        rt.replicas.get_mut(0, 1).state = Msi::Shared;
+        rt.data.replicas.get_mut(0, 1).state = Msi::Shared;
         let mut dmda = policy(Scheduler::Dmda, 2);
         let pushed = dmda.push(0, None, &mut view(&mut rt));
         assert_eq!(pushed.prefetch, Some(0));
@@ -320,11 +320,11 @@ mod tests {
             (name: "d", codelet: "g", priority: 1, accesses: [("z", R)])])"#;
         let gpu_only = r#"{"g": (cpu: None, cuda: Some(Constant("10ms")))}"#;
         let mut rt = runtime(dag, gpu_only);
-        rt.replicas.get_mut(1, 1).loading = true;
+        rt.data.replicas.get_mut(1, 1).loading = true;
         for h in [1, 2] {
-            rt.replicas.get_mut(h, 1).allocated = true;
+            rt.data.replicas.get_mut(h, 1).allocated = true;
         }
-        rt.replicas.get_mut(2, 1).state = Msi::Shared;
+        rt.data.replicas.get_mut(2, 1).state = Msi::Shared;
         let mut dmdar = policy(Scheduler::Dmdar, 2);
         for t in 0..4 {
             dmdar.push(t, None, &mut view(&mut rt));
