@@ -204,7 +204,7 @@ fn nccl_groups(c: &CudaReport) -> Value {
         String,
         f64,
         String,
-        Vec<&hetsim_systems::cuda::CollectiveRecord>,
+        Vec<&hetsim_systems::nccl::CollectiveRecord>,
     )> = Vec::new();
     for k in &c.collectives {
         let how = format!("{}/{}", k.algo, k.proto);

@@ -1,6 +1,7 @@
 //! A GPU, its host thread and its streams as plain data ([`Gpus`]), and what the CUDA leaves
 //! ask of the world ([`Effect`]), in the order they ask it.
 
+use crate::nccl::CollectiveRecord;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
@@ -102,24 +103,6 @@ pub struct DeviceTotals {
     /// Host times noted by `Mark`, in seconds, in program order.
     pub marks: Vec<(String, f64)>,
     pub end_s: f64,
-}
-
-/// One NCCL call across the communicator.
-#[derive(Debug, Clone)]
-pub struct CollectiveRecord {
-    pub op: String,
-    pub bytes: f64,
-    pub algo: String,
-    pub proto: String,
-    pub channels: u32,
-    /// GPUs in the communicator.
-    pub ranks: u32,
-    /// nccl-tests' busbw / algbw for a single call (`None` for a group of calls).
-    pub bus_factor: Option<f64>,
-    pub start_s: f64,
-    pub end_s: f64,
-    /// NCCL's own cost-model prediction, for comparison with the simulated time.
-    pub predicted_us: f64,
 }
 
 /// A stream interval that ended: (row, state, label, start, end).

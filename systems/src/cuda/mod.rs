@@ -38,12 +38,12 @@ use hetsim_schema::SimTime;
 use hetsim_schema::cuda::CudaSpec;
 use hetsim_schema::scenario::PlatformSpec;
 
-use crate::nccl::{self, Collectives, Reach};
-use crate::network::{FlowRequest, Launch, Start};
+use crate::nccl::{self, CollectiveRecord, Collectives};
+use crate::network::{FlowSpec, Reach, Start};
 use crate::platform::{Endpoint, PlatformConfig, Topology};
 use device::{Effect, Gpus};
 
-pub use device::{CollectiveRecord, DeviceTotals};
+pub use device::DeviceTotals;
 
 /// The CUDA workload to run (inserted by whoever assembles the app).
 #[derive(Resource, Debug, Clone)]
@@ -159,6 +159,7 @@ impl Plugin for CudaPlugin {
     /// before `App::finish`), and the recording one only when the run records.
     fn finish(&self, app: &mut App) {
         if app.world().contains_resource::<CudaConfig>() {
+            nccl::enable(app);
             app.add_systems(
                 SimStep,
                 (
@@ -225,15 +226,11 @@ fn setup(world: &mut World, spec: CudaSpec) -> Result<(), String> {
     Ok(())
 }
 
-/// Where the devices' effects go: the calendar, the network, the NCCL plugin.
+/// Where the devices' effects go: the calendar and the network, the NCCL plugin.
 #[derive(bevy_ecs::system::SystemParam)]
 struct Sinks<'w, 's> {
-    cal: ResMut<'w, Calendar>,
-    clock: Res<'w, Clock>,
-    topo: ResMut<'w, Topology>,
-    errors: ResMut<'w, SimErrors>,
+    reach: Reach<'w, 's>,
     colls: ResMut<'w, Collectives>,
-    launch: Launch<'w, 's>,
 }
 
 fn finish_timed_items(
@@ -253,26 +250,10 @@ fn finish_copies(mut inbox: ResMut<Inbox<CopyEnd>>, mut cuda: ResMut<Cuda>, cloc
 }
 
 fn finish_collectives(mut inbox: ResMut<Inbox<CollDone>>, mut cuda: ResMut<Cuda>, sinks: Sinks) {
-    let now = sinks.clock.now;
+    let now = sinks.reach.now();
     for CollDone(k) in inbox.drain() {
         let comm = cuda.comm.expect("a communicator");
-        let c = sinks.colls.collective(comm, k).expect("arrived");
-        let plan = c.plan.as_ref().expect("planned");
-        let record = CollectiveRecord {
-            op: c.name(),
-            bytes: c.calls.iter().map(|c| c.bytes.0).sum(),
-            algo: plan.algo.name().into(),
-            proto: plan.proto.name().into(),
-            channels: sinks.colls.comm(comm).tune.channels,
-            ranks: sinks.colls.comm(comm).tune.ranks,
-            bus_factor: match c.calls.as_slice() {
-                [one] => Some(one.op.bus_factor(sinks.colls.comm(comm).tune.ranks)),
-                _ => None,
-            },
-            start_s: c.start.as_secs_f64(),
-            end_s: now.as_secs_f64(),
-            predicted_us: plan.predicted_us,
-        };
+        let record = sinks.colls.record(comm, k, now);
         cuda.gpus.end_collective(k, now, record);
     }
 }
@@ -284,23 +265,24 @@ fn wake_hosts(mut inbox: ResMut<Inbox<HostWake>>, mut cuda: ResMut<Cuda>) {
 }
 
 fn run_hosts_and_streams(mut cuda: ResMut<Cuda>, mut sinks: Sinks) {
-    cuda.gpus.run_hosts_and_streams(sinks.clock.now);
+    cuda.gpus.run_hosts_and_streams(sinks.reach.now());
     cuda.apply_effects(&mut sinks);
 }
 
 impl Cuda {
     /// Carries out what the devices asked, in the order they asked.
     fn apply_effects(&mut self, sinks: &mut Sinks) {
-        let now = sinks.clock.now;
+        let Sinks { reach, colls } = sinks;
+        let now = reach.now();
         for fx in std::mem::take(&mut self.gpus.fx) {
             match fx {
-                Effect::HostWake { at, dev } => sinks.cal.schedule(at, HostWake(dev)),
+                Effect::HostWake { at, dev } => reach.cal.schedule(at, HostWake(dev)),
                 Effect::StreamTimer {
                     at,
                     dev,
                     stream,
                     done,
-                } => sinks.cal.schedule(at, StreamTimer { dev, stream, done }),
+                } => reach.cal.schedule(at, StreamTimer { dev, stream, done }),
                 Effect::Copy {
                     dev,
                     stream,
@@ -309,41 +291,25 @@ impl Cuda {
                     bytes,
                 } => {
                     let name = &self.gpus.devs[dev as usize].name;
-                    match sinks.topo.route(from, to) {
-                        Ok(route) => {
-                            // Named by where the bytes go: a HostToDevice copy is from the host.
-                            let end =
-                                |e: Endpoint| e.cluster_name().unwrap_or_else(|| name.clone());
-                            let req = FlowRequest {
-                                id: format!("{name}.copy"),
-                                src: end(from),
-                                dst: end(to),
-                                route,
-                                bytes,
-                                start: Start::At(now),
-                                cap: None,
-                            };
-                            sinks
-                                .launch
-                                .start_for(&mut sinks.cal, req, CopyEnd { dev, stream });
-                        }
-                        Err(e) => sinks.errors.0.push(format!("{name}: copy: {e}")),
+                    // Named by where the bytes go: a HostToDevice copy is from the host.
+                    let end = |e: Endpoint| e.cluster_name().unwrap_or_else(|| name.clone());
+                    let spec = FlowSpec {
+                        id: format!("{name}.copy"),
+                        src_row: end(from),
+                        dst_row: end(to),
+                        bytes,
+                        start: Start::At(now),
+                        cap: None,
+                        zero_latency: false,
+                    };
+                    if let Err(e) = reach.flow(from, to, spec, CopyEnd { dev, stream }) {
+                        reach.fail(format!("{name}: copy: {e}"));
                     }
                 }
                 Effect::Nccl { k } => {
                     let c = self.comm.expect("a communicator for NCCL calls");
-                    let mut reach = Reach {
-                        now,
-                        cal: &mut sinks.cal,
-                        topo: &mut sinks.topo,
-                        launch: &mut sinks.launch,
-                    };
-                    if let Err(e) =
-                        sinks
-                            .colls
-                            .arrive(c, k, &self.gpus.colls[k as usize], &mut reach)
-                    {
-                        sinks.errors.0.push(format!("workload.Cuda: {e}"));
+                    if let Err(e) = colls.arrive(c, k, &self.gpus.colls[k as usize], reach) {
+                        reach.fail(format!("workload.Cuda: {e}"));
                     }
                 }
             }
@@ -385,10 +351,9 @@ fn stuck_devices(world: &mut World) -> Vec<String> {
         return Vec::new();
     };
     let colls = world.get_resource::<Collectives>();
-    let arrived = |k: u32| {
-        cuda.comm
-            .and_then(|c| colls?.collective(c, k))
-            .map_or(0, |coll| coll.arrived)
+    let arrived = |k: u32| match (cuda.comm, colls) {
+        (Some(c), Some(colls)) => colls.arrived(c, k),
+        _ => 0,
     };
     cuda.gpus.stuck(arrived)
 }

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use hetsim_schema::SimTime;
 
-use super::device::{CollectiveRecord, Effect, Gpus, HostState, Item, MAX_PENDING, Work};
+use super::device::{Effect, Gpus, HostState, Item, MAX_PENDING, Work};
+use crate::nccl::{CollectiveRecord, group_name};
 
 impl Gpus {
     /// Starts what can start at the head of stream `s` of device `d`, and goes on past items
@@ -137,9 +138,7 @@ impl Gpus {
             }
             Work::Nccl(k) => {
                 dev.totals.nccl_s += busy;
-                let calls = &self.colls[*k as usize];
-                let name = calls.iter().map(|c| c.op.name()).collect::<Vec<_>>();
-                ("nccl".into(), Some(name.join("+")))
+                ("nccl".into(), Some(group_name(&self.colls[*k as usize])))
             }
             _ => return,
         };

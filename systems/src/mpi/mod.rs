@@ -67,8 +67,8 @@ use hetsim_engine::{
 use hetsim_schema::SimTime;
 use hetsim_schema::mpi::MpiSpec;
 
-use crate::nccl::{self, Collectives, Reach};
-use crate::network::{FlowRequest, Launch, Start};
+use crate::nccl::{self, Collectives};
+use crate::network::{FlowSpec, Reach, Start};
 use crate::platform::Topology;
 use crate::platform::topology::Layout;
 use effects::Effect;
@@ -219,6 +219,7 @@ impl Plugin for MpiPlugin {
     /// before `App::finish`).
     fn finish(&self, app: &mut App) {
         if app.world().contains_resource::<MpiConfig>() {
+            nccl::enable(app);
             app.add_systems(
                 SimStep,
                 (
@@ -312,16 +313,12 @@ fn setup(world: &mut World, cfg: &MpiSpec) -> Result<(), String> {
     Ok(())
 }
 
-/// Where the job's effects go: the calendar, the network, the recorder, the NCCL plugin.
+/// Where the job's effects go: the calendar and the network, the recorder, the NCCL plugin.
 #[derive(bevy_ecs::system::SystemParam)]
 struct Sinks<'w, 's> {
-    cal: ResMut<'w, Calendar>,
-    clock: Res<'w, Clock>,
-    topo: ResMut<'w, Topology>,
+    reach: Reach<'w, 's>,
     rec: ResMut<'w, Recorder>,
-    errors: ResMut<'w, SimErrors>,
     colls: ResMut<'w, Collectives>,
-    launch: Launch<'w, 's>,
 }
 
 /// Message stages that ended: flows first, then timers (copies, pinning, control messages).
@@ -331,7 +328,7 @@ fn advance_messages(
     mut mpi: ResMut<Mpi>,
     mut sinks: Sinks,
 ) {
-    let now = sinks.clock.now;
+    let now = sinks.reach.now();
     for FlowEnd { msg, stage } in flows.drain() {
         mpi.job.stage_done(msg, stage, now);
     }
@@ -355,30 +352,31 @@ fn wake_computed_ranks(
 }
 
 fn finish_nccl_calls(mut inbox: ResMut<Inbox<NcclDone>>, mut mpi: ResMut<Mpi>, mut sinks: Sinks) {
-    let now = sinks.clock.now;
+    let now = sinks.reach.now();
     for NcclDone(k) in inbox.drain() {
         let name = mpi
             .nccl_comm
-            .and_then(|c| sinks.colls.collective(c, k))
-            .map_or_else(|| "nccl".to_string(), |coll| coll.name());
+            .and_then(|c| sinks.colls.name(c, k))
+            .unwrap_or_else(|| "nccl".to_string());
         mpi.job.end_nccl(k, &name, now);
     }
     mpi.apply_effects(&mut sinks);
 }
 
 fn run_ready_ranks(mut mpi: ResMut<Mpi>, mut sinks: Sinks) {
-    mpi.job.run_ready(sinks.clock.now);
+    mpi.job.run_ready(sinks.reach.now());
     mpi.apply_effects(&mut sinks);
 }
 
 impl Mpi {
     /// Carries out what the job asked, in the order it asked.
     fn apply_effects(&mut self, sinks: &mut Sinks) {
-        let now = sinks.clock.now;
+        let Sinks { reach, rec, colls } = sinks;
+        let now = reach.now();
         for fx in self.job.take_effects() {
             match fx {
-                Effect::Timer { at, msg, stage } => sinks.cal.schedule(at, MsgTimer { msg, stage }),
-                Effect::Wake { at, rank } => sinks.cal.schedule(at, RankWake(rank)),
+                Effect::Timer { at, msg, stage } => reach.cal.schedule(at, MsgTimer { msg, stage }),
+                Effect::Wake { at, rank } => reach.cal.schedule(at, RankWake(rank)),
                 Effect::Control {
                     msg,
                     serial,
@@ -386,18 +384,9 @@ impl Mpi {
                     from,
                     to,
                     bytes,
-                } => match sinks.topo.route(from, to) {
-                    Ok(route) => {
-                        let bottleneck = sinks.topo.bottleneck(&route);
-                        let transfer = if bottleneck.is_finite() {
-                            SimTime::from_secs_saturating(bytes / bottleneck)
-                        } else {
-                            SimTime::ZERO
-                        };
-                        let at = now.saturating_add(route.latency).saturating_add(transfer);
-                        sinks.cal.schedule(at, MsgTimer { msg, stage });
-                    }
-                    Err(e) => sinks.errors.0.push(format!("mpi: message {serial}: {e}")),
+                } => match reach.control_due(from, to, bytes) {
+                    Ok(at) => reach.cal.schedule(at, MsgTimer { msg, stage }),
+                    Err(e) => reach.fail(format!("mpi: message {serial}: {e}")),
                 },
                 Effect::Flow {
                     msg,
@@ -408,23 +397,20 @@ impl Mpi {
                     bytes,
                     src_row,
                     dst_row,
-                } => match sinks.topo.route(from, to) {
-                    Ok(route) => {
-                        let req = FlowRequest {
-                            id: format!("m{serial}.{}", stage.name()),
-                            src: src_row,
-                            dst: dst_row,
-                            route,
-                            bytes,
-                            start: Start::At(now),
-                            cap: None,
-                        };
-                        sinks
-                            .launch
-                            .start_for(&mut sinks.cal, req, FlowEnd { msg, stage });
+                } => {
+                    let spec = FlowSpec {
+                        id: format!("m{serial}.{}", stage.name()),
+                        src_row,
+                        dst_row,
+                        bytes,
+                        start: Start::At(now),
+                        cap: None,
+                        zero_latency: false,
+                    };
+                    if let Err(e) = reach.flow(from, to, spec, FlowEnd { msg, stage }) {
+                        reach.fail(format!("mpi: message {serial}: {e}"));
                     }
-                    Err(e) => sinks.errors.0.push(format!("mpi: message {serial}: {e}")),
-                },
+                }
                 Effect::Interval {
                     row,
                     state,
@@ -432,9 +418,9 @@ impl Mpi {
                     start,
                     end,
                 } => {
-                    let label = label.map(|l| sinks.rec.name_id(&l));
-                    let state = sinks.rec.name_id(state);
-                    sinks.rec.interval(Interval {
+                    let label = label.map(|l| rec.name_id(&l));
+                    let state = rec.name_id(state);
+                    rec.interval(Interval {
                         resource: row,
                         state,
                         label,
@@ -444,20 +430,11 @@ impl Mpi {
                 }
                 Effect::Nccl { k, call } => {
                     let Some(c) = self.nccl_comm else {
-                        sinks
-                            .errors
-                            .0
-                            .push("mpi: NCCL call without a communicator".into());
+                        reach.fail("mpi: NCCL call without a communicator".into());
                         continue;
                     };
-                    let mut reach = Reach {
-                        now,
-                        cal: &mut sinks.cal,
-                        topo: &mut sinks.topo,
-                        launch: &mut sinks.launch,
-                    };
-                    if let Err(e) = sinks.colls.arrive(c, k, &[call], &mut reach) {
-                        sinks.errors.0.push(format!("workload.Mpi: {e}"));
+                    if let Err(e) = colls.arrive(c, k, &[call], reach) {
+                        reach.fail(format!("workload.Mpi: {e}"));
                     }
                 }
             }
@@ -485,10 +462,9 @@ fn stuck_ranks(world: &mut World) -> Vec<String> {
         return Vec::new();
     };
     let colls = world.get_resource::<Collectives>();
-    let arrived = |k: u32| {
-        mpi.nccl_comm
-            .and_then(|c| colls?.collective(c, k))
-            .map_or(0, |coll| coll.arrived)
+    let arrived = |k: u32| match (mpi.nccl_comm, colls) {
+        (Some(c), Some(colls)) => colls.arrived(c, k),
+        _ => 0,
     };
     mpi.job.stuck(arrived)
 }

@@ -27,6 +27,7 @@
 //! not modelled, the tree's root sits on the first (or last) node.
 
 pub mod plan;
+mod record;
 pub mod tuning;
 
 use bevy_app::{App, Plugin};
@@ -37,9 +38,9 @@ use hetsim_engine::{Calendar, Clock, Inbox, RawEvent, SimAppExt, SimEvent, SimSe
 use hetsim_schema::SimTime;
 use hetsim_schema::cuda::NcclCall;
 
-use crate::network::{FlowRequest, Launch, Start};
-use crate::platform::{Route, Topology};
+use crate::network::{FlowSpec, Reach, Start};
 pub use plan::{Comm, Edge, Plan};
+pub use record::{CollectiveRecord, group_name};
 
 pub struct NcclPlugin;
 
@@ -52,17 +53,22 @@ impl Plugin for NcclPlugin {
             )
             .init_resource::<Collectives>();
     }
+}
 
-    /// The step system, only for a scenario whose workload can call NCCL (MPI's nccl_*
-    /// actions, CUDA's collectives; their configs are inserted before `App::finish`).
-    fn finish(&self, app: &mut App) {
-        let world = app.world();
-        if world.contains_resource::<crate::mpi::MpiConfig>()
-            || world.contains_resource::<crate::cuda::CudaConfig>()
-        {
-            app.add_systems(SimStep, finish_edges.in_set(SimSet::Collectives));
-        }
+/// The marker of an app whose step runs NCCL's system.
+#[derive(Resource)]
+struct Enabled;
+
+/// Adds NCCL's step system (the edges' ends) to the app, once, whichever model calls NCCL
+/// (MPI's nccl_* actions, CUDA's collectives): their plugins call it from `finish` when their
+/// workload is there. `SimSet::Collectives` holds this one system, so the step's order is the
+/// same whoever enables it.
+pub fn enable(app: &mut App) {
+    if app.world().contains_resource::<Enabled>() {
+        return;
     }
+    app.insert_resource(Enabled);
+    app.add_systems(SimStep, finish_edges.in_set(SimSet::Collectives));
 }
 
 /// An edge of collective `k` of communicator `comm` has delivered its bytes.
@@ -102,17 +108,6 @@ pub struct Collective {
     pub plan: Option<Plan>,
 }
 
-impl Collective {
-    /// The calls' names joined by `+` (a group), as timelines and reports show them.
-    pub fn name(&self) -> String {
-        self.calls
-            .iter()
-            .map(|c| c.op.name())
-            .collect::<Vec<_>>()
-            .join("+")
-    }
-}
-
 struct CommRt {
     comm: Comm,
     /// Timeline rows of the members (flows are drawn between them).
@@ -125,14 +120,6 @@ struct CommRt {
 #[derive(Resource, Default)]
 pub struct Collectives {
     comms: Vec<CommRt>,
-}
-
-/// What starting a collective needs of the caller's step.
-pub struct Reach<'a, 'w, 's> {
-    pub now: SimTime,
-    pub cal: &'a mut Calendar,
-    pub topo: &'a mut Topology,
-    pub launch: &'a mut Launch<'w, 's>,
 }
 
 impl Collectives {
@@ -153,13 +140,45 @@ impl Collectives {
         self.comms.len() as u32 - 1
     }
 
-    pub fn comm(&self, c: u32) -> &Comm {
-        &self.comms[c as usize].comm
+    /// Collective `k` of communicator `c`, once a member has reached it.
+    fn collective(&self, c: u32, k: u32) -> Option<&Collective> {
+        self.comms[c as usize].colls.get(k as usize)
     }
 
-    /// Collective `k` of communicator `c`, once a member has reached it.
-    pub fn collective(&self, c: u32, k: u32) -> Option<&Collective> {
-        self.comms[c as usize].colls.get(k as usize)
+    /// The name of collective `k` of `c` (its calls' names joined by `+`), once a member
+    /// has reached it.
+    pub fn name(&self, c: u32, k: u32) -> Option<String> {
+        self.collective(c, k).map(|coll| group_name(&coll.calls))
+    }
+
+    /// How many members have reached collective `k` of `c`.
+    pub fn arrived(&self, c: u32, k: u32) -> u32 {
+        self.collective(c, k).map_or(0, |coll| coll.arrived)
+    }
+
+    /// What collective `k` of `c` did, for reports: it has ended at `now`.
+    pub fn record(&self, c: u32, k: u32, now: SimTime) -> CollectiveRecord {
+        let rt = &self.comms[c as usize];
+        let coll = &rt.colls[k as usize];
+        let plan = coll
+            .plan
+            .as_ref()
+            .expect("a collective ends after its plan");
+        CollectiveRecord {
+            op: group_name(&coll.calls),
+            bytes: coll.calls.iter().map(|c| c.bytes.0).sum(),
+            algo: plan.algo.name().into(),
+            proto: plan.proto.name().into(),
+            channels: rt.comm.tune.channels,
+            ranks: rt.comm.tune.ranks,
+            bus_factor: match coll.calls.as_slice() {
+                [one] => Some(one.op.bus_factor(rt.comm.tune.ranks)),
+                _ => None,
+            },
+            start_s: coll.start.as_secs_f64(),
+            end_s: now.as_secs_f64(),
+            predicted_us: plan.predicted_us,
+        }
     }
 
     /// A member reaches its k-th call (`calls`: one, or a group); the last to arrive starts
@@ -169,7 +188,7 @@ impl Collectives {
         c: u32,
         k: u32,
         calls: &[NcclCall],
-        fx: &mut Reach,
+        reach: &mut Reach,
     ) -> Result<(), String> {
         let rt = &mut self.comms[c as usize];
         if rt.colls.len() <= k as usize {
@@ -184,45 +203,44 @@ impl Collectives {
         let coll = &mut rt.colls[k as usize];
         coll.arrived += 1;
         if coll.arrived == rt.comm.size() {
-            self.start(c, k, fx)?;
+            self.start(c, k, reach)?;
         }
         Ok(())
     }
 
     /// Every member is there: plan, then after NCCL's latency one flow per edge.
-    fn start(&mut self, c: u32, k: u32, fx: &mut Reach) -> Result<(), String> {
+    fn start(&mut self, c: u32, k: u32, reach: &mut Reach) -> Result<(), String> {
+        let now = reach.now();
         let rt = &mut self.comms[c as usize];
         let plan = rt.comm.plan_group(&rt.colls[k as usize].calls)?;
-        let start = fx.now.saturating_add(secs(plan.latency_s));
+        let start = now.saturating_add(secs(plan.latency_s));
         let label = format!("nccl{k}");
         for edge in &plan.edges {
             let (a, b) = (
                 rt.comm.members[edge.from as usize],
                 rt.comm.members[edge.to as usize],
             );
-            let route = fx.topo.route(a, b).map_err(|e| format!("NCCL: {e}"))?;
-            // NCCL's latency term already holds the hops' latencies.
-            let route = Arc::new(Route {
-                hops: route.hops.clone(),
-                latency: SimTime::ZERO,
-            });
-            let req = FlowRequest {
+            let spec = FlowSpec {
                 id: label.clone(),
-                src: rt.rows[edge.from as usize].clone(),
-                dst: rt.rows[edge.to as usize].clone(),
-                route,
+                src_row: rt.rows[edge.from as usize].clone(),
+                dst_row: rt.rows[edge.to as usize].clone(),
                 bytes: edge.wire_bytes,
                 start: Start::At(start),
                 cap: edge.cap.is_finite().then_some(edge.cap),
+                // NCCL's latency term already holds the hops' latencies.
+                zero_latency: true,
             };
-            fx.launch.start_for(fx.cal, req, EdgeEnd { comm: c, k });
+            reach
+                .flow(a, b, spec, EdgeEnd { comm: c, k })
+                .map_err(|e| format!("NCCL: {e}"))?;
         }
         let coll = &mut rt.colls[k as usize];
-        coll.start = fx.now;
+        coll.start = now;
         coll.flows_left = plan.edges.len() as u32;
         if plan.edges.is_empty() {
-            let done = (rt.done)(fx.cal, k);
-            fx.cal
+            let done = (rt.done)(&reach.cal, k);
+            reach
+                .cal
                 .schedule_raw(start.saturating_add(secs(plan.fill_s)), done);
         }
         coll.plan = Some(plan);

@@ -413,3 +413,94 @@ fn auto_channels(total_gbps: f64, generation: Gen, nodes: usize, nics: u32) -> u
     }
     c.min(32)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platform::build::topology;
+    use hetsim_schema::load::from_ron;
+    use hetsim_schema::scenario::PlatformSpec;
+
+    /// `nodes` nodes of `gpus` GPUs on NVLink pairs, one NIC each, on a star.
+    fn comm(nodes: u32, gpus: u32, spec: &str) -> Comm {
+        let text = format!(
+            r#"Cluster(
+            nodes: {nodes},
+            node: NodeSpec(gpus: {gpus}, nvlink: Pairs(bandwidth: "75GB/s", latency: "1us"),
+                           pcie: PcieSpec(up: "12GB/s", down: "11GB/s", bus: "20GB/s", latency: "1us"),
+                           nic: NicSpec(bandwidth: "12.5GB/s", latency: "500ns")),
+            network: Star(bandwidth: "12.5GB/s", latency: "100ns"),
+        )"#
+        );
+        let platform: PlatformSpec = from_ron(&text, "test", "platform").unwrap();
+        let mut topo = topology(&platform).unwrap();
+        let members = (0..nodes)
+            .flat_map(|node| (0..gpus).map(move |gpu| Endpoint::Gpu { node, gpu }))
+            .collect();
+        let spec: NcclSpec = from_ron(spec, "test", "nccl").unwrap();
+        Comm::new(members, &spec, &mut topo, "A100").unwrap()
+    }
+
+    fn allreduce(bytes: f64) -> NcclCall {
+        from_ron(&format!("(op: AllReduce, bytes: {bytes})"), "test", "call").unwrap()
+    }
+
+    #[test]
+    fn a_ring_of_n_gpus_on_c_channels_is_n_times_c_edges_each_carrying_its_share() {
+        // 2 nodes x 2 GPUs, 4 channels, ring forced: 4 x 4 edges; an allreduce of 8 MiB
+        // moves 2 (n - 1) / n of a channel's quarter over every edge.
+        let c = comm(
+            2,
+            2,
+            "(channels: Some(4), algo: Some(Ring), proto: Some(Simple))",
+        );
+        let bytes = 8.0 * 1048576.0;
+        let plan = c.plan(&allreduce(bytes)).unwrap();
+        assert_eq!(plan.edges.len(), 16);
+        let data = bytes / 4.0 * 2.0 * 3.0 / 4.0;
+        for e in &plan.edges {
+            let across = c.node_of[e.from as usize] != c.node_of[e.to as usize];
+            let eff = if across { 0.96 } else { 0.8 };
+            assert!((e.wire_bytes - data / eff).abs() < 1e-6, "{e:?}");
+        }
+        // Channel 1's ring rotates each node's GPUs: 1 0 3 2.
+        assert_eq!(c.ring(1), vec![1, 0, 3, 2]);
+    }
+
+    #[test]
+    fn the_double_binary_tree_has_a_chain_per_node_and_mirrored_node_trees() {
+        // 3 nodes x 2 GPUs, 2 channels: channel 0 is the heap-ordered tree of nodes (1 and 2
+        // under 0), channel 1 its mirror image (1 and 0 under 2); each node a chain of 2.
+        let c = comm(
+            3,
+            2,
+            "(channels: Some(2), algo: Some(Tree), proto: Some(Simple))",
+        );
+        assert_eq!(
+            c.tree_edges(0),
+            vec![(1, 0), (3, 2), (5, 4), (2, 0), (4, 0)]
+        );
+        assert_eq!(
+            c.tree_edges(1),
+            vec![(1, 0), (3, 2), (5, 4), (2, 4), (0, 4)]
+        );
+        // Up and down every (child, parent) pair on both channels.
+        let plan = c.plan(&allreduce(1048576.0)).unwrap();
+        assert_eq!(plan.edges.len(), 2 * 2 * 5);
+    }
+
+    #[test]
+    fn a_group_runs_its_calls_edges_at_once_after_the_longest_latency() {
+        let c = comm(
+            1,
+            2,
+            "(channels: Some(2), algo: Some(Ring), proto: Some(Simple))",
+        );
+        let (small, big) = (allreduce(1024.0), allreduce(1048576.0));
+        let (a, b) = (c.plan(&small).unwrap(), c.plan(&big).unwrap());
+        let g = c.plan_group(&[small, big]).unwrap();
+        assert_eq!(g.edges.len(), a.edges.len() + b.edges.len());
+        assert_eq!(g.latency_s, a.latency_s.max(b.latency_s));
+        assert!(c.plan_group(&[]).is_err());
+    }
+}

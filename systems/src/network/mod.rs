@@ -20,17 +20,20 @@
 //! route some GPU-GPU copies through `Host` twice).
 //! Switch `contention` off: each flow gets its route's bottleneck bandwidth, ignoring others.
 
+mod launch;
 pub mod maxmin;
+
+use launch::DoneNotice;
+pub use launch::{FlowRequest, FlowSpec, Launch, Reach, Start};
 
 use bevy_app::{App, Plugin};
 use bevy_ecs::prelude::*;
-use bevy_ecs::system::SystemParam;
 use std::sync::Arc;
 
 use hetsim_components::{Flow, FlowDone, LinkUsage};
 use hetsim_engine::record::{Interval, Recorder, ResourceKind, Sample, Transfer};
 use hetsim_engine::{
-    Calendar, Clock, Inbox, RawEvent, SimAppExt, SimEvent, SimFinish, SimSet, SimStartup, SimStep,
+    Calendar, Clock, Inbox, SimAppExt, SimEvent, SimFinish, SimSet, SimStartup, SimStep,
     StartupSet, Switches, Timeline,
 };
 use hetsim_schema::SimTime;
@@ -59,97 +62,6 @@ hetsim_engine::entity_event!(
 /// channel's thread block): a private bound in the max-min solve.
 #[derive(Component, Debug, Clone, Copy)]
 pub struct FlowCap(pub f64);
-
-/// The owner's event to send when the flow has delivered its last byte (with zero delay,
-/// so the owner reacts at the same simulated time).
-#[derive(Component, Debug, Clone, Copy)]
-struct DoneNotice(RawEvent);
-
-/// What a model asks of the network: move `bytes` along `route`.
-#[derive(Debug, Clone)]
-pub struct FlowRequest {
-    /// Names for outputs (`flows.csv`, traces): the flow's id and its two ends' rows.
-    pub id: String,
-    pub src: String,
-    pub dst: String,
-    pub route: Arc<Route>,
-    pub bytes: f64,
-    pub start: Start,
-    /// The sender's own rate limit in bytes/s, if any ([`FlowCap`]).
-    pub cap: Option<f64>,
-}
-
-/// When a flow begins; from then it pays its route's latency, then shares bandwidth.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Start {
-    /// At this time, by a [`FlowStart`] event.
-    At(SimTime),
-    /// At this time, with the latency phase reckoned now: the flow joins the sharing at the
-    /// first grid point after `t + latency`, one calendar event fewer per flow (for models
-    /// that launch many flows ahead of their start, such as the task runtime's copies).
-    Ahead(SimTime),
-}
-
-/// The one way models start flows (a system parameter).
-#[derive(SystemParam)]
-pub struct Launch<'w, 's> {
-    net: Res<'w, Network>,
-    commands: Commands<'w, 's>,
-}
-
-impl<'w, 's> Launch<'w, 's> {
-    /// The commands of the calling system (to spawn a model's own entities).
-    pub fn commands(&mut self) -> &mut Commands<'w, 's> {
-        &mut self.commands
-    }
-
-    /// Starts a flow nobody waits for; returns its entity.
-    pub fn start(&mut self, cal: &mut Calendar, req: FlowRequest) -> Entity {
-        self.spawn(cal, req, None)
-    }
-
-    /// Starts a flow and sends `done` back when its last byte has arrived.
-    pub fn start_for<E: SimEvent>(
-        &mut self,
-        cal: &mut Calendar,
-        req: FlowRequest,
-        done: E,
-    ) -> Entity {
-        let notice = cal.pack(&done);
-        self.spawn(cal, req, Some(notice))
-    }
-
-    fn spawn(&mut self, cal: &mut Calendar, req: FlowRequest, done: Option<RawEvent>) -> Entity {
-        let latency = req.route.latency;
-        let start = match req.start {
-            Start::At(t) | Start::Ahead(t) => t,
-        };
-        let flow = Flow {
-            id: req.id,
-            src: req.src,
-            dst: req.dst,
-            size: req.bytes,
-            start,
-        };
-        let route = FlowRoute(req.route);
-        // One bundle per kind of flow: inserting the optional parts afterwards would move
-        // every flow between archetypes.
-        let entity = match (done, req.cap) {
-            (Some(n), Some(c)) => self
-                .commands
-                .spawn((flow, route, DoneNotice(n), FlowCap(c))),
-            (Some(n), None) => self.commands.spawn((flow, route, DoneNotice(n))),
-            (None, Some(c)) => self.commands.spawn((flow, route, FlowCap(c))),
-            (None, None) => self.commands.spawn((flow, route)),
-        };
-        let e = entity.id();
-        match req.start {
-            Start::At(t) => cal.schedule(t, FlowStart(e)),
-            Start::Ahead(t) => cal.schedule(ready_at(t, latency, self.net.quantum), FlowReady(e)),
-        }
-        e
-    }
-}
 
 /// The earliest flow completion is due (one pending instance, re-timed after every solve).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -138,14 +138,14 @@ use rand_core::{Rng, SeedableRng};
 
 use hetsim_engine::record::{Interval, Recorder, ResourceKind};
 use hetsim_engine::{
-    Calendar, Clock, Inbox, SimAppExt, SimErrors, SimEvent, SimRng, SimSet, SimStartup, SimStep,
+    Calendar, Inbox, SimAppExt, SimErrors, SimEvent, SimRng, SimSet, SimStartup, SimStep,
     StartupSet, Switches,
 };
 use hetsim_schema::SimTime;
 use hetsim_schema::scenario::Workload;
 use hetsim_schema::tasks::RuntimeSpec;
 
-use crate::network::{FlowRequest, Launch, Start};
+use crate::network::{FlowSpec, Reach, Start};
 use crate::platform::{PlatformConfig, Topology};
 use core::Runtime;
 use out::Due;
@@ -302,16 +302,6 @@ fn setup(world: &mut World, cfg: &RuntimeConfig) -> Result<(), String> {
     Ok(())
 }
 
-/// Everything a step needs to start flows and timers.
-#[derive(bevy_ecs::system::SystemParam)]
-struct Ctx<'w, 's> {
-    cal: ResMut<'w, Calendar>,
-    clock: Res<'w, Clock>,
-    topo: ResMut<'w, Topology>,
-    errors: ResMut<'w, SimErrors>,
-    launch: Launch<'w, 's>,
-}
-
 /// The runtime's step: copies whose flows ended, then its own events, the drivers woken at
 /// this instant, and its progress; then its timers and flows go out. One system, not a chain
 /// of them: a system costs every step its parameters' lookups, and most steps are the
@@ -320,9 +310,9 @@ fn run_runtime(
     mut flows_done: ResMut<Inbox<XferFlowDone>>,
     mut inbox: ResMut<Inbox<RtEvent>>,
     mut rt: ResMut<Runtime>,
-    mut cx: Ctx,
+    mut cx: Reach,
 ) {
-    rt.out.now = cx.clock.now;
+    rt.out.now = cx.now();
     for XferFlowDone(x) in flows_done.drain() {
         rt.xfer_done(x);
     }
@@ -372,7 +362,7 @@ fn record_runtime_intervals(mut rt: ResMut<Runtime>, mut rec: ResMut<Recorder>) 
 }
 
 /// Schedules the step's timers and launches its transfer flows.
-fn flush(rt: &mut Runtime, cx: &mut Ctx) {
+fn flush(rt: &mut Runtime, cx: &mut Reach) {
     for (at, due) in rt.out.timers.drain(..) {
         let ev = match due {
             Due::TaskDone(t) => RtEvent::TaskDone(t),
@@ -387,27 +377,22 @@ fn flush(rt: &mut Runtime, cx: &mut Ctx) {
     }
     for (at, x) in std::mem::take(&mut rt.out.flows) {
         let xf = &rt.data.copies.xfers[x as usize];
-        let (a, b) = (
-            rt.model.machine.nodes[xf.src as usize].endpoint,
-            rt.model.machine.nodes[xf.dst as usize].endpoint,
+        let (src, dst) = (
+            &rt.model.machine.nodes[xf.src as usize],
+            &rt.model.machine.nodes[xf.dst as usize],
         );
-        let route = match cx.topo.route(a, b) {
-            Ok(r) => r,
-            Err(e) => {
-                cx.errors.0.push(format!("runtime: transfer: {e}"));
-                continue;
-            }
-        };
-        let req = FlowRequest {
+        let spec = FlowSpec {
             id: format!("x{x}"),
-            src: rt.model.machine.nodes[xf.src as usize].name.clone(),
-            dst: rt.model.machine.nodes[xf.dst as usize].name.clone(),
-            route,
+            src_row: src.name.clone(),
+            dst_row: dst.name.clone(),
             bytes: rt.model.graph.handles[xf.handle as usize].size,
             start: Start::Ahead(at),
             cap: None,
+            zero_latency: false,
         };
-        cx.launch.start_for(&mut cx.cal, req, XferFlowDone(x));
+        if let Err(e) = cx.flow(src.endpoint, dst.endpoint, spec, XferFlowDone(x)) {
+            cx.fail(format!("runtime: transfer: {e}"));
+        }
     }
 }
 
