@@ -6,12 +6,12 @@ use hetsim_engine::record::ResId;
 use hetsim_schema::SimTime;
 use hetsim_schema::cuda::NcclCall;
 
-use super::protocol::Stage;
+use super::message::Stage;
 use crate::platform::Endpoint;
 
 #[derive(Debug, Clone)]
 pub enum Effect {
-    /// A protocol step of message `msg` is due at `at` (a copy, the pinning).
+    /// A timed step of message `msg` is due at `at` (a copy, the pinning).
     Timer { at: SimTime, msg: u32, stage: Stage },
     /// A control message (RTS, CTS) of `bytes` between two hosts: due after the route's
     /// latency plus its size over the route's bottleneck. It takes no part in bandwidth

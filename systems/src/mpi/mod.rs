@@ -47,10 +47,10 @@ pub mod collectives;
 mod effects;
 pub mod generators;
 mod matching;
+mod message;
 pub mod program;
 mod protocol;
 mod rank;
-mod selection;
 mod setup;
 pub mod stats;
 
@@ -74,7 +74,7 @@ use crate::platform::topology::Layout;
 use effects::Effect;
 use rank::Job;
 
-pub use protocol::{Path, Stage};
+pub use message::{Path, Stage};
 pub use rank::RankTotals;
 
 /// The MPI job to run (inserted by whoever assembles the app).
@@ -273,7 +273,7 @@ fn setup(world: &mut World, cfg: &MpiSpec) -> Result<(), String> {
         .ranks
         .iter()
         .enumerate()
-        .map(|(r, rank)| protocol::rank_row(rank.node, r))
+        .map(|(r, rank)| message::rank_row(rank.node, r))
         .collect();
     for (r, rank) in job.ranks.iter_mut().enumerate() {
         let name = names[r].clone();

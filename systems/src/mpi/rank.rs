@@ -13,8 +13,9 @@ use hetsim_schema::units::Bytes;
 
 use super::collectives;
 use super::effects::Effect;
+use super::message::Stage;
 use super::program::{ANY, Loc, Op, Program};
-use super::protocol::{Messages, Notice, Out, Stage};
+use super::protocol::{Messages, Notice, Out};
 use crate::platform::Endpoint;
 
 /// An MPI request of a rank. Its slot is reused once the rank has waited for it.

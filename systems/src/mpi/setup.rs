@@ -8,8 +8,9 @@ use hetsim_schema::mpi::{Buffers, CollectiveSpec, MpiSpec, Placement, ProgramSpe
 
 use super::collectives;
 use super::generators;
+use super::message::RankEnds;
 use super::program::{self, Loc};
-use super::protocol::{Messages, RankEnds, Switches};
+use super::protocol::{Messages, Switches};
 use super::rank::{Job, RankRt};
 use crate::platform::Endpoint;
 

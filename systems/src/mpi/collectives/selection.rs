@@ -3,7 +3,7 @@
 
 use hetsim_schema::mpi::Select;
 
-use super::program::{Coll, Loc};
+use crate::mpi::program::{Coll, Loc};
 
 /// A collective algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,5 +186,30 @@ pub fn prev_pow2(p: u32) -> u32 {
         0
     } else {
         1 << (31 - p.leading_zeros())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hetsim_schema::mpi::Select;
+
+    #[test]
+    fn mpich_selection_follows_its_thresholds() {
+        let m = Policy::default();
+        let a = |bytes: f64, p: u32| m.choose(&Coll::Allreduce { bytes, flops: 0.0 }, p);
+        assert_eq!(a(8.0, 16), Algo::RecursiveDoubling);
+        assert_eq!(a(1e6, 16), Algo::Rabenseifner);
+        let b = |bytes: f64, p: u32| m.choose(&Coll::Bcast { bytes, root: 0 }, p);
+        assert_eq!(b(1e6, 4), Algo::Binomial, "fewer than 8 ranks");
+        assert_eq!(b(1e5, 16), Algo::ScatterRdAllgather);
+        assert_eq!(b(1e6, 16), Algo::ScatterRingAllgather);
+        let t = Policy {
+            select: Select::Tracer,
+            ..Default::default()
+        };
+        assert_eq!(t.choose(&Coll::Allgather { bytes: 1e4 }, 16), Algo::Bruck);
+        assert_eq!(t.choose(&Coll::Allgather { bytes: 1e5 }, 16), Algo::Ring);
+        assert_eq!(t.choose(&Coll::Alltoall { bytes: 1e3 }, 16), Algo::Pairwise);
     }
 }
