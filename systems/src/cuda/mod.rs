@@ -145,10 +145,7 @@ impl Plugin for CudaPlugin {
             .add_sim_event::<HostWake>()
             .add_sim_event::<CollDone>()
             .add_sim_event::<CopyEnd>()
-            .describe_model(
-                "cuda",
-                "one host thread per GPU enqueues kernels (a duration, or flops and bytes against the GPU's peaks), copies (flows on PCIe/NVLink, limited by copy engines), events and NCCL calls on in-order streams, with a launch overhead per call; synchronisations block the host; CUDA graphs replay captured work for one launch overhead; a stream holds at most 1,024 pending items (the host blocks on the next). Simplified: concurrent kernels do not share SMs, graphs run on one stream, the queue depth is the usual measured figure and per stream",
-            )
+            .describe_model("cuda", include_str!("summary.txt"))
             .init_resource::<Cuda>()
             .add_systems(SimStartup, setup_devices.in_set(StartupSet::Workload))
             .add_systems(hetsim_engine::SimFinish, publish_report)

@@ -38,8 +38,9 @@
 //! Layout: this file is the coordinator (events, systems, and the one place that touches
 //! the calendar, the network and the recorder); the leaves take plain data and return
 //! [`effects::Effect`]s: `setup.rs` (placement, programs, checks), `rank.rs` (the
-//! interpreter), `protocol.rs` (paths and stages of a message), `matching.rs` (posted and
-//! unexpected queues), `collectives.rs` (collectives as point-to-point steps), `program.rs`
+//! interpreter), `protocol.rs` (a message's protocol), `message.rs` (its paths and stages),
+//! `matching.rs` (posted and unexpected queues), `collectives/` (collectives as point-to-point
+//! steps, a file per collective family), `program.rs`
 //! (the trace grammar), `generators.rs` (the proxy applications), `stats.rs` (what programs
 //! hold, for `hetsim trace-stats`).
 
@@ -207,7 +208,7 @@ impl Plugin for MpiPlugin {
             )
             .describe_model(
                 "mpi",
-                "ranks on GPUs run traced or generated programs (generators after LULESH, Minisweep, SW4lite and AmgX with the sizes, partners and collectives the GPUDirect study reports); p2p matching with an unexpected queue, eager (send done at injection, per-peer eager credits) and rendezvous (RTS/CTS control messages: latency + size, unshared; send done when the data transfer ends), NVLink, GPUDirect and HostCopy paths; collectives expanded into p2p steps as MPICH builds them, whole-byte blocks included (barrier dissemination; bcast binomial or scatter + recursive-doubling/ring allgather; reduce binomial or Rabenseifner; allreduce recursive doubling, Rabenseifner or ring; allgather recursive doubling, Bruck or ring; alltoall Bruck, scattered or pairwise; reduce_scatter recursive halving or pairwise; TraceR's binary trees), chosen by MPICH's thresholds or forced; nccl_* actions run NCCL collectives over the ranks' GPUs. Simplified: one communicator, HostCopy copies not limited by copy engines, credits return without a message; generators compute a fixed time per iteration, without kernel overlap or load imbalance",
+                include_str!("summary.txt"),
             )
             .init_resource::<Mpi>()
             .add_systems(SimStartup, spawn_ranks.in_set(StartupSet::Workload))

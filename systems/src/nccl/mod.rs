@@ -1,7 +1,8 @@
 //! The NCCL plugin: communicators (rings and double binary trees over the platform's GPUs,
 //! channels, protocols) and the one lifecycle of their collectives, whoever calls them.
 //!
-//! A model that calls NCCL (the CUDA streams, MPI rank programs) registers a communicator
+//! A service: it imports neither of the models that call it (the CUDA streams, MPI rank
+//! programs); whichever has a workload enables it ([`enable`]). A caller registers a communicator
 //! with the event it wants back ([`Collectives::register`]); each member then *arrives* at
 //! its k-th call ([`Collectives::arrive`], a synchronous hand-over, so the last arrival starts
 //! the collective in the same step). The plugin plans it ([`plan`]), waits NCCL's latency,
@@ -47,10 +48,7 @@ pub struct NcclPlugin;
 impl Plugin for NcclPlugin {
     fn build(&self, app: &mut App) {
         app.add_sim_event::<EdgeEnd>()
-            .describe_model(
-                "nccl",
-                "NCCL collectives (AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AllToAll, SendRecv) as rings or double binary trees per channel; algorithm and protocol chosen by NCCL 2.30's cost model or forced; LL/LL128/Simple wire efficiency and per-channel caps; each ring or tree edge one flow on the platform; NCCL's latency plus chain pipeline fill. Simplified: reductions are free, rings follow GPU order, no CollNet/NVLS/PAT",
-            )
+            .describe_model("nccl", include_str!("summary.txt"))
             .init_resource::<Collectives>();
     }
 }

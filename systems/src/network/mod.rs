@@ -224,7 +224,7 @@ impl Plugin for NetworkPlugin {
             )
             .describe_model(
                 "network",
-                "fluid flows: each pays its route latency, then shares bandwidth with exact max-min fairness (SimGrid CM02 without TCP-gamma, latency or bandwidth factors), re-shared at every start and end (or, with network_model.quantum > 0, once per quantum: flows join and leave at its multiples); a route crossing a capacity twice loads it twice, as in SimGrid. Simplified: equal weights (CM02 weights each flow by 1/route latency), no packet-level effects, no congestion control, no slow start",
+                include_str!("summary.txt"),
             )
             .init_resource::<Network>()
             .add_systems(SimStartup, build_constraints.in_set(StartupSet::Models))
