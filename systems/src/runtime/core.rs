@@ -12,11 +12,11 @@ use super::memory::{Evict, Msi};
 use super::model::machine::Arch;
 use super::model::{MICROSECOND, Model, QUEUE_COST};
 use super::out::{Due, Out};
-use super::pacing::Pacing;
 use super::pacing::threads::{ACQUIRE, Doing, Step};
+use super::pacing::{Pacing, drives};
 use super::sched::{Policy, View, Wakes};
 use super::tasks::{TaskState, Tasks};
-use super::transfers::{Level, Xfer};
+use super::transfers::Level;
 use super::workers::Workers;
 
 /// The runtime's whole state, grouped by owner.
@@ -126,40 +126,29 @@ impl Runtime {
         if let Some(w) = pushed.prefetch {
             self.prefetch(t, w);
         }
-        if self.driver_paced() {
+        if self.pacing.paced() {
             self.signal_for(t);
         } else if let Some(w) = pushed.queue {
-            self.wake(w as u32);
+            self.pacing.wake(w as u32);
         } else {
-            self.wake_all();
+            self.pacing.wake_all();
         }
-    }
-
-    /// Whom the policy's pushes wake.
-    fn wakes(&self) -> Wakes {
-        self.sched.as_ref().expect("a policy").wakes()
-    }
-
-    /// Whether pushes signal and pops follow StarPU-SimGrid's driver states (`drivers.rs`):
-    /// the policies whose pushes race workers for tasks (eager, prio, ws, lws).
-    fn driver_paced(&self) -> bool {
-        self.wakes() != Wakes::AtOnce
     }
 
     /// Task `t`'s dependencies are done, `by` released it: pushed after the pusher's earlier
     /// pushes of this instant, 1 us each (StarPU-SimGrid's push cost, whatever the policy:
     /// `_starpu_push_task`).
     pub(crate) fn ready(&mut self, t: u32, by: Option<u32>) {
-        if self.driver_paced() {
+        if self.pacing.paced() {
             let i = by.map_or(self.pacing.threads.app(), |w| w as usize);
             if self.pacing.threads.release(i, t) {
-                self.thread_sleep(i);
+                self.pacing.thread_sleep(i, &self.model, &mut self.out);
             }
             return;
         }
-        let count = self.count_push(by);
+        let count = self.pacing.count_push(by, self.out.now);
         self.tasks.pusher[t as usize] = by;
-        let at = self.after(count as f64 * MICROSECOND);
+        let at = self.out.after(&self.model, count as f64 * MICROSECOND);
         self.out.timers.push((at, Due::Push(t)));
     }
 
@@ -167,34 +156,19 @@ impl Runtime {
     /// 1 us of its time, no scheduler. A `wont_use` callback (`hint`) takes effect 1 us
     /// after it.
     fn pseudo_push(&mut self, w: usize, hint: Option<u32>) {
-        if self.driver_paced() {
+        if self.pacing.paced() {
             let item = hint.map_or(ACQUIRE, |h| self.pacing.threads.hint_callback(w, h));
             if self.pacing.threads.release(w, item) {
-                self.thread_sleep(w);
+                self.pacing.thread_sleep(w, &self.model, &mut self.out);
             }
         } else {
-            let count = self.count_push(Some(w as u32));
+            let count = self.pacing.count_push(Some(w as u32), self.out.now);
             if let Some(h) = hint {
-                let at = self.after((count + 1) as f64 * MICROSECOND);
+                let at = self
+                    .out
+                    .after(&self.model, (count + 1) as f64 * MICROSECOND);
                 self.out.timers.push((at, Due::Hint(h)));
             }
-        }
-    }
-
-    /// `by` makes one more push at this instant: how many it has made now.
-    fn count_push(&mut self, by: Option<u32>) -> u32 {
-        let count = self.pushes_now(by) + 1;
-        self.pacing.push_clock = (self.out.now, by, count);
-        count
-    }
-
-    /// How many pushes `by` has made at this instant.
-    fn pushes_now(&self, by: Option<u32>) -> u32 {
-        let (at, pusher, count) = self.pacing.push_clock;
-        if (at, pusher) == (self.out.now, by) {
-            count
-        } else {
-            0
         }
     }
 
@@ -207,43 +181,15 @@ impl Runtime {
     /// the pusher's own among them (its loop goes round again); each pops after its own
     /// progress (`threads.rs`).
     fn signal_for(&mut self, t: u32) {
-        if self.wakes() == Wakes::Every {
-            self.signal_all();
+        if self.pacing.wakes == Wakes::Every {
+            self.pacing.signal_all(&self.model, &mut self.out);
             return;
         }
         let eligible: Vec<bool> = (0..self.workers.each.len())
             .map(|w| self.policy_and_view().1.can_run(t, w))
             .collect();
         for w in self.pacing.drivers.push_wakes(|w| eligible[w]) {
-            self.signal(w);
-        }
-    }
-
-    /// `w`'s driver is signalled: it starts its loop if it was waiting, or loops again after
-    /// this one (`threads.rs`).
-    fn signal(&mut self, w: usize) {
-        if self.pacing.threads.signal(w) {
-            self.thread_sleep(w);
-        }
-    }
-
-    /// Every driver is signalled (a ws push; a broadcast to RAM, which every driver drives).
-    fn signal_all(&mut self) {
-        for w in 0..self.workers.each.len() {
-            self.signal(w);
-        }
-    }
-
-    /// Thread `i` (a worker's, or the application's) sleeps 1 us.
-    fn thread_sleep(&mut self, i: usize) {
-        self.thread_sleep_for(i, MICROSECOND);
-    }
-
-    /// Thread `i` sleeps `secs`.
-    fn thread_sleep_for(&mut self, i: usize, secs: f64) {
-        let at = self.after(secs);
-        if self.pacing.threads.sleep(i, self.out.now, at) {
-            self.out.timers.push((at, Due::Wake(i as u32)));
+            self.pacing.signal(w, &self.model, &mut self.out);
         }
     }
 
@@ -259,10 +205,10 @@ impl Runtime {
                     }
                 }
                 if self.pacing.threads.sleeping(i) {
-                    self.thread_sleep(i);
+                    self.pacing.thread_sleep(i, &self.model, &mut self.out);
                 }
             }
-            Step::Sleep => self.thread_sleep(i),
+            Step::Sleep => self.pacing.thread_sleep(i, &self.model, &mut self.out),
             Step::Pop => self.driver_pops(i),
             Step::Nothing => {}
         }
@@ -275,7 +221,7 @@ impl Runtime {
             return;
         }
         if let Some(h) = self.pacing.threads.take_hint(i, t) {
-            let at = self.after(MICROSECOND);
+            let at = self.out.after(&self.model, MICROSECOND);
             self.out.timers.push((at, Due::Hint(h)));
             return;
         }
@@ -295,7 +241,7 @@ impl Runtime {
         let room = self.has_room(w);
         // A launch during the pop already set the thread sleeping (`advance_worker`).
         if self.pacing.threads.popped(w, got, room) && self.pacing.threads.sleeping(w) {
-            self.thread_sleep(w);
+            self.pacing.thread_sleep(w, &self.model, &mut self.out);
         }
         if !self.pacing.threads.sleeping(w) {
             // Holding or waiting: what was asked meanwhile is handled in its next iteration.
@@ -303,38 +249,11 @@ impl Runtime {
         }
     }
 
-    /// Requests on (`src`, `dst`) wait for `w`'s next progress.
-    pub(crate) fn park(&mut self, w: usize, src: u32, dst: u32) {
-        if !self.pacing.parked_pairs[w].contains(&(src, dst)) {
-            self.pacing.parked_pairs[w].push((src, dst));
-        }
-    }
-
     /// The requests parked for `w`'s progress are handled now.
     fn pump_parked(&mut self, w: usize) {
-        for (src, dst) in std::mem::take(&mut self.pacing.parked_pairs[w]) {
+        for (src, dst) in self.pacing.take_parked(w) {
             self.pump(src, dst);
         }
-    }
-
-    /// Under a paced policy, the GPU driver handling requests from `src` to `dst`, if its
-    /// thread is in its loop (waiting, pushing or in its progress): its progress, to come,
-    /// handles them ([`Runtime::post`]).
-    pub(crate) fn paced_handler_in_loop(&self, src: u32, dst: u32) -> Option<usize> {
-        if !self.driver_paced() {
-            return None;
-        }
-        let node = Xfer::handler(src, dst);
-        if node == 0 {
-            return None;
-        }
-        let w =
-            (0..self.workers.each.len()).find(|&w| self.model.machine.workers[w].node == node)?;
-        matches!(
-            self.pacing.threads.threads[w].doing,
-            Doing::Waiting | Doing::Pushing | Doing::Progress(_)
-        )
-        .then_some(w)
     }
 
     /// Tasks worker `w` may hold: a GPU's pipeline, a CPU's one.
@@ -359,65 +278,32 @@ impl Runtime {
     /// node's queue).
     pub(crate) fn broadcast_ram(&mut self) {
         if std::mem::take(&mut self.pacing.ram_broadcast) {
-            self.signal_all();
+            self.pacing.signal_all(&self.model, &mut self.out);
         }
-    }
-
-    /// `delay` seconds from now, or now without the runtime's overheads (events due now run
-    /// after this instant's, in the order they were set).
-    fn after(&self, delay: f64) -> SimTime {
-        let delay = if self.model.flags.overheads {
-            delay
-        } else {
-            0.0
-        };
-        self.out
-            .now
-            .saturating_add(SimTime::from_secs_saturating(delay))
     }
 
     /// A request into `node` ended: under a paced policy, it flags and signals every driver
     /// of the node (in RAM, every worker: `drivers.rs`), and the worker waiting for the data
     /// goes on at once.
     pub(crate) fn landed_on(&mut self, node: u32) {
-        if !self.driver_paced() {
+        if !self.pacing.paced() {
             // Only the workers of the destination can be waiting for these data.
             for w in 0..self.workers.each.len() {
                 if self.model.machine.workers[w].node == node {
-                    self.wake(w as u32);
+                    self.pacing.wake(w as u32);
                 }
             }
             return;
         }
         for w in 0..self.workers.each.len() {
-            if !self.drives(w, node) {
+            if !drives(&self.model.machine, w, node) {
                 continue;
             }
             self.pacing.drivers.flag(w);
             if self.workers.each[w].fetching.is_some() {
-                self.wake(w as u32);
+                self.pacing.wake(w as u32);
             } else {
-                self.signal(w);
-            }
-        }
-    }
-
-    /// Whether `w`'s driver handles requests on `node`: every worker's drives RAM (CUDA
-    /// drivers too), a GPU's its GPU.
-    fn drives(&self, w: usize, node: u32) -> bool {
-        node == 0 || self.model.machine.workers[w].node == node
-    }
-
-    /// A request handled by `node`'s GPU driver was posted: under a paced policy, that
-    /// driver is flagged and signalled (`_starpu_post_data_request`).
-    pub(crate) fn posted_on(&mut self, node: u32) {
-        if node == 0 || !self.driver_paced() {
-            return;
-        }
-        for w in 0..self.workers.each.len() {
-            if self.drives(w, node) {
-                self.pacing.drivers.flag(w);
-                self.signal(w);
+                self.pacing.signal(w, &self.model, &mut self.out);
             }
         }
     }
@@ -429,33 +315,6 @@ impl Runtime {
         self.pacing.deferred[w as usize] = false;
         self.pump_parked(w as usize);
         self.advance_worker(w as usize);
-    }
-
-    /// The GPU driver that handles requests from `src` to `dst`, if it is between a task's
-    /// end and its next progress: StarPU's CUDA driver ends a task, pushes the tasks it
-    /// released, and only then, in its next progress, handles its node's request lists.
-    /// (Held so, a prefetch short of memory cannot evict the tile the task has just written
-    /// in the microseconds before its successor's push pins it.)
-    pub(crate) fn pushing_driver(&self, src: u32, dst: u32) -> Option<usize> {
-        let node = Xfer::handler(src, dst);
-        if node == 0 {
-            return None;
-        }
-        (0..self.workers.each.len()).find(|&w| self.pacing.deferred[w] && self.drives(w, node))
-    }
-
-    /// The worker `w` whose task ended pops after its pushes (1 us each) and its progress
-    /// (1 us per memory node it drives), whether or not the end released anything: StarPU's
-    /// driver loop handles ended tasks, then makes its progress through its nodes' request
-    /// lists (`__starpu_datawizard_progress`), and only then pops. So a prefetch that the
-    /// end lets allocate, and that must first write a victim back, holds the pop until the
-    /// write-back is done ([`Runtime::driver_waits`]), as StarPU's driver is the thread
-    /// that reclaims.
-    fn pop_after_progress(&mut self, w: usize) {
-        let count = self.pushes_now(Some(w as u32));
-        let at = self.after(count as f64 * MICROSECOND + self.pacing.drivers.pop_delay(w));
-        self.pacing.deferred[w] = true;
-        self.out.timers.push((at, Due::Resume(w as u32)));
     }
 
     /// Whether `w`'s driver is waiting for an eviction's write-back on its node: StarPU
@@ -498,7 +357,7 @@ impl Runtime {
                 for t in std::mem::take(&mut self.workers.each[w].ended) {
                     self.task_done(t);
                 }
-                self.wake(w as u32);
+                self.pacing.wake(w as u32);
             }
         }
     }
@@ -555,41 +414,29 @@ impl Runtime {
             self.pseudo_push(w, None);
             self.pseudo_push(w, Some(h));
         }
-        if !self.driver_paced() {
-            self.pop_after_progress(w);
+        if !self.pacing.paced() {
+            self.pacing
+                .pop_after_progress(w, &self.model, &mut self.out);
         } else if matches!(
             self.pacing.threads.threads[w].doing,
             Doing::Waiting | Doing::Busy
         ) {
             // Released nothing: its driver, woken by the end, loops on.
             self.pacing.threads.start_loop(w);
-            self.thread_sleep(w);
+            self.pacing.thread_sleep(w, &self.model, &mut self.out);
         }
-        self.wake(w as u32);
+        self.pacing.wake(w as u32);
         self.data.mem.freed[node as usize] = true;
         for n in 0..nn {
             if !self.data.mem.mem_wait[n as usize].is_empty() {
                 let waiting = std::mem::take(&mut self.data.mem.mem_wait[n as usize]);
                 for t in waiting {
-                    self.wake(self.tasks.worker_of[t as usize]);
+                    self.pacing.wake(self.tasks.worker_of[t as usize]);
                 }
             }
         }
         if self.tasks.done == self.model.graph.tasks.len() as u64 {
             self.out.report.makespan_s = self.out.now.as_secs_f64();
-        }
-    }
-
-    pub(crate) fn wake(&mut self, w: u32) {
-        if !self.pacing.dirty_mark[w as usize] {
-            self.pacing.dirty_mark[w as usize] = true;
-            self.pacing.dirty.push(w);
-        }
-    }
-
-    pub(crate) fn wake_all(&mut self) {
-        for w in 0..self.workers.each.len() as u32 {
-            self.wake(w);
         }
     }
 
@@ -639,7 +486,7 @@ impl Runtime {
                 self.tasks.state[t as usize] = TaskState::Ready;
                 self.tasks.launched[t as usize] = self.out.now;
                 self.workers.each[w].fetching = None;
-                if self.driver_paced()
+                if self.pacing.paced()
                     && matches!(self.model.machine.workers[w].arch, Arch::Cuda(_))
                     && matches!(
                         self.pacing.threads.threads[w].doing,
@@ -648,7 +495,8 @@ impl Runtime {
                 {
                     // The CUDA driver queues the kernel (a 10 us sleep), then loops on.
                     self.pacing.threads.start_loop_after_sleep(w);
-                    self.thread_sleep_for(w, QUEUE_COST);
+                    self.pacing
+                        .thread_sleep_for(w, QUEUE_COST, &self.model, &mut self.out);
                 }
             }
             if self.workers.each[w].in_hand.len() >= self.slots(w)
@@ -658,7 +506,7 @@ impl Runtime {
                 break;
             }
             // Paced drivers pop once per loop, at its end (`threads.rs`).
-            if self.driver_paced() && (self.pacing.pop_turn != Some(w) || popped_one) {
+            if self.pacing.paced() && (self.pacing.pop_turn != Some(w) || popped_one) {
                 break;
             }
             popped_one = true;
@@ -707,16 +555,16 @@ impl Runtime {
                 }
             }
             // Its fetch's broadcast comes after the other pops of this instant.
-            self.pacing.ram_broadcast |= ram_hit && self.driver_paced();
+            self.pacing.ram_broadcast |= ram_hit && self.pacing.paced();
         }
         self.try_run(w);
-        if self.driver_paced()
+        if self.pacing.paced()
             && self.pacing.threads.threads[w].doing == Doing::Busy
             && self.has_room(w)
         {
             // What it held ended: its loop goes on.
             self.pacing.threads.start_loop(w);
-            self.thread_sleep(w);
+            self.pacing.thread_sleep(w, &self.model, &mut self.out);
         }
     }
 

@@ -807,7 +807,7 @@ impl Runtime {
         let waiting = std::mem::take(&mut self.data.mem.mem_wait[node as usize]);
         for t in waiting {
             let w = self.tasks.worker_of[t as usize];
-            self.wake(w);
+            self.pacing.wake(w);
         }
         (size, slot)
     }

@@ -5,6 +5,7 @@ use bevy_ecs::prelude::Resource;
 use hetsim_engine::record::ResId;
 use hetsim_schema::SimTime;
 
+use super::model::Model;
 use super::model::graph::Graph;
 
 /// A timer the runtime asks for.
@@ -69,4 +70,14 @@ pub struct Out {
     /// The data-event log, when kept (`output.runtime_log`).
     pub(crate) log: Option<Vec<String>>,
     pub(crate) report: RuntimeReport,
+}
+
+impl Out {
+    /// `delay` seconds from now, or now without the runtime's overheads (events due now run
+    /// after this instant's, in the order they were set).
+    pub fn after(&self, model: &Model, delay: f64) -> SimTime {
+        let delay = if model.flags.overheads { delay } else { 0.0 };
+        self.now
+            .saturating_add(SimTime::from_secs_saturating(delay))
+    }
 }

@@ -156,6 +156,8 @@ pub fn assemble(
     let replicas = Replicas::new(&graph, nn);
     let nw = machine.workers.len();
     let nh = graph.handles.len();
+    let policy = sched::policy(spec.scheduler, nw);
+    let wakes = policy.wakes();
     let left = graph.npred.clone();
     let hints_left = graph.hints.iter().map(|h| h.1).collect();
     let drivers = Drivers::new(
@@ -175,7 +177,7 @@ pub fn assemble(
             beta: spec.beta,
             pipeline: spec.cuda_pipeline.max(1),
         },
-        sched: Some(sched::policy(spec.scheduler, nw)),
+        sched: Some(policy),
         rng: Some(rng),
         tasks: Tasks {
             state: vec![TaskState::Blocked; nt],
@@ -193,6 +195,7 @@ pub fn assemble(
             running: vec![None; nw],
         },
         pacing: Pacing {
+            wakes,
             dirty_mark: vec![false; nw],
             threads: Threads::new((0..nw).map(|w| drivers.progress_us(w)).collect()),
             drivers,

@@ -253,7 +253,8 @@ impl Runtime {
             self.log_request(h, src, dst, level);
             self.post(src, dst);
             // Posting it flags and signals its handler's driver.
-            self.posted_on(Xfer::handler(src, dst));
+            self.pacing
+                .posted_on(Xfer::handler(src, dst), &self.model, &mut self.out);
         }
         x
     }
@@ -397,12 +398,16 @@ impl Runtime {
     /// next iteration, microseconds away, and the dm* drivers' progress is modelled only
     /// after a task's end ([`Runtime::pushing_driver`]).
     pub(crate) fn post(&mut self, src: u32, dst: u32) {
-        let Some(w) = self.paced_handler_in_loop(src, dst) else {
+        let Some(w) = self
+            .pacing
+            .paced_handler_in_loop(Xfer::handler(src, dst), &self.model.machine)
+        else {
             self.pump(src, dst);
             return;
         };
-        self.park(w, src, dst);
-        self.posted_on(Xfer::handler(src, dst));
+        self.pacing.park(w, src, dst);
+        self.pacing
+            .posted_on(Xfer::handler(src, dst), &self.model, &mut self.out);
     }
 
     pub(crate) fn pair(&self, src: u32, dst: u32) -> usize {
@@ -418,8 +423,11 @@ impl Runtime {
     /// whose GPU driver is pushing what its task released waits for that driver's progress
     /// ([`Runtime::pushing_driver`]).
     pub(crate) fn pump(&mut self, src: u32, dst: u32) {
-        if let Some(w) = self.pushing_driver(src, dst) {
-            self.park(w, src, dst);
+        if let Some(w) = self
+            .pacing
+            .pushing_driver(Xfer::handler(src, dst), &self.model.machine)
+        {
+            self.pacing.park(w, src, dst);
             return;
         }
         let pair = self.pair(src, dst);
@@ -606,7 +614,7 @@ impl Runtime {
             let waiting = std::mem::take(&mut self.data.copies.write_wait);
             for (wh, w) in waiting {
                 if wh == h {
-                    self.wake(w);
+                    self.pacing.wake(w);
                 } else {
                     self.data.copies.write_wait.push((wh, w));
                 }

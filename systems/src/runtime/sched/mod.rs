@@ -30,6 +30,7 @@ use hetsim_schema::tasks::{Mode, Scheduler};
 use super::memory::Replicas;
 use super::model::graph::Graph;
 use super::model::machine::{Arch, Machine, Models, Worker};
+pub use super::pacing::Wakes;
 
 /// A scheduling policy: where ready tasks wait, and which one a worker takes.
 pub trait Policy: Send + Sync {
@@ -52,19 +53,6 @@ pub trait Policy: Send + Sync {
     fn wakes(&self) -> Wakes {
         Wakes::AtOnce
     }
-}
-
-/// Whom a push wakes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wakes {
-    /// Every worker, at once (dm*, random, heteroprio: the task has its worker, or the
-    /// policy needs no race).
-    AtOnce,
-    /// Paced: the workers up to the first asleep and not yet told that can run the task
-    /// (eager and prio).
-    One,
-    /// Paced: every worker (ws and lws: each push wakes the whole context).
-    Every,
 }
 
 /// What a push decided beyond the policy's own queues.
