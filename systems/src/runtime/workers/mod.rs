@@ -1,6 +1,16 @@
-//! The workers' state as the loop runs them.
+//! The worker loop and the workers' state: woken workers advance (`advance.rs`), tasks are
+//! released and pushed (`release.rs`), fetch their data (`fetch.rs`), start (`start.rs`) and
+//! end (`end.rs`).
+
+mod advance;
+mod end;
+mod fetch;
+mod release;
+mod start;
 
 use std::collections::VecDeque;
+
+use hetsim_schema::tasks::Mode;
 
 use hetsim_engine::record::ResId;
 
@@ -23,4 +33,10 @@ pub struct Workers {
     pub(crate) each: Vec<WorkerRt>,
     /// The task each worker runs.
     pub(crate) running: Vec<Option<u32>>,
+}
+
+/// Whether a task accessing a handle in `mode` leaves its buffer dirty (scratch buffers are
+/// private to the task).
+pub(super) fn dirties(mode: Mode) -> bool {
+    mode != Mode::Scratch && mode.modifies()
 }
