@@ -145,6 +145,21 @@ impl Transfers {
     }
 }
 
+/// What the end of a copy asks of the worker loop, in the order it does it: the driver of a
+/// node whose write-backs are over goes on (`driver_back`), the pair's next requests are
+/// handled, the workers waiting on `dst` learn the data landed, and a copy between GPUs
+/// without peer access goes on from RAM (`then`).
+#[derive(Debug)]
+pub(crate) struct CopyEnd {
+    pub driver_back: Option<u32>,
+    pub src: u32,
+    pub dst: u32,
+    pub handle: u32,
+    pub then: Vec<u32>,
+    pub level: Level,
+    pub prio: i64,
+}
+
 impl Runtime {
     /// Brings a valid copy of `h` to `node` unless it is there or coming; `task` asks for it
     /// (a fetch), if any. A fetch for data a queued prefetch asked for raises that request to
@@ -593,7 +608,10 @@ impl Runtime {
         }
     }
 
-    pub(crate) fn xfer_done(&mut self, x: u32) {
+    /// Copy `x` ended: the datawizard's half (the request lists, the replicas' states, an
+    /// eviction's pass going on). What the worker loop does next comes back as a
+    /// [`CopyEnd`], which `Runtime::xfer_done` carries out.
+    pub(crate) fn end_copy(&mut self, x: u32) -> CopyEnd {
         self.unblock_after(x);
         let Xfer {
             handle: h,
@@ -607,6 +625,7 @@ impl Runtime {
             self.data.copies.xfers[x as usize].level,
             self.data.copies.xfers[x as usize].prio,
         );
+        let mut driver_back = None;
         self.data.tick += 1;
         self.data.copies.handle_xfers[h as usize] -= 1;
         if self.data.copies.handle_xfers[h as usize] == 0 && !self.data.copies.write_wait.is_empty()
@@ -655,7 +674,7 @@ impl Runtime {
             if !self.data.mem.reclaiming(n) {
                 // The requests into the node held back while it reclaimed try again with the
                 // others (the end flagged the node above); its driver goes on.
-                self.driver_back(src);
+                driver_back = Some(src);
             }
         } else {
             self.data.replicas.get_mut(h, src).refcnt -= 1;
@@ -680,12 +699,20 @@ impl Runtime {
                 }
             }
         }
-        // The pair's next requests are handled after the end is (StarPU's progress completes
-        // the copies that ended, then goes through the lists): one for the same data finds
-        // them there.
-        self.pump(src, dst);
-        self.landed_on(dst);
-        // The second hop of copies between GPUs without peer access.
+        CopyEnd {
+            driver_back,
+            src,
+            dst,
+            handle: h,
+            then,
+            level,
+            prio,
+        }
+    }
+
+    /// The second hop of copies of `h` between GPUs without peer access: from RAM to each of
+    /// `then`.
+    pub(crate) fn relay(&mut self, h: u32, then: Vec<u32>, level: Level, prio: i64) {
         for node in then {
             self.new_xfer(h, 0, node, false, level, prio);
         }

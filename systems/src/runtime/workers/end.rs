@@ -149,4 +149,57 @@ impl Runtime {
             }
         }
     }
+
+    /// Copy `x`'s flow or timer ended: the datawizard handles its end, then the loop carries
+    /// out what that asks, in order (the pair's next requests are handled after the end is,
+    /// as StarPU's progress completes the copies that ended, then goes through the lists:
+    /// one for the same data finds them there).
+    pub(crate) fn xfer_done(&mut self, x: u32) {
+        let end = self.end_copy(x);
+        if let Some(node) = end.driver_back {
+            self.driver_back(node);
+        }
+        self.pump(end.src, end.dst);
+        self.landed_on(end.dst);
+        self.relay(end.handle, end.then, end.level, end.prio);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::runtime::memory::Evict;
+    use crate::runtime::setup::{a_and_b_written_on_the_gpu, four_handles};
+
+    #[test]
+    fn a_write_backs_end_hands_its_driver_back_only_once_the_pass_is_over() {
+        // c needs room: a and b (written on the GPU) are written back one at a time. a's end
+        // leaves the node reclaiming (b's turn): the driver stays away. b's end is the pass's
+        // last: the loop gets the GPU's driver back, after the datawizard's half.
+        let mut rt = a_and_b_written_on_the_gpu();
+        assert!(!rt.allocate(2, 1, Evict::ForFetch));
+        let xa = rt.data.replicas.get(0, 0).incoming.expect("a's write-back");
+        let end = rt.end_copy(xa);
+        assert_eq!(
+            (end.driver_back, end.src, end.dst, end.handle),
+            (None, 1, 0, 0)
+        );
+        let xb = rt.data.replicas.get(1, 0).incoming.expect("b's write-back");
+        let end = rt.end_copy(xb);
+        assert_eq!(
+            (end.driver_back, end.src, end.dst, end.handle),
+            (Some(1), 1, 0, 1)
+        );
+        assert!(end.then.is_empty());
+    }
+
+    #[test]
+    fn a_fetchs_end_asks_the_loop_for_nothing_but_the_pair_and_the_landing() {
+        let mut rt = four_handles();
+        assert!(rt.allocate(0, 1, Evict::ForFetch));
+        rt.request(0, 1, crate::runtime::transfers::Level::Fetch, 0, None);
+        let x = rt.data.replicas.get(0, 1).incoming.expect("a's copy");
+        let end = rt.end_copy(x);
+        assert_eq!((end.driver_back, end.src, end.dst), (None, 0, 1));
+        assert!(rt.data.replicas.get(0, 1).valid());
+    }
 }
