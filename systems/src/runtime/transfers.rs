@@ -625,9 +625,35 @@ impl Runtime {
             self.data.copies.xfers[x as usize].level,
             self.data.copies.xfers[x as usize].prio,
         );
-        let mut driver_back = None;
         self.data.tick += 1;
         self.data.copies.handle_xfers[h as usize] -= 1;
+        self.wake_writers_of(h);
+        let pair = self.pair(src, dst);
+        self.data.copies.inflight[pair] -= 1;
+        // The end wakes the drivers of its handling node (StarPU-SimGrid's
+        // `_starpu_wake_all_blocked_workers_on_node`), whose progress goes through the node's
+        // request lists again: a prefetch held back for memory tries again (the copy's source
+        // on a GPU may be evictable now).
+        self.data.mem.freed[Xfer::handler(src, dst) as usize] = true;
+        let driver_back = if writeback {
+            self.write_back_ended(h, src)
+        } else {
+            self.copy_landed(x, h, src, dst);
+            None
+        };
+        CopyEnd {
+            driver_back,
+            src,
+            dst,
+            handle: h,
+            then,
+            level,
+            prio,
+        }
+    }
+
+    /// Tasks that wait to write `h` go on once no copy of it is in flight.
+    fn wake_writers_of(&mut self, h: u32) {
         if self.data.copies.handle_xfers[h as usize] == 0 && !self.data.copies.write_wait.is_empty()
         {
             let waiting = std::mem::take(&mut self.data.copies.write_wait);
@@ -639,74 +665,67 @@ impl Runtime {
                 }
             }
         }
-        let pair = self.pair(src, dst);
-        self.data.copies.inflight[pair] -= 1;
-        // The end wakes the drivers of its handling node (StarPU-SimGrid's
-        // `_starpu_wake_all_blocked_workers_on_node`), whose progress goes through the node's
-        // request lists again: a prefetch held back for memory tries again (the copy's source
-        // on a GPU may be evictable now).
-        self.data.mem.freed[Xfer::handler(src, dst) as usize] = true;
-        if writeback {
-            self.data.replicas.get_mut(h, 0).incoming = None;
-            self.data.replicas.get_mut(h, 0).loading = false;
-            let n = src as usize;
-            if self.data.replicas.get(h, src).refcnt > 0 {
-                // A task took the replica meanwhile: keep it, both copies now valid; the
-                // eviction still has its bytes to free.
-                self.data.replicas.get_mut(h, src).evicting = false;
-                self.data.replicas.get_mut(h, src).state = Msi::Shared;
-                self.data.replicas.get_mut(h, 0).state = Msi::Shared;
-                self.data.mem.reclaim_left[n].0 += self.model.graph.handles[h as usize].size;
-            } else {
-                // RAM holds the data again; the GPU copy goes.
-                self.data.replicas.get_mut(h, 0).state = Msi::Owner;
-                self.free(h, src);
-            }
-            self.data.mem.writebacks[n] -= 1;
-            self.log('b', |rt| format!("{src} {} 0", rt.handle_name(h)));
-            // The eviction's pass goes on to its next victims.
-            if self.data.mem.writebacks[n] == 0 {
-                let (left, for_prefetch) = std::mem::take(&mut self.data.mem.reclaim_left[n]);
-                if left > 0.0 {
-                    self.evict(src, left, for_prefetch);
-                }
-            }
-            if !self.data.mem.reclaiming(n) {
-                // The requests into the node held back while it reclaimed try again with the
-                // others (the end flagged the node above); its driver goes on.
-                driver_back = Some(src);
-            }
+    }
+
+    /// An eviction's write-back of `h` from `src` to RAM ended: RAM owns the data again
+    /// unless a task took the GPU's replica meanwhile, and the eviction's pass goes on.
+    /// Returns the node whose driver goes on, once its pass is over.
+    fn write_back_ended(&mut self, h: u32, src: u32) -> Option<u32> {
+        self.data.replicas.get_mut(h, 0).incoming = None;
+        self.data.replicas.get_mut(h, 0).loading = false;
+        let n = src as usize;
+        if self.data.replicas.get(h, src).refcnt > 0 {
+            // A task took the replica meanwhile: keep it, both copies now valid; the
+            // eviction still has its bytes to free.
+            self.data.replicas.get_mut(h, src).evicting = false;
+            self.data.replicas.get_mut(h, src).state = Msi::Shared;
+            self.data.replicas.get_mut(h, 0).state = Msi::Shared;
+            self.data.mem.reclaim_left[n].0 += self.model.graph.handles[h as usize].size;
         } else {
-            self.data.replicas.get_mut(h, src).refcnt -= 1;
-            let mut r = self.data.replicas.get_mut(h, dst);
-            r.incoming = None;
-            r.loading = false;
-            let allocated = r.allocated;
-            if allocated {
-                r.state = Msi::Shared;
-                r.prefetch_pins += self.data.copies.xfers[x as usize].pins;
-            }
-            drop(r);
-            if allocated {
-                let mut s = self.data.replicas.get_mut(h, src);
-                if s.state == Msi::Owner {
-                    s.state = Msi::Shared;
-                }
-                drop(s);
-                // For the task that writes it there: the only valid copy now.
-                if self.data.mem.writer_node[h as usize] == Some(dst) {
-                    self.own(h, dst);
-                }
+            // RAM holds the data again; the GPU copy goes.
+            self.data.replicas.get_mut(h, 0).state = Msi::Owner;
+            self.free(h, src);
+        }
+        self.data.mem.writebacks[n] -= 1;
+        self.log('b', |rt| format!("{src} {} 0", rt.handle_name(h)));
+        // The eviction's pass goes on to its next victims.
+        if self.data.mem.writebacks[n] == 0 {
+            let (left, for_prefetch) = std::mem::take(&mut self.data.mem.reclaim_left[n]);
+            if left > 0.0 {
+                self.evict(src, left, for_prefetch);
             }
         }
-        CopyEnd {
-            driver_back,
-            src,
-            dst,
-            handle: h,
-            then,
-            level,
-            prio,
+        if !self.data.mem.reclaiming(n) {
+            // The requests into the node held back while it reclaimed try again with the
+            // others (the end flagged the node above); its driver goes on.
+            return Some(src);
+        }
+        None
+    }
+
+    /// Copy `x` of `h` from `src` landed on `dst`: the replica there is valid (owned by the
+    /// task that writes it there), its prefetch pins counted.
+    fn copy_landed(&mut self, x: u32, h: u32, src: u32, dst: u32) {
+        self.data.replicas.get_mut(h, src).refcnt -= 1;
+        let mut r = self.data.replicas.get_mut(h, dst);
+        r.incoming = None;
+        r.loading = false;
+        let allocated = r.allocated;
+        if allocated {
+            r.state = Msi::Shared;
+            r.prefetch_pins += self.data.copies.xfers[x as usize].pins;
+        }
+        drop(r);
+        if allocated {
+            let mut s = self.data.replicas.get_mut(h, src);
+            if s.state == Msi::Owner {
+                s.state = Msi::Shared;
+            }
+            drop(s);
+            // For the task that writes it there: the only valid copy now.
+            if self.data.mem.writer_node[h as usize] == Some(dst) {
+                self.own(h, dst);
+            }
         }
     }
 
