@@ -67,45 +67,11 @@ impl Comm {
             return Err("NCCL needs a Cluster platform (nodes of GPUs)".into());
         };
         let (nvlink, nics) = (layout.nvlink != NvLayout::None, layout.nics.max(1));
-        let mut nodes: Vec<Vec<u32>> = Vec::new();
-        let mut node_ids: Vec<u32> = Vec::new();
-        let mut node_of = Vec::with_capacity(members.len());
-        for (r, m) in members.iter().enumerate() {
-            let Endpoint::Gpu { node, .. } = *m else {
-                return Err(format!("NCCL rank {r} is not a GPU"));
-            };
-            let k = match node_ids.iter().position(|&n| n == node) {
-                Some(k) => k,
-                None => {
-                    node_ids.push(node);
-                    nodes.push(Vec::new());
-                    nodes.len() - 1
-                }
-            };
-            nodes[k].push(r as u32);
-            node_of.push(k as u32);
-        }
+        let (nodes, node_of) = group_by_node(&members)?;
         let generation = Gen::of_model(gpu_model);
         let per_node = nodes.iter().map(Vec::len).max().unwrap_or(1) as u32;
-        let alone = |topo: &mut Topology, a: Endpoint, b: Endpoint| -> Result<f64, String> {
-            let route = topo.route(a, b)?;
-            Ok(topo.bottleneck(&route))
-        };
-        // Whole-ring bandwidth inside a node and between nodes, in GB/s of data.
-        let intra_eff = if nvlink { spec.nvlink_efficiency } else { 1.0 };
-        let intra_total = match nodes.iter().find(|n| n.len() > 1) {
-            Some(n) => {
-                alone(topo, members[n[0] as usize], members[n[1] as usize])? * intra_eff / 1e9
-            }
-            None => f64::INFINITY,
-        };
-        let inter_total = if nodes.len() > 1 {
-            let a = members[nodes[0][0] as usize];
-            let b = members[nodes[1][0] as usize];
-            alone(topo, a, b)? * spec.net_efficiency * nics.min(per_node) as f64 / 1e9
-        } else {
-            f64::INFINITY
-        };
+        let (intra_total, inter_total) =
+            ring_totals(&members, &nodes, spec, topo, nvlink, nics.min(per_node))?;
         let channels = match spec.channels {
             Some(0) => return Err("nccl.channels: expected at least 1".into()),
             Some(c) => c.min(64),
@@ -175,9 +141,32 @@ impl Comm {
             ll128: self.tune.ll128 || proto == Proto::LL128,
             ..self.tune
         };
-        let ch = tune.channels;
-        let per_ch = bytes / ch as f64;
-        let cap_data = tuning::channel_cap(algo, proto, &tune) * 1e9;
+        let (edges, chain_hops) = self.edges(call, algo, proto, &tune);
+        let fill_s = self.fill_s(bytes, algo, proto, &tune, chain_hops);
+        Ok(Plan {
+            algo,
+            proto,
+            latency_s: tuning::latency_us(call.op, algo, proto, &tune) * 1e-6,
+            fill_s,
+            edges,
+            predicted_us,
+        })
+    }
+
+    /// The transfers of one call by (`algo`, `proto`): per channel, every edge of its ring
+    /// (or chain from the root, for Broadcast and Reduce) or both ways along its tree, each
+    /// carrying the bytes it carries over the collective; and the hops of the longest chain
+    /// (for the pipeline's fill).
+    fn edges(
+        &self,
+        call: &NcclCall,
+        algo: Algo,
+        proto: Proto,
+        tune: &tuning::Comm,
+    ) -> (Vec<Edge>, u32) {
+        let n = self.size();
+        let (ch, per_ch) = (tune.channels, call.bytes.0 / tune.channels as f64);
+        let cap_data = tuning::channel_cap(algo, proto, tune) * 1e9;
         let mut edges = Vec::new();
         let push = |edges: &mut Vec<Edge>, from: u32, to: u32, data: f64| {
             let wire = self.wire_factor(from, to, proto);
@@ -199,12 +188,7 @@ impl Comm {
                     chain_hops = 2 * self.tree_height();
                 }
                 (Algo::Ring, Coll::Broadcast | Coll::Reduce) => {
-                    let ring = self.ring(c);
-                    let at = ring.iter().position(|&r| r == call.root).unwrap_or(0);
-                    let order: Vec<u32> = (0..n as usize)
-                        .map(|k| ring[(at + k) % n as usize])
-                        .collect();
-                    for w in order.windows(2) {
+                    for w in self.rooted_ring(c, call.root).windows(2) {
                         let (a, b) = if call.op == Coll::Broadcast {
                             (w[0], w[1])
                         } else {
@@ -215,10 +199,7 @@ impl Comm {
                     chain_hops = n - 1;
                 }
                 (Algo::Ring, op) => {
-                    let share = match op {
-                        Coll::AllReduce => 2.0 * (n - 1) as f64 / n as f64,
-                        _ => (n - 1) as f64 / n as f64,
-                    };
+                    let share = ring_share(op, n);
                     let ring = self.ring(c);
                     if n > 1 {
                         for k in 0..ring.len() {
@@ -233,31 +214,40 @@ impl Comm {
                 }
             }
         }
+        (edges, chain_hops)
+    }
+
+    /// The pipeline fill of a chain of `chain_hops` hops: the first slice crossing all but
+    /// the last hop at one channel's rate (NCCL shrinks the slices of smaller collectives so
+    /// the chain stays full).
+    fn fill_s(
+        &self,
+        bytes: f64,
+        algo: Algo,
+        proto: Proto,
+        tune: &tuning::Comm,
+        chain_hops: u32,
+    ) -> f64 {
+        let ch = tune.channels;
+        let per_ch = bytes / ch as f64;
+        let cap_data = tuning::channel_cap(algo, proto, tune) * 1e9;
         let slice = match proto {
             Proto::LL => LL_BUFF / NCCL_STEPS * Proto::LL.wire_efficiency(),
             Proto::LL128 => LL128_BUFF / NCCL_STEPS * Proto::LL128.wire_efficiency(),
             Proto::Simple => self.spec.buffsize.0 / NCCL_STEPS,
         };
-        let channel_rate = (tuning::bus_bw(algo, proto, &tune) / ch as f64 * 1e9).min(cap_data);
+        let channel_rate = (tuning::bus_bw(algo, proto, tune) / ch as f64 * 1e9).min(cap_data);
         // NCCL shrinks the chunks of smaller collectives so that a chain pipeline stays full
         // (enqueue.cc); halve the slice until the chain holds two slices per hop.
         let mut slice = slice.min(per_ch);
         while per_ch / slice < 2.0 * chain_hops as f64 && slice > MIN_SLICE {
             slice /= 2.0;
         }
-        let fill_s = if chain_hops > 1 && channel_rate > 0.0 {
+        if chain_hops > 1 && channel_rate > 0.0 {
             (chain_hops - 1) as f64 * slice / channel_rate
         } else {
             0.0
-        };
-        Ok(Plan {
-            algo,
-            proto,
-            latency_s: tuning::latency_us(call.op, algo, proto, &tune) * 1e-6,
-            fill_s,
-            edges,
-            predicted_us,
-        })
+        }
     }
 
     /// Plans a group of calls launched together (`ncclGroupStart/End`): their transfers run at
@@ -345,6 +335,17 @@ impl Comm {
         ring
     }
 
+    /// Channel `c`'s ring rotated to start at `root` (a chain from the root, for Broadcast
+    /// and Reduce).
+    fn rooted_ring(&self, c: u32, root: u32) -> Vec<u32> {
+        let n = self.size();
+        let ring = self.ring(c);
+        let at = ring.iter().position(|&r| r == root).unwrap_or(0);
+        (0..n as usize)
+            .map(|k| ring[(at + k) % n as usize])
+            .collect()
+    }
+
     /// Channel `c`'s tree as (child, parent) pairs: a chain in each node whose head links to
     /// the head of the parent node. The first half of the channels use the heap-ordered binary
     /// tree of nodes, the second half its mirror image, so that a node that is a leaf in one
@@ -396,6 +397,70 @@ impl Comm {
             1.0
         };
         1.0 / (proto.wire_efficiency() * link)
+    }
+}
+
+/// The ranks of each node, nodes in order of first appearance, and each rank's node (its
+/// index in that order).
+fn group_by_node(members: &[Endpoint]) -> Result<(Vec<Vec<u32>>, Vec<u32>), String> {
+    let mut nodes: Vec<Vec<u32>> = Vec::new();
+    let mut node_ids: Vec<u32> = Vec::new();
+    let mut node_of = Vec::with_capacity(members.len());
+    for (r, m) in members.iter().enumerate() {
+        let Endpoint::Gpu { node, .. } = *m else {
+            return Err(format!("NCCL rank {r} is not a GPU"));
+        };
+        let k = match node_ids.iter().position(|&n| n == node) {
+            Some(k) => k,
+            None => {
+                node_ids.push(node);
+                nodes.push(Vec::new());
+                nodes.len() - 1
+            }
+        };
+        nodes[k].push(r as u32);
+        node_of.push(k as u32);
+    }
+    Ok((nodes, node_of))
+}
+
+/// Whole-ring bandwidth inside a node (between its first two GPUs, at NCCL's NVLink
+/// efficiency) and between nodes (first GPUs of the first two nodes, at the network efficiency,
+/// times the NIC `rails` a node's GPUs use), in GB/s of data; infinite where there is none.
+fn ring_totals(
+    members: &[Endpoint],
+    nodes: &[Vec<u32>],
+    spec: &NcclSpec,
+    topo: &mut Topology,
+    nvlink: bool,
+    rails: u32,
+) -> Result<(f64, f64), String> {
+    let alone = |topo: &mut Topology, a: Endpoint, b: Endpoint| -> Result<f64, String> {
+        let route = topo.route(a, b)?;
+        Ok(topo.bottleneck(&route))
+    };
+    // Whole-ring bandwidth inside a node and between nodes, in GB/s of data.
+    let intra_eff = if nvlink { spec.nvlink_efficiency } else { 1.0 };
+    let intra_total = match nodes.iter().find(|n| n.len() > 1) {
+        Some(n) => alone(topo, members[n[0] as usize], members[n[1] as usize])? * intra_eff / 1e9,
+        None => f64::INFINITY,
+    };
+    let inter_total = if nodes.len() > 1 {
+        let a = members[nodes[0][0] as usize];
+        let b = members[nodes[1][0] as usize];
+        alone(topo, a, b)? * spec.net_efficiency * rails as f64 / 1e9
+    } else {
+        f64::INFINITY
+    };
+    Ok((intra_total, inter_total))
+}
+
+/// The share of a channel's bytes every ring edge carries: 2(n-1)/n for AllReduce, (n-1)/n
+/// for AllGather and ReduceScatter.
+fn ring_share(op: Coll, n: u32) -> f64 {
+    match op {
+        Coll::AllReduce => 2.0 * (n - 1) as f64 / n as f64,
+        _ => (n - 1) as f64 / n as f64,
     }
 }
 
