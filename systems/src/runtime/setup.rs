@@ -1,13 +1,11 @@
 //! Building the runtime of a task-graph workload: the graph (Cholesky, LU, QR generators or
 //! a DAG), the machine and codelet models, and the checks that every task can run.
 
-use hetsim_schema::SimTime;
 use hetsim_schema::scenario::{PlatformSpec, Workload};
 use hetsim_schema::tasks::RuntimeSpec;
 
 use super::core::Runtime;
 use super::data::Data;
-use super::memory::{Memory, Replicas};
 use super::model::Flags;
 use super::model::Model;
 use super::model::graph::{self, Graph};
@@ -15,11 +13,9 @@ use super::model::machine::{Arch, Machine, Models};
 use super::out::{Out, RuntimeReport};
 use super::pacing::Pacing;
 use super::pacing::drivers::Drivers;
-use super::pacing::threads::Threads;
 use super::sched;
-use super::tasks::{TaskState, Tasks};
-use super::transfers::Transfers;
-use super::workers::{WorkerRt, Workers};
+use super::tasks::Tasks;
+use super::workers::Workers;
 use crate::platform::Topology;
 
 /// The runtime of a task-graph workload on `platform` (`None`: not a task graph), checked:
@@ -148,26 +144,28 @@ pub fn assemble(
         models,
         flops,
     } = parts;
-    let workers: Vec<WorkerRt> = (0..machine.workers.len())
-        .map(|_| WorkerRt::default())
-        .collect();
-    let nt = graph.tasks.len();
-    let nn = machine.nodes.len();
-    let replicas = Replicas::new(&graph, nn);
     let nw = machine.workers.len();
-    let nh = graph.handles.len();
     let policy = sched::policy(spec.scheduler, nw);
-    let wakes = policy.wakes();
-    let left = graph.npred.clone();
-    let hints_left = graph.hints.iter().map(|h| h.1).collect();
-    let drivers = Drivers::new(
-        machine
-            .workers
-            .iter()
-            .map(|w| matches!(w.arch, Arch::Cuda(_)))
-            .collect(),
-    );
+    let cuda = machine
+        .workers
+        .iter()
+        .map(|w| matches!(w.arch, Arch::Cuda(_)))
+        .collect();
+    let report = RuntimeReport {
+        scheduler: format!("{:?}", spec.scheduler).to_lowercase(),
+        tasks: graph.tasks.len() as u64,
+        task_times: vec![(f64::NAN, f64::NAN, u32::MAX); graph.tasks.len()],
+        ..Default::default()
+    };
     Runtime {
+        tasks: Tasks::new(&graph, flops),
+        workers: Workers::new(nw),
+        pacing: Pacing::new(policy.wakes(), Drivers::new(cuda)),
+        data: Data::new(&graph, machine.nodes.len()),
+        out: Out {
+            report,
+            ..Default::default()
+        },
         model: Model {
             graph,
             machine,
@@ -179,46 +177,6 @@ pub fn assemble(
         },
         sched: Some(policy),
         rng: Some(rng),
-        tasks: Tasks {
-            state: vec![TaskState::Blocked; nt],
-            launched: vec![SimTime::ZERO; nt],
-            left,
-            worker_of: vec![u32::MAX; nt],
-            pred: vec![(0.0, 0.0); nt],
-            pusher: vec![None; nt],
-            hints_left,
-            done: 0,
-            flops,
-        },
-        workers: Workers {
-            each: workers,
-            running: vec![None; nw],
-        },
-        pacing: Pacing {
-            wakes,
-            dirty_mark: vec![false; nw],
-            threads: Threads::new((0..nw).map(|w| drivers.progress_us(w)).collect()),
-            drivers,
-            push_clock: (SimTime::ZERO, None, 0),
-            deferred: vec![false; nw],
-            parked_pairs: vec![Vec::new(); nw],
-            ..Default::default()
-        },
-        data: Data {
-            replicas,
-            mem: Memory::new(nn, nt, nh),
-            copies: Transfers::new(nn, nh),
-            tick: 0,
-        },
-        out: Out {
-            report: RuntimeReport {
-                scheduler: format!("{:?}", spec.scheduler).to_lowercase(),
-                tasks: nt as u64,
-                task_times: vec![(f64::NAN, f64::NAN, u32::MAX); nt],
-                ..Default::default()
-            },
-            ..Default::default()
-        },
     }
 }
 

@@ -3,6 +3,8 @@
 
 use hetsim_schema::SimTime;
 
+use super::model::graph::Graph;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TaskState {
     Blocked,
@@ -29,4 +31,22 @@ pub struct Tasks {
     pub(crate) hints_left: Vec<u32>,
     pub(crate) done: u64,
     pub(crate) flops: f64,
+}
+
+impl Tasks {
+    /// Every task of `graph` blocked on its predecessors, none run, its hints' counts full.
+    pub fn new(graph: &Graph, flops: f64) -> Tasks {
+        let nt = graph.tasks.len();
+        Tasks {
+            state: vec![TaskState::Blocked; nt],
+            launched: vec![SimTime::ZERO; nt],
+            left: graph.npred.clone(),
+            worker_of: vec![u32::MAX; nt],
+            pred: vec![(0.0, 0.0); nt],
+            pusher: vec![None; nt],
+            hints_left: graph.hints.iter().map(|h| h.1).collect(),
+            done: 0,
+            flops,
+        }
+    }
 }

@@ -39,6 +39,11 @@ impl Drivers {
         }
     }
 
+    /// How many drivers (one per worker).
+    pub fn count(&self) -> usize {
+        self.cuda.len()
+    }
+
     /// Worker `w` tried to pop; `got` says whether it took a task.
     pub fn popped(&mut self, w: usize, got: bool) {
         self.asleep[w] = !got;

@@ -55,6 +55,22 @@ pub struct Pacing {
 }
 
 impl Pacing {
+    /// The pacing of a policy whose pushes wake `wakes`, over `drivers` (one per worker):
+    /// every thread waiting, nothing pushed, parked or deferred.
+    pub fn new(wakes: Wakes, drivers: Drivers) -> Pacing {
+        let nw = drivers.count();
+        Pacing {
+            wakes,
+            dirty_mark: vec![false; nw],
+            threads: Threads::new((0..nw).map(|w| drivers.progress_us(w)).collect()),
+            drivers,
+            push_clock: (SimTime::ZERO, None, 0),
+            deferred: vec![false; nw],
+            parked_pairs: vec![Vec::new(); nw],
+            ..Default::default()
+        }
+    }
+
     /// Whether pushes signal and pops follow StarPU-SimGrid's driver states (`drivers.rs`):
     /// the policies whose pushes race workers for tasks (eager, prio, ws, lws).
     pub fn paced(&self) -> bool {

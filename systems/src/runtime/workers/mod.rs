@@ -40,3 +40,13 @@ pub struct Workers {
 pub(super) fn dirties(mode: Mode) -> bool {
     mode != Mode::Scratch && mode.modifies()
 }
+
+impl Workers {
+    /// `nw` idle workers.
+    pub fn new(nw: usize) -> Workers {
+        Workers {
+            each: (0..nw).map(|_| WorkerRt::default()).collect(),
+            running: vec![None; nw],
+        }
+    }
+}
