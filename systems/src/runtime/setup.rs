@@ -35,7 +35,47 @@ pub fn build(
             "runtime.min_priority ({lo}) is above runtime.max_priority ({hi})"
         ));
     }
-    let (mut graph, flops) = match workload {
+    let Some((mut graph, flops)) = task_graph(workload)? else {
+        return Ok(None);
+    };
+    let (lo, hi) = spec
+        .scheduler
+        .priority_range(spec.min_priority, spec.max_priority);
+    graph.cap_priorities(lo, hi);
+    for (name, model) in &spec.models {
+        if model.cuda_sync
+            && let Some(c) = graph.codelets.iter().position(|c| c == name)
+        {
+            graph.set_cuda_sync(c as u16);
+        }
+    }
+    let machine = Machine::from_platform(platform, topo)?;
+    if machine.workers.is_empty() {
+        return Err("platform: the runtime has no worker (ncpu = 0 and ncuda = 0)".into());
+    }
+    let mut models = Models::new(&graph.codelets, &spec.models, platform)?;
+    for (c, name) in graph.codelets.iter().enumerate() {
+        let used = graph.tasks.iter().any(|t| t.codelet == c as u16);
+        if used && !models.has_model(c as u16) {
+            return Err(format!(
+                "codelet `{name}` has no performance model: give runtime.models.{name}, or use a StarPU machine with {name}.<hostname>"
+            ));
+        }
+    }
+    check_every_task_runs(&graph, &machine, &mut models)?;
+    let parts = Parts {
+        graph,
+        machine,
+        models,
+        flops,
+    };
+    Ok(Some(assemble(parts, spec, flags, rng)))
+}
+
+/// The task graph of a task-graph workload and its flop count (n^3/3 Cholesky, 2n^3/3 LU,
+/// 4n^3/3 QR, the tasks' sum for a DAG); `None` for another workload.
+fn task_graph(workload: &Workload) -> Result<Option<(Graph, f64)>, String> {
+    Ok(Some(match workload {
         Workload::Cholesky(t) => {
             let n = t.n as f64;
             (
@@ -65,32 +105,15 @@ pub fn build(
             (g, f)
         }
         _ => return Ok(None),
-    };
-    let (lo, hi) = spec
-        .scheduler
-        .priority_range(spec.min_priority, spec.max_priority);
-    graph.cap_priorities(lo, hi);
-    for (name, model) in &spec.models {
-        if model.cuda_sync
-            && let Some(c) = graph.codelets.iter().position(|c| c == name)
-        {
-            graph.set_cuda_sync(c as u16);
-        }
-    }
-    let machine = Machine::from_platform(platform, topo)?;
-    if machine.workers.is_empty() {
-        return Err("platform: the runtime has no worker (ncpu = 0 and ncuda = 0)".into());
-    }
-    let mut models = Models::new(&graph.codelets, &spec.models, platform)?;
-    for (c, name) in graph.codelets.iter().enumerate() {
-        let used = graph.tasks.iter().any(|t| t.codelet == c as u16);
-        if used && !models.has_model(c as u16) {
-            return Err(format!(
-                "codelet `{name}` has no performance model: give runtime.models.{name}, or use a StarPU machine with {name}.<hostname>"
-            ));
-        }
-    }
-    // Every task must run somewhere, and fit the memory of where it may run.
+    }))
+}
+
+/// Every task must run somewhere, and fit the memory of where it may run.
+fn check_every_task_runs(
+    graph: &Graph,
+    machine: &Machine,
+    models: &mut Models,
+) -> Result<(), String> {
     for t in &graph.tasks {
         let runnable = (0..machine.workers.len())
             .any(|w| models.time(t, machine.workers[w].arch).is_some() && machine.fits(w, t.size));
@@ -113,13 +136,7 @@ pub fn build(
             ));
         }
     }
-    let parts = Parts {
-        graph,
-        machine,
-        models,
-        flops,
-    };
-    Ok(Some(assemble(parts, spec, flags, rng)))
+    Ok(())
 }
 
 /// What a runtime is made of, checked.

@@ -26,6 +26,15 @@ pub enum Level {
 }
 
 impl Level {
+    /// Requests in flight on a node pair below which one of this level starts.
+    pub fn cap(self) -> u32 {
+        match self {
+            Level::Fetch => FETCH_CAP,
+            Level::Prefetch => PREFETCH_CAP,
+            Level::Idle => IDLE_CAP,
+        }
+    }
+
     /// StarPU's `is_prefetch` code in the oracle's log: 0 fetch, 1 task prefetch, 3 idle.
     pub fn log_code(self) -> u8 {
         match self {
@@ -175,34 +184,7 @@ impl Runtime {
     ) {
         let r = *self.data.replicas.get(h, node);
         if let Some(x) = r.incoming {
-            let old = self.data.copies.xfers[x as usize].level;
-            if level == Level::Fetch && old != Level::Fetch {
-                // StarPU raises it, queued or in flight (its log's U line).
-                self.log('U', |rt| {
-                    format!("{} {node} {}", rt.handle_name(h), old.log_code())
-                });
-            }
-            let xf = &self.data.copies.xfers[x as usize];
-            if !xf.launched && (level == Level::Fetch || prio > xf.prio) {
-                let (src, dst, pins) = (xf.src, xf.dst, xf.pins);
-                if level == Level::Fetch && xf.level != Level::Fetch && xf.task != task && pins > 0
-                {
-                    // The fetch's own request, served first, loads; the prefetch's stays
-                    // where it is and, at its turn, finds the data loading or there.
-                    let f = self.add_join(h, src, dst, Level::Fetch, prio, 0);
-                    self.data.copies.xfers[f as usize].task = task;
-                    self.hand_over_load(x, f);
-                    self.post(src, dst);
-                    return;
-                }
-                self.requeue(x, |xf| {
-                    xf.prio = xf.prio.max(prio);
-                    if level == Level::Fetch {
-                        xf.level = Level::Fetch;
-                    }
-                });
-                self.post(src, dst);
-            }
+            self.raise(x, h, node, level, prio, task);
             return;
         }
         if r.state != Msi::Invalid {
@@ -227,6 +209,39 @@ impl Runtime {
             x
         };
         self.data.replicas.get_mut(h, node).incoming = Some(x);
+    }
+
+    /// A request for `h` into `node` finds copy `x` already requested: a fetch raises it
+    /// (StarPU's U line), a more urgent one requeues it; a fetch meeting another task's
+    /// queued prefetch that pins data gets its own request, which loads in its place.
+    fn raise(&mut self, x: u32, h: u32, node: u32, level: Level, prio: i64, task: Option<u32>) {
+        let old = self.data.copies.xfers[x as usize].level;
+        if level == Level::Fetch && old != Level::Fetch {
+            // StarPU raises it, queued or in flight (its log's U line).
+            self.log('U', |rt| {
+                format!("{} {node} {}", rt.handle_name(h), old.log_code())
+            });
+        }
+        let xf = &self.data.copies.xfers[x as usize];
+        if !xf.launched && (level == Level::Fetch || prio > xf.prio) {
+            let (src, dst, pins) = (xf.src, xf.dst, xf.pins);
+            if level == Level::Fetch && xf.level != Level::Fetch && xf.task != task && pins > 0 {
+                // The fetch's own request, served first, loads; the prefetch's stays
+                // where it is and, at its turn, finds the data loading or there.
+                let f = self.add_join(h, src, dst, Level::Fetch, prio, 0);
+                self.data.copies.xfers[f as usize].task = task;
+                self.hand_over_load(x, f);
+                self.post(src, dst);
+                return;
+            }
+            self.requeue(x, |xf| {
+                xf.prio = xf.prio.max(prio);
+                if level == Level::Fetch {
+                    xf.level = Level::Fetch;
+                }
+            });
+            self.post(src, dst);
+        }
     }
 
     /// A transfer of `h` from `src` to `dst`: a request joins its node pair's list and starts
@@ -458,12 +473,7 @@ impl Runtime {
                 let xf = &self.data.copies.xfers[x as usize];
                 (xf.handle, xf.level)
             };
-            let cap = match level {
-                Level::Fetch => FETCH_CAP,
-                Level::Prefetch => PREFETCH_CAP,
-                Level::Idle => IDLE_CAP,
-            };
-            if self.data.copies.inflight[pair] >= cap {
+            if self.data.copies.inflight[pair] >= level.cap() {
                 break;
             }
             // StarPU pushes a node's prefetches only while none of its requests lacks memory.
