@@ -60,7 +60,7 @@ use bevy_ecs::prelude::*;
 use std::collections::HashMap;
 
 use hetsim_components::Gpu;
-use hetsim_engine::record::{Interval, Recorder, ResourceKind};
+use hetsim_engine::record::{Interval, Recorder, ResId, ResourceKind};
 use hetsim_engine::{
     Calendar, Clock, Inbox, SimAppExt, SimErrors, SimEvent, SimSet, SimStartup, SimStep,
     StartupSet, Switches,
@@ -418,29 +418,37 @@ impl Mpi {
                     label,
                     start,
                     end,
-                } => {
-                    let label = label.map(|l| rec.name_id(&l));
-                    let state = rec.name_id(state);
-                    rec.interval(Interval {
-                        resource: row,
-                        state,
-                        label,
-                        start,
-                        end,
-                    });
-                }
-                Effect::Nccl { k, call } => {
-                    let Some(c) = self.nccl_comm else {
-                        reach.fail("mpi: NCCL call without a communicator".into());
-                        continue;
-                    };
-                    if let Err(e) = colls.arrive(c, k, &[call], reach) {
-                        reach.fail(format!("workload.Mpi: {e}"));
+                } => record_interval(rec, row, state, label, (start, end)),
+                Effect::Nccl { k, call } => match self.nccl_comm {
+                    None => reach.fail("mpi: NCCL call without a communicator".into()),
+                    Some(c) => {
+                        if let Err(e) = colls.arrive(c, k, &[call], reach) {
+                            reach.fail(format!("workload.Mpi: {e}"));
+                        }
                     }
-                }
+                },
             }
         }
     }
+}
+
+/// A period of a rank's timeline row, handed to the recorder.
+fn record_interval(
+    rec: &mut Recorder,
+    row: ResId,
+    state: &str,
+    label: Option<String>,
+    (start, end): (SimTime, SimTime),
+) {
+    let label = label.map(|l| rec.name_id(&l));
+    let state = rec.name_id(state);
+    rec.interval(Interval {
+        resource: row,
+        state,
+        label,
+        start,
+        end,
+    });
 }
 
 /// Publishes the totals once the run is over (the output crate reads [`MpiReport`]).
