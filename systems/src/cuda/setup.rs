@@ -46,27 +46,7 @@ pub fn build(spec: CudaSpec, cluster: &Cluster) -> Result<Gpus, String> {
                 node: i / per,
                 gpu: i % per,
             };
-            let name = device_name(&gpu);
-            Device {
-                gpu,
-                name: name.clone(),
-                host_at: SimTime::ZERO,
-                pc: 0,
-                pass: 0,
-                state: HostState::Ready,
-                streams: (0..streams).map(|_| Stream::default()).collect(),
-                events: Vec::new(),
-                event_ids: BTreeMap::new(),
-                graphs: BTreeMap::new(),
-                launches_left: 0,
-                nccl_calls: 0,
-                copies_running: 0,
-                copy_queue: VecDeque::new(),
-                totals: DeviceTotals {
-                    gpu: name,
-                    ..Default::default()
-                },
-            }
+            Device::idle(gpu, streams)
         })
         .collect();
     Ok(Gpus {
@@ -190,6 +170,52 @@ fn check_call(c: &NcclCall, n: u32, at: &str) -> Result<(), String> {
     Ok(())
 }
 
+impl Device {
+    /// The device of `gpu` with `streams` empty streams, its host thread ready at time 0.
+    fn idle(gpu: Endpoint, streams: u32) -> Device {
+        let name = device_name(&gpu);
+        Device {
+            gpu,
+            name: name.clone(),
+            host_at: SimTime::ZERO,
+            pc: 0,
+            pass: 0,
+            state: HostState::Ready,
+            streams: (0..streams).map(|_| Stream::default()).collect(),
+            events: Vec::new(),
+            event_ids: BTreeMap::new(),
+            graphs: BTreeMap::new(),
+            launches_left: 0,
+            nccl_calls: 0,
+            copies_running: 0,
+            copy_queue: VecDeque::new(),
+            totals: DeviceTotals {
+                gpu: name,
+                ..Default::default()
+            },
+        }
+    }
+}
+
+/// The peers and NCCL calls op `at` names exist among `n` GPUs.
+fn check_refs(op: &CudaOp, n: u32, at: &str) -> Result<(), String> {
+    match op {
+        CudaOp::Copy(c) => {
+            if let CopyKind::Peer(offset) = c.kind {
+                check_offset(offset, n, &format!("{at}.Copy.kind.Peer"))?;
+            }
+        }
+        CudaOp::Nccl(c) => check_call(c, n, &format!("{at}.Nccl"))?,
+        CudaOp::Group { calls, .. } => {
+            for (k, c) in calls.iter().enumerate() {
+                check_call(c, n, &format!("{at}.Group.calls[{k}]"))?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 /// Checks what the schema cannot: kernels with a duration model, graph contents, streams,
 /// and peers, roots and offsets against the `n` GPUs that take part.
 pub fn check_program(ops: &[CudaOp], path: &str, in_graph: bool, n: u32) -> Result<(), String> {
@@ -201,20 +227,7 @@ pub fn check_program(ops: &[CudaOp], path: &str, in_graph: bool, n: u32) -> Resu
                 "{at}: stream {stream}: expected a stream number below {MAX_STREAMS}"
             ));
         }
-        match op {
-            CudaOp::Copy(c) => {
-                if let CopyKind::Peer(offset) = c.kind {
-                    check_offset(offset, n, &format!("{at}.Copy.kind.Peer"))?;
-                }
-            }
-            CudaOp::Nccl(c) => check_call(c, n, &format!("{at}.Nccl"))?,
-            CudaOp::Group { calls, .. } => {
-                for (k, c) in calls.iter().enumerate() {
-                    check_call(c, n, &format!("{at}.Group.calls[{k}]"))?;
-                }
-            }
-            _ => {}
-        }
+        check_refs(op, n, &at)?;
         match op {
             CudaOp::Kernel(k) => {
                 if k.time.is_none() && k.flops.is_none() && k.bytes.is_none() {
