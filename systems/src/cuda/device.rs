@@ -1,7 +1,6 @@
 //! A GPU, its host thread and its streams as plain data ([`Gpus`]), and what the CUDA leaves
 //! ask of the world ([`Effect`]), in the order they ask it.
 
-use crate::nccl::CollectiveRecord;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
@@ -9,6 +8,7 @@ use hetsim_engine::record::ResId;
 use hetsim_schema::SimTime;
 use hetsim_schema::cuda::{CudaOp, CudaSpec, Kernel, NcclCall};
 
+use crate::nccl::CollectiveRecord;
 use crate::platform::Endpoint;
 
 /// Something a stream does, in order.

@@ -95,15 +95,16 @@ impl SimEvent for EdgeEnd {
 /// The owner's event for "collective k is over".
 type DoneEvent = Arc<dyn Fn(&Calendar, u32) -> RawEvent + Send + Sync>;
 
-/// One collective: the calls it runs, who arrived, and its plan once started.
+/// One collective: the calls it runs, who arrived, and its plan once started (owners read
+/// it through [`Collectives::name`], [`Collectives::arrived`] and [`Collectives::record`]).
 #[derive(Debug, Clone)]
-pub struct Collective {
-    pub calls: Vec<NcclCall>,
-    pub arrived: u32,
+struct Collective {
+    calls: Vec<NcclCall>,
+    arrived: u32,
     flows_left: u32,
     /// When the last member arrived.
-    pub start: SimTime,
-    pub plan: Option<Plan>,
+    start: SimTime,
+    plan: Option<Plan>,
 }
 
 struct CommRt {

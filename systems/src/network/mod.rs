@@ -6,7 +6,8 @@
 //! they do not).
 //!
 //! Every model moves bytes through one entry point, [`Launch::start`] (or
-//! [`Launch::start_for`] when it waits for the end): the network spawns the flow's entity,
+//! [`Launch::start_for`] when it waits for the end; the models reach it through [`Reach::flow`],
+//! which routes first): the network spawns the flow's entity,
 //! pays its route's latency without using bandwidth, joins it to the max-min solver
 //! ([`maxmin`]), and moves its bytes at its fair rate, re-shared at every start and
 //! completion. Only flows whose rate changed get their completion re-timed. At the end the

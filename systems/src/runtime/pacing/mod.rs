@@ -77,9 +77,9 @@ impl Pacing {
         self.wakes != Wakes::AtOnce
     }
 
-    /// How many workers there are.
+    /// How many workers there are (a driver each).
     fn workers(&self) -> usize {
-        self.deferred.len()
+        self.drivers.count()
     }
 
     /// Worker `w` may make progress: it goes on the stack of woken workers (once).

@@ -178,14 +178,14 @@ impl Runtime {
     }
 
     /// The requests parked for `w`'s progress are handled now.
-    pub(crate) fn pump_parked(&mut self, w: usize) {
+    fn pump_parked(&mut self, w: usize) {
         for (src, dst) in self.pacing.take_parked(w) {
             self.pump(src, dst);
         }
     }
 
     /// Tasks worker `w` may hold: a GPU's pipeline, a CPU's one.
-    pub(crate) fn slots(&self, w: usize) -> usize {
+    fn slots(&self, w: usize) -> usize {
         match self.model.machine.workers[w].arch {
             Arch::Cuda(_) => self.model.pipeline as usize,
             Arch::Cpu => 1,
@@ -193,7 +193,7 @@ impl Runtime {
     }
 
     /// Whether worker `w` could take a task now.
-    pub(crate) fn has_room(&self, w: usize) -> bool {
+    fn has_room(&self, w: usize) -> bool {
         // StarPU's drivers pop nothing while a task's data are coming (`task_transferring`).
         self.workers.each[w].in_hand.len() < self.slots(w)
             && self.workers.each[w].fetching.is_none()

@@ -23,7 +23,7 @@ impl Runtime {
 
     /// Task `t` no longer occupies worker `w`: out of its hand, and off the device if it
     /// is the one running (its end may already have been seen while the driver waited).
-    pub(crate) fn kernel_off(&mut self, w: usize, t: u32) {
+    fn kernel_off(&mut self, w: usize, t: u32) {
         if self.workers.running[w] == Some(t) {
             self.workers.running[w] = None;
         }

@@ -4,8 +4,8 @@
 use crate::runtime::core::Runtime;
 use crate::runtime::model::MICROSECOND;
 use crate::runtime::out::Due;
+use crate::runtime::pacing::Wakes;
 use crate::runtime::pacing::threads::{ACQUIRE, Step};
-use crate::runtime::sched::Wakes;
 use crate::runtime::tasks::TaskState;
 
 impl Runtime {
@@ -82,7 +82,7 @@ impl Runtime {
     /// The push of `t` signals workers as StarPU-SimGrid's drivers would (`drivers.rs`),
     /// the pusher's own among them (its loop goes round again); each pops after its own
     /// progress (`threads.rs`).
-    pub(crate) fn signal_for(&mut self, t: u32) {
+    fn signal_for(&mut self, t: u32) {
         if self.pacing.wakes == Wakes::Every {
             self.pacing.signal_all(&self.model, &mut self.out);
             return;
@@ -118,7 +118,7 @@ impl Runtime {
 
     /// Thread `i` pushes `t` to the policy (an [`ACQUIRE`] goes to none, a hint's callback
     /// takes effect 1 us later).
-    pub(crate) fn thread_pushes(&mut self, i: usize, t: u32) {
+    fn thread_pushes(&mut self, i: usize, t: u32) {
         if t == ACQUIRE {
             return;
         }
