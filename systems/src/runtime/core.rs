@@ -5,9 +5,9 @@
 
 use bevy_ecs::prelude::Resource;
 
-use super::data::Data;
+use super::data::{Data, DataCx};
 use super::model::Model;
-use super::out::Out;
+use super::out::{Out, handle_name};
 use super::pacing::Pacing;
 use super::sched::{Policy, View};
 use super::tasks::Tasks;
@@ -64,23 +64,33 @@ impl Runtime {
         (sched.as_deref_mut().expect("a policy"), view)
     }
 
-    /// Appends a line to the data-event log when it is kept (`output.runtime_log`): the
-    /// kind, the time in microseconds, then `rest`, as the StarPU-SimGrid oracle's log
-    /// writes them (`tools/starpu-simgrid/xlog.patch`).
+    /// Appends a line to the data-event log when it is kept ([`Out::log`]); `rest` reads the
+    /// runtime.
     pub(crate) fn log(&mut self, kind: char, rest: impl FnOnce(&Runtime) -> String) {
-        if let Some(mut log) = self.out.log.take() {
-            log.push(format!(
-                "{kind} {:.3} {}",
-                self.out.now.as_secs_f64() * 1e6,
-                rest(self)
-            ));
-            self.out.log = Some(log);
+        if self.out.log.is_some() {
+            let line = rest(self);
+            self.out.log(kind, || line);
         }
     }
 
-    /// A handle's name in the log, by index as the StarPU traces name it (`0x<index>`).
-    pub(crate) fn handle_name(&self, h: u32) -> String {
-        format!("{h:#x}")
+    /// The datawizard, and what it reads and writes of the rest: the model, each task's
+    /// worker, the pacing and the outbox.
+    pub(crate) fn with_data<R>(&mut self, f: impl FnOnce(&mut Data, &mut DataCx<'_>) -> R) -> R {
+        let Runtime {
+            model,
+            tasks,
+            pacing,
+            data,
+            out,
+            ..
+        } = self;
+        let mut cx = DataCx {
+            model,
+            worker_of: &tasks.worker_of,
+            pacing,
+            out,
+        };
+        f(data, &mut cx)
     }
 
     /// A task's handles and modes as the log lists them (`name:mode`, StarPU's R 1, W 2,
@@ -89,15 +99,8 @@ impl Runtime {
         let mut out = String::new();
         for &(h, mode) in &self.model.graph.tasks[t as usize].accesses {
             let m = u8::from(mode.reads()) | (u8::from(mode.modifies()) << 1);
-            out.push_str(&format!(" {}:{m}", self.handle_name(h)));
+            out.push_str(&format!(" {}:{m}", handle_name(h)));
         }
         out
-    }
-
-    pub(crate) fn source_for(&self, h: u32, dst: u32) -> Option<u32> {
-        let size = self.model.graph.handles[h as usize].size;
-        self.data
-            .replicas
-            .source_for(h, dst, size, &self.model.machine)
     }
 }

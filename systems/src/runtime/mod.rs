@@ -2,14 +2,12 @@
 
 mod core;
 mod data;
-mod memory;
 mod model;
 mod out;
 mod pacing;
 pub mod sched;
 mod setup;
 mod tasks;
-mod transfers;
 mod workers;
 
 pub use model::{graph, machine};
@@ -213,10 +211,10 @@ fn run_runtime(
             }
             RtEvent::TaskDone(t) => rt.kernel_done(t),
             RtEvent::XferDone(x) => rt.xfer_done(x),
-            RtEvent::XferSubmit(x) => rt.submit(x),
+            RtEvent::XferSubmit(x) => rt.with_data(|d, cx| d.submit(cx, x)),
             RtEvent::Push(t) => rt.push_due(t),
             RtEvent::Resume(w) => rt.resume(w),
-            RtEvent::Hint(h) => rt.evict_first(h),
+            RtEvent::Hint(h) => rt.with_data(|d, cx| d.evict_first(cx, h)),
         }
     }
     rt.pacing.threads.wake_order(&mut woken);

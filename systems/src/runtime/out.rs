@@ -80,4 +80,22 @@ impl Out {
         self.now
             .saturating_add(SimTime::from_secs_saturating(delay))
     }
+
+    /// Appends a line to the data-event log when it is kept (`output.runtime_log`): the
+    /// kind, the time in microseconds, then `rest`, as the StarPU-SimGrid oracle's log
+    /// writes them (`tools/starpu-simgrid/xlog.patch`).
+    pub(crate) fn log(&mut self, kind: char, rest: impl FnOnce() -> String) {
+        if let Some(log) = self.log.as_mut() {
+            log.push(format!(
+                "{kind} {:.3} {}",
+                self.now.as_secs_f64() * 1e6,
+                rest()
+            ));
+        }
+    }
+}
+
+/// A handle's name in the log, by index as the StarPU traces name it (`0x<index>`).
+pub(crate) fn handle_name(h: u32) -> String {
+    format!("{h:#x}")
 }

@@ -221,10 +221,11 @@ pub fn four_handles() -> Runtime {
 /// [`four_handles`] with a and b on the GPU, written there (RAM's copies are stale).
 #[cfg(test)]
 pub fn a_and_b_written_on_the_gpu() -> Runtime {
-    use super::memory::{Evict, Msi};
+    use super::data::coherency::Msi;
+    use super::data::kinds::Evict;
     let mut rt = four_handles();
     for h in 0..2 {
-        assert!(rt.allocate(h, 1, Evict::ForFetch));
+        assert!(rt.with_data(|d, cx| d.allocate(cx, h, 1, Evict::ForFetch)));
         rt.data.replicas.get_mut(h, 1).state = Msi::Owner;
         rt.data.replicas.get_mut(h, 0).state = Msi::Invalid;
     }

@@ -23,9 +23,8 @@
 //! StarPU's second trigger, on free memory (`STARPU_MINIMUM_AVAILABLE_MEM`), is off by
 //! default in StarPU and not modelled.
 
-use crate::runtime::core::Runtime;
-use crate::runtime::memory::Evict;
-use crate::runtime::transfers::Level;
+use super::kinds::{Evict, Level};
+use super::{Data, DataCx};
 
 /// `STARPU_MINIMUM_CLEAN_BUFFERS`: tidying starts under this share of clean buffers (%).
 pub const MINIMUM_CLEAN: usize = 5;
@@ -83,44 +82,41 @@ pub fn walk(
     Pass { marks, head }
 }
 
-impl Runtime {
+impl Data {
     /// Tidies GPU node `node`: marks dirty buffers clean and writes back those RAM lacks.
-    pub(crate) fn tidy(&mut self, node: u32) {
-        if !self.model.flags.tidy {
+    pub(crate) fn tidy(&mut self, cx: &mut DataCx<'_>, node: u32) {
+        if !cx.model.flags.tidy {
             return;
         }
         let n = node as usize;
         let want = shortfall(
-            self.data.mem.lru[n].len(),
-            self.data.replicas.marked_clean(node) as usize,
+            self.mem.lru[n].len(),
+            self.replicas.marked_clean(node) as usize,
         );
-        let Some(head) = self.data.mem.dirty_head[n] else {
+        let Some(head) = self.mem.dirty_head[n] else {
             return;
         };
         if want == 0 {
             return;
         }
-        debug_assert!(
-            self.data.mem.lru[n].contains(head),
-            "dirty head off the list"
-        );
+        debug_assert!(self.mem.lru[n].contains(head), "dirty head off the list");
         let pass = walk(
-            self.data.mem.lru[n].from(head),
+            self.mem.lru[n].from(head),
             want,
-            |h| !self.data.replicas.get(h, node).marked_clean,
-            |h| self.data.mem.writing[h as usize] > 0,
+            |h| !self.replicas.get(h, node).marked_clean,
+            |h| self.mem.writing[h as usize] > 0,
         );
-        self.data.mem.dirty_head[n] = pass.head;
+        self.mem.dirty_head[n] = pass.head;
         for h in pass.marks {
-            self.data.replicas.get_mut(h, node).marked_clean = true;
+            self.replicas.get_mut(h, node).marked_clean = true;
             // Already in RAM (or on its way there): the mark alone was stale.
-            let ram = self.data.replicas.get(h, 0);
+            let ram = self.replicas.get(h, 0);
             if ram.valid() || ram.incoming.is_some() {
                 continue;
             }
-            self.out.report.tidy_writebacks += 1;
-            self.allocate(h, 0, Evict::No);
-            self.request(h, 0, Level::Idle, 0, None);
+            cx.out.report.tidy_writebacks += 1;
+            self.allocate(cx, h, 0, Evict::No);
+            self.request(cx, h, 0, Level::Idle, 0, None);
         }
     }
 }

@@ -151,7 +151,7 @@ impl Pacing {
 
     /// Under a paced policy, the GPU driver of `node` (the node handling a request), if its
     /// thread is in its loop (waiting, pushing or in its progress): its progress, to come,
-    /// handles the request (`Runtime::post`).
+    /// handles the request (`Data::post`).
     pub fn paced_handler_in_loop(&self, node: u32, machine: &Machine) -> Option<usize> {
         if !self.paced() || node == 0 {
             return None;

@@ -27,7 +27,7 @@ use rand_core::Rng;
 
 use hetsim_schema::tasks::{Mode, Scheduler};
 
-use super::memory::Replicas;
+use super::data::coherency::Replicas;
 use super::model::graph::Graph;
 use super::model::machine::{Arch, Machine, Models, Worker};
 pub use super::pacing::Wakes;
@@ -242,7 +242,7 @@ fn insert_sorted(q: &mut VecDeque<u32>, t: u32, prio: i64, rt: &View) {
 mod tests {
     use super::*;
     use crate::runtime::core::Runtime;
-    use crate::runtime::memory::Msi;
+    use crate::runtime::data::coherency::Msi;
     use crate::runtime::model::Flags;
     use crate::runtime::setup::test_runtime;
 

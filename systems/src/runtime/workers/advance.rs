@@ -26,13 +26,13 @@ impl Runtime {
                 break;
             }
             for n in nodes {
-                self.pump_into(n);
+                self.with_data(|d, cx| d.pump_into(cx, n));
             }
         }
         // Each driver's progress also tidies its node (after this instant's fetches).
         for n in 1..self.data.mem.tidy_due.len() as u32 {
             if std::mem::take(&mut self.data.mem.tidy_due[n as usize]) {
-                self.tidy(n);
+                self.with_data(|d, cx| d.tidy(cx, n));
             }
         }
     }
@@ -72,7 +72,7 @@ impl Runtime {
         // StarPU takes the task's prefetch pins off once its data are all there
         // (_starpu_fetch_task_input_tail), after its own requests landed.
         let node = self.model.machine.workers[w].node;
-        self.unpin_prefetch(t, node);
+        self.with_data(|d, cx| d.unpin_prefetch(cx, t, node));
         self.tasks.state[t as usize] = TaskState::Ready;
         self.tasks.launched[t as usize] = self.out.now;
         self.workers.each[w].fetching = None;
@@ -133,12 +133,12 @@ impl Runtime {
                 // it is here.
                 self.data.mem.writer_node[h as usize] = Some(node);
                 if valid {
-                    self.own(h, node);
+                    self.with_data(|d, cx| d.own(cx, h, node));
                 }
             }
             // The fetch finding the data there marks its chunk recently used.
             if valid {
-                self.touch(h, node);
+                self.data.touch(h, node);
                 // A CPU's node is RAM.
                 ram_hit |= node == 0;
             }
@@ -180,7 +180,7 @@ impl Runtime {
     /// The requests parked for `w`'s progress are handled now.
     fn pump_parked(&mut self, w: usize) {
         for (src, dst) in self.pacing.take_parked(w) {
-            self.pump(src, dst);
+            self.with_data(|d, cx| d.pump(cx, src, dst));
         }
     }
 

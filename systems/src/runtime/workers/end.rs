@@ -86,7 +86,7 @@ impl Runtime {
                 continue;
             }
             if mode.modifies() {
-                self.only_copy_on(h, node);
+                self.with_data(|d, cx| d.only_copy_on(cx, h, node));
                 self.data.mem.writer_node[h as usize] = None;
                 // Its buffers may be tidied again.
                 self.data.mem.writing[h as usize] -= 1;
@@ -155,19 +155,19 @@ impl Runtime {
     /// as StarPU's progress completes the copies that ended, then goes through the lists:
     /// one for the same data finds them there).
     pub(crate) fn xfer_done(&mut self, x: u32) {
-        let end = self.end_copy(x);
+        let end = self.with_data(|d, cx| d.end_copy(cx, x));
         if let Some(node) = end.driver_back {
             self.driver_back(node);
         }
-        self.pump(end.src, end.dst);
+        self.with_data(|d, cx| d.pump(cx, end.src, end.dst));
         self.landed_on(end.dst);
-        self.relay(end.handle, end.then, end.level, end.prio);
+        self.with_data(|d, cx| d.relay(cx, end.handle, end.then, end.level, end.prio));
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::runtime::memory::Evict;
+    use crate::runtime::data::kinds::Evict;
     use crate::runtime::setup::{a_and_b_written_on_the_gpu, four_handles};
 
     #[test]
@@ -176,15 +176,15 @@ mod tests {
         // leaves the node reclaiming (b's turn): the driver stays away. b's end is the pass's
         // last: the loop gets the GPU's driver back, after the datawizard's half.
         let mut rt = a_and_b_written_on_the_gpu();
-        assert!(!rt.allocate(2, 1, Evict::ForFetch));
+        assert!(!rt.with_data(|d, cx| d.allocate(cx, 2, 1, Evict::ForFetch)));
         let xa = rt.data.replicas.get(0, 0).incoming.expect("a's write-back");
-        let end = rt.end_copy(xa);
+        let end = rt.with_data(|d, cx| d.end_copy(cx, xa));
         assert_eq!(
             (end.driver_back, end.src, end.dst, end.handle),
             (None, 1, 0, 0)
         );
         let xb = rt.data.replicas.get(1, 0).incoming.expect("b's write-back");
-        let end = rt.end_copy(xb);
+        let end = rt.with_data(|d, cx| d.end_copy(cx, xb));
         assert_eq!(
             (end.driver_back, end.src, end.dst, end.handle),
             (Some(1), 1, 0, 1)
@@ -195,10 +195,12 @@ mod tests {
     #[test]
     fn a_fetchs_end_asks_the_loop_for_nothing_but_the_pair_and_the_landing() {
         let mut rt = four_handles();
-        assert!(rt.allocate(0, 1, Evict::ForFetch));
-        rt.request(0, 1, crate::runtime::transfers::Level::Fetch, 0, None);
+        assert!(rt.with_data(|d, cx| d.allocate(cx, 0, 1, Evict::ForFetch)));
+        rt.with_data(|d, cx| {
+            d.request(cx, 0, 1, crate::runtime::data::kinds::Level::Fetch, 0, None)
+        });
         let x = rt.data.replicas.get(0, 1).incoming.expect("a's copy");
-        let end = rt.end_copy(x);
+        let end = rt.with_data(|d, cx| d.end_copy(cx, x));
         assert_eq!((end.driver_back, end.src, end.dst), (None, 0, 1));
         assert!(rt.data.replicas.get(0, 1).valid());
     }

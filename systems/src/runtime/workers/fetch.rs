@@ -2,9 +2,10 @@
 
 use super::dirties;
 use crate::runtime::core::Runtime;
-use crate::runtime::memory::{Evict, Msi};
+use crate::runtime::data::coherency::Msi;
+use crate::runtime::data::kinds::Evict;
+use crate::runtime::data::kinds::Level;
 use crate::runtime::model::machine::Arch;
-use crate::runtime::transfers::Level;
 
 impl Runtime {
     /// Allocates and requests the task's data on the worker's node; true once all is there.
@@ -13,7 +14,7 @@ impl Runtime {
         let mut ready = true;
         // In StarPU's order of the task's buffers, as `_starpu_fetch_task_input` walks them.
         for (h, mode) in self.model.graph.fetch_order(t) {
-            if !self.allocate(h, node, Evict::ForFetch) {
+            if !self.with_data(|d, cx| d.allocate(cx, h, node, Evict::ForFetch)) {
                 if !self.data.mem.mem_wait[node as usize].contains(&t) {
                     self.data.mem.mem_wait[node as usize].push(t);
                 }
@@ -24,7 +25,7 @@ impl Runtime {
             }
             if mode.reads() {
                 let prio = self.priority(t);
-                self.request(h, node, Level::Fetch, prio, Some(t));
+                self.with_data(|d, cx| d.request(cx, h, node, Level::Fetch, prio, Some(t)));
                 let r = self.data.replicas.get(h, node);
                 if r.state == Msi::Invalid || r.incoming.is_some() {
                     ready = false;

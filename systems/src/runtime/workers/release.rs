@@ -26,7 +26,7 @@ impl Runtime {
             });
         }
         if let Some(w) = pushed.prefetch {
-            self.prefetch(t, w);
+            self.with_data(|d, cx| d.prefetch(cx, t, w));
         }
         if self.pacing.paced() {
             self.signal_for(t);

@@ -4,7 +4,7 @@
 use hetsim_schema::SimTime;
 
 use crate::runtime::core::Runtime;
-use crate::runtime::memory::Msi;
+use crate::runtime::data::coherency::Msi;
 use crate::runtime::model::QUEUE_COST;
 use crate::runtime::model::machine::Arch;
 use crate::runtime::out::Due;
