@@ -53,43 +53,51 @@ impl Gpus {
                 return;
             }
             dev.pc += 1;
-            match op {
-                CudaOp::StreamSync(s) => dev.state = HostState::SyncStream(s),
-                CudaOp::DeviceSync => dev.state = HostState::SyncDevice,
-                CudaOp::Host(t) => dev.host_at = now.saturating_add(t.0),
-                CudaOp::Mark(name) => dev.totals.marks.push((name, now.as_secs_f64())),
-                CudaOp::Capture { graph, ops } => {
-                    dev.graphs.insert(graph, ops);
+            self.call(d, op, now, overhead);
+        }
+    }
+
+    /// Device `d`'s host thread makes call `op` now: a synchronisation blocks it, host work
+    /// takes its time, a graph is captured or launched, anything else goes on a stream after
+    /// the launch overhead (events are recorded and waited on for free).
+    fn call(&mut self, d: u32, op: CudaOp, now: SimTime, overhead: SimTime) {
+        let dev = &mut self.devs[d as usize];
+        match op {
+            CudaOp::StreamSync(s) => dev.state = HostState::SyncStream(s),
+            CudaOp::DeviceSync => dev.state = HostState::SyncDevice,
+            CudaOp::Host(t) => dev.host_at = now.saturating_add(t.0),
+            CudaOp::Mark(name) => dev.totals.marks.push((name, now.as_secs_f64())),
+            CudaOp::Capture { graph, ops } => {
+                dev.graphs.insert(graph, ops);
+            }
+            CudaOp::Launch {
+                stream,
+                graph,
+                times,
+            } => {
+                // The loader checked that the graph is captured before its launch.
+                let ops = dev.graphs[&graph].clone();
+                // One launch now; the op runs again until its `times` are made.
+                dev.launches_left = match dev.launches_left {
+                    0 => times - 1,
+                    left => left - 1,
+                };
+                if dev.launches_left > 0 {
+                    dev.pc -= 1;
                 }
-                CudaOp::Launch {
-                    stream,
-                    graph,
-                    times,
-                } => {
-                    // The loader checked that the graph is captured before its launch.
-                    let ops = dev.graphs[&graph].clone();
-                    // One launch now; the op runs again until its `times` are made.
-                    dev.launches_left = match dev.launches_left {
-                        0 => times - 1,
-                        left => left - 1,
-                    };
-                    if dev.launches_left > 0 {
-                        dev.pc -= 1;
-                    }
-                    let at = dev.host_at.saturating_add(overhead);
-                    dev.host_at = at;
-                    for op in &ops {
-                        self.enqueue(d, op, Some(stream), at);
-                    }
+                let at = dev.host_at.saturating_add(overhead);
+                dev.host_at = at;
+                for op in &ops {
+                    self.enqueue(d, op, Some(stream), at);
                 }
-                op => {
-                    let at = dev.host_at.saturating_add(match op {
-                        CudaOp::Record { .. } | CudaOp::Wait { .. } => SimTime::ZERO,
-                        _ => overhead,
-                    });
-                    self.devs[d as usize].host_at = at;
-                    self.enqueue(d, &op, None, at);
-                }
+            }
+            op => {
+                let at = dev.host_at.saturating_add(match op {
+                    CudaOp::Record { .. } | CudaOp::Wait { .. } => SimTime::ZERO,
+                    _ => overhead,
+                });
+                self.devs[d as usize].host_at = at;
+                self.enqueue(d, &op, None, at);
             }
         }
     }

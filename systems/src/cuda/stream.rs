@@ -13,7 +13,6 @@ impl Gpus {
     /// that finish at once.
     pub fn advance_stream(&mut self, d: u32, s: u32, now: SimTime) {
         loop {
-            let engines = self.spec().copy_engines;
             let dev = &mut self.devs[d as usize];
             if dev.state == HostState::QueueFull(s)
                 && dev.streams[s as usize].queue.len() < MAX_PENDING
@@ -42,61 +41,74 @@ impl Gpus {
                 });
                 return;
             }
-            match head.work.clone() {
-                Work::Kernel { time, .. } => {
-                    st.started = true;
-                    st.since = now;
-                    self.fx.push(Effect::StreamTimer {
-                        at: now.saturating_add(time),
-                        dev: d,
-                        stream: s,
-                        done: true,
-                    });
-                    return;
-                }
-                Work::Copy { from, to, bytes } => {
-                    if dev.copies_running >= engines {
-                        if !dev.copy_queue.contains(&s) {
-                            dev.copy_queue.push_back(s);
-                        }
-                        return;
-                    }
-                    dev.copies_running += 1;
-                    st.started = true;
-                    st.since = now;
-                    self.fx.push(Effect::Copy {
-                        dev: d,
-                        stream: s,
-                        from,
-                        to,
-                        bytes,
-                    });
-                    return;
-                }
-                Work::Record(e) => {
-                    dev.events[e as usize].completed += 1;
-                    st.queue.pop_front();
-                    // Streams of this device waiting on the event may go on.
-                    for other in 0..dev.streams.len() as u32 {
-                        if other != s {
-                            self.streams.push((d, other));
-                        }
-                    }
-                }
-                Work::Wait { event, target } => {
-                    if dev.events[event as usize].completed < target {
-                        return;
-                    }
-                    st.queue.pop_front();
-                }
-                Work::Nccl(k) => {
-                    st.started = true;
-                    st.since = now;
-                    self.fx.push(Effect::Nccl { k });
-                    return;
-                }
+            let work = head.work.clone();
+            if !self.begin(d, s, work, now) {
+                return;
             }
         }
+    }
+
+    /// The head of stream `s` of device `d`, `work`, begins now. True if it is over at once
+    /// (an event recorded, or waited for and complete), so the next item may begin.
+    fn begin(&mut self, d: u32, s: u32, work: Work, now: SimTime) -> bool {
+        let engines = self.spec().copy_engines;
+        let dev = &mut self.devs[d as usize];
+        let st = &mut dev.streams[s as usize];
+        match work {
+            Work::Kernel { time, .. } => {
+                st.started = true;
+                st.since = now;
+                self.fx.push(Effect::StreamTimer {
+                    at: now.saturating_add(time),
+                    dev: d,
+                    stream: s,
+                    done: true,
+                });
+                return false;
+            }
+            Work::Copy { from, to, bytes } => {
+                if dev.copies_running >= engines {
+                    if !dev.copy_queue.contains(&s) {
+                        dev.copy_queue.push_back(s);
+                    }
+                    return false;
+                }
+                dev.copies_running += 1;
+                st.started = true;
+                st.since = now;
+                self.fx.push(Effect::Copy {
+                    dev: d,
+                    stream: s,
+                    from,
+                    to,
+                    bytes,
+                });
+                return false;
+            }
+            Work::Record(e) => {
+                dev.events[e as usize].completed += 1;
+                st.queue.pop_front();
+                // Streams of this device waiting on the event may go on.
+                for other in 0..dev.streams.len() as u32 {
+                    if other != s {
+                        self.streams.push((d, other));
+                    }
+                }
+            }
+            Work::Wait { event, target } => {
+                if dev.events[event as usize].completed < target {
+                    return false;
+                }
+                st.queue.pop_front();
+            }
+            Work::Nccl(k) => {
+                st.started = true;
+                st.since = now;
+                self.fx.push(Effect::Nccl { k });
+                return false;
+            }
+        }
+        true
     }
 
     /// Collective `k` is over (`record` says how it ran): every member's stream goes on.

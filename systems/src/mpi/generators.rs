@@ -170,85 +170,33 @@ pub fn generate(g: &Generator, ranks: u32) -> Vec<Program> {
         .collect()
 }
 
-/// The operations of one iteration of rank `r`.
+/// The operations of one iteration of rank `r` of `p`.
 fn iteration(g: &Generator, r: u32, p: u32) -> Vec<Op> {
     let mut ops = Vec::new();
+    let secs = |d: &hetsim_schema::units::Duration| d.0.as_secs_f64();
     match g {
-        Generator::Halo3d { side, compute, .. } => {
-            let dims = dims_create(p, 3);
-            let third = compute.0.as_secs_f64() / 3.0;
-            for (tag, phase) in LULESH_EXCHANGES.iter().enumerate() {
-                ops.push(Op::ComputeFor { secs: third });
-                let peers: Vec<(u32, f64)> = halo_offsets(phase.faces_only)
-                    .filter_map(|o| {
-                        let n = neighbour(r, &dims, &o)?;
-                        Some((n, phase.bytes(*side, &o)))
-                    })
-                    .collect();
-                exchange(&mut ops, &peers, tag as i64);
-            }
-            ops.push(Op::Coll(Coll::Allreduce {
-                bytes: 8.0,
-                flops: 0.0,
-            }));
-        }
+        Generator::Halo3d { side, compute, .. } => halo3d(&mut ops, r, p, *side, secs(compute)),
         Generator::Sweep {
             bytes,
             blocks,
             compute,
             ..
-        } => {
-            let dims = dims_create(p, 2);
-            let blocks = (*blocks).max(1);
-            let per_block = compute.0.as_secs_f64() / (4 * blocks) as f64;
-            for (tag, (sx, sy)) in [(1i64, 1i64), (-1, 1), (1, -1), (-1, -1)]
-                .iter()
-                .enumerate()
-            {
-                let up_x = neighbour(r, &dims, &[-sx, 0]);
-                let up_y = neighbour(r, &dims, &[0, -sy]);
-                let down_x = neighbour(r, &dims, &[*sx, 0]);
-                let down_y = neighbour(r, &dims, &[0, *sy]);
-                for _ in 0..blocks {
-                    for up in [up_x, up_y].into_iter().flatten() {
-                        ops.push(Op::Recv {
-                            src: up as i64,
-                            tag: tag as i64,
-                            bytes: bytes.0,
-                            loc: Loc::Device,
-                        });
-                    }
-                    ops.push(Op::ComputeFor { secs: per_block });
-                    for down in [down_x, down_y].into_iter().flatten() {
-                        ops.push(Op::Isend {
-                            dst: down,
-                            tag: tag as i64,
-                            bytes: bytes.0,
-                            loc: Loc::Device,
-                        });
-                    }
-                }
-                ops.push(Op::Waitall);
-            }
-        }
+        } => sweep(&mut ops, r, p, bytes.0, *blocks, secs(compute)),
         Generator::Stencil {
             large,
             small,
             small_exchanges,
             compute,
             ..
-        } => {
-            let dims = dims_create(p, 2);
-            let n = four_neighbours(r, &dims);
-            let with = |b: f64| n.iter().map(|&x| (x, b)).collect::<Vec<_>>();
-            exchange(&mut ops, &with(large.0), 0);
-            for _ in 0..*small_exchanges {
-                exchange(&mut ops, &with(small.0), 0);
-            }
-            ops.push(Op::ComputeFor {
-                secs: compute.0.as_secs_f64(),
-            });
-        }
+        } => stencil(
+            &mut ops,
+            r,
+            p,
+            large.0,
+            small.0,
+            *small_exchanges,
+            secs(compute),
+        ),
         Generator::Solver {
             largest,
             coarsening,
@@ -256,33 +204,127 @@ fn iteration(g: &Generator, r: u32, p: u32) -> Vec<Op> {
             allreduces,
             compute,
             ..
-        } => {
-            let dims = dims_create(p, 2);
-            let n = four_neighbours(r, &dims);
-            let levels = (*levels).max(1) as i32;
-            let work: Vec<f64> = (0..levels)
-                .map(|l| coarsening.powf(-1.5 * l as f64))
-                .collect();
-            // Down the V-cycle, then up it without the coarsest level again.
-            let visits = (0..levels).chain((0..levels - 1).rev());
-            let total: f64 = visits.clone().map(|l| work[l as usize]).sum();
-            for l in visits {
-                let bytes = largest.0 * coarsening.powi(-l);
-                let peers: Vec<(u32, f64)> = n.iter().map(|&x| (x, bytes)).collect();
-                exchange(&mut ops, &peers, l as i64);
-                ops.push(Op::ComputeFor {
-                    secs: compute.0.as_secs_f64() * work[l as usize] / total,
-                });
-            }
-            for _ in 0..*allreduces {
-                ops.push(Op::Coll(Coll::Allreduce {
-                    bytes: 8.0,
-                    flops: 0.0,
-                }));
-            }
-        }
+        } => solver(
+            &mut ops,
+            r,
+            p,
+            (largest.0, *coarsening, *levels, *allreduces),
+            secs(compute),
+        ),
     }
     ops
+}
+
+/// LULESH's halo: a third of `compute` seconds before each of its three exchanges, then an
+/// 8-byte allreduce.
+fn halo3d(ops: &mut Vec<Op>, r: u32, p: u32, side: u32, compute: f64) {
+    let dims = dims_create(p, 3);
+    let third = compute / 3.0;
+    for (tag, phase) in LULESH_EXCHANGES.iter().enumerate() {
+        ops.push(Op::ComputeFor { secs: third });
+        let peers: Vec<(u32, f64)> = halo_offsets(phase.faces_only)
+            .filter_map(|o| {
+                let n = neighbour(r, &dims, &o)?;
+                Some((n, phase.bytes(side, &o)))
+            })
+            .collect();
+        exchange(ops, &peers, tag as i64);
+    }
+    ops.push(Op::Coll(Coll::Allreduce {
+        bytes: 8.0,
+        flops: 0.0,
+    }));
+}
+
+/// A wavefront sweep from each of the four corners, in `blocks` blocks of `bytes`.
+fn sweep(ops: &mut Vec<Op>, r: u32, p: u32, bytes: f64, blocks: u32, compute: f64) {
+    let dims = dims_create(p, 2);
+    let blocks = blocks.max(1);
+    let per_block = compute / (4 * blocks) as f64;
+    for (tag, (sx, sy)) in [(1i64, 1i64), (-1, 1), (1, -1), (-1, -1)]
+        .iter()
+        .enumerate()
+    {
+        let up_x = neighbour(r, &dims, &[-sx, 0]);
+        let up_y = neighbour(r, &dims, &[0, -sy]);
+        let down_x = neighbour(r, &dims, &[*sx, 0]);
+        let down_y = neighbour(r, &dims, &[0, *sy]);
+        for _ in 0..blocks {
+            for up in [up_x, up_y].into_iter().flatten() {
+                ops.push(Op::Recv {
+                    src: up as i64,
+                    tag: tag as i64,
+                    bytes,
+                    loc: Loc::Device,
+                });
+            }
+            ops.push(Op::ComputeFor { secs: per_block });
+            for down in [down_x, down_y].into_iter().flatten() {
+                ops.push(Op::Isend {
+                    dst: down,
+                    tag: tag as i64,
+                    bytes,
+                    loc: Loc::Device,
+                });
+            }
+        }
+        ops.push(Op::Waitall);
+    }
+}
+
+/// One large exchange with the four neighbours, then `small_exchanges` small ones, then the
+/// compute.
+fn stencil(
+    ops: &mut Vec<Op>,
+    r: u32,
+    p: u32,
+    large: f64,
+    small: f64,
+    small_exchanges: u32,
+    compute: f64,
+) {
+    let dims = dims_create(p, 2);
+    let n = four_neighbours(r, &dims);
+    let with = |b: f64| n.iter().map(|&x| (x, b)).collect::<Vec<_>>();
+    exchange(ops, &with(large), 0);
+    for _ in 0..small_exchanges {
+        exchange(ops, &with(small), 0);
+    }
+    ops.push(Op::ComputeFor { secs: compute });
+}
+
+/// A multigrid V-cycle: an exchange and the level's share of the compute per level visited,
+/// then `allreduces` 8-byte allreduces.
+fn solver(
+    ops: &mut Vec<Op>,
+    r: u32,
+    p: u32,
+    (largest, coarsening, levels, allreduces): (f64, f64, u32, u32),
+    compute: f64,
+) {
+    let dims = dims_create(p, 2);
+    let n = four_neighbours(r, &dims);
+    let levels = levels.max(1) as i32;
+    let work: Vec<f64> = (0..levels)
+        .map(|l| coarsening.powf(-1.5 * l as f64))
+        .collect();
+    // Down the V-cycle, then up it without the coarsest level again.
+    let visits = (0..levels).chain((0..levels - 1).rev());
+    let total: f64 = visits.clone().map(|l| work[l as usize]).sum();
+    for l in visits {
+        let bytes = largest * coarsening.powi(-l);
+        let peers: Vec<(u32, f64)> = n.iter().map(|&x| (x, bytes)).collect();
+        exchange(ops, &peers, l as i64);
+        ops.push(Op::ComputeFor {
+            secs: compute * work[l as usize] / total,
+        });
+    }
+    for _ in 0..allreduces {
+        ops.push(Op::Coll(Coll::Allreduce {
+            bytes: 8.0,
+            flops: 0.0,
+        }));
+    }
 }
 
 #[cfg(test)]

@@ -268,7 +268,6 @@ fn setup(world: &mut World, cfg: &MpiSpec) -> Result<(), String> {
         handshake: sw.is_on("rendezvous_handshake"),
     };
     let mut job = setup::build(cfg, shape, &speeds, switches)?;
-    let on = world.resource::<Recorder>().is_on();
     // A rank's name is its timeline row, its entity's name and its row in NCCL's flows.
     let names: Vec<String> = job
         .ranks
@@ -276,6 +275,28 @@ fn setup(world: &mut World, cfg: &MpiSpec) -> Result<(), String> {
         .enumerate()
         .map(|(r, rank)| message::rank_row(rank.node, r))
         .collect();
+    spawn_rank_entities(world, &mut job, &names);
+    let nccl_comm = if job.ranks.iter().any(|r| r.calls_nccl()) {
+        let gpus = job.ranks.iter().map(|r| r.gpu).collect();
+        let mut topo = world.resource_mut::<Topology>();
+        let comm = nccl::Comm::new(gpus, &cfg.nccl, &mut topo, &model.unwrap_or_default())
+            .map_err(|e| format!("workload.Mpi.nccl: {e}"))?;
+        let mut colls = world.resource_mut::<Collectives>();
+        Some(colls.register(comm, names, NcclDone))
+    } else {
+        None
+    };
+    world.insert_resource(Mpi { job, nccl_comm });
+    // Run the ranks at time 0.
+    world
+        .resource_mut::<Calendar>()
+        .schedule(SimTime::ZERO, RankWake(u32::MAX));
+    Ok(())
+}
+
+/// Each rank's entity, named `names[r]`, and its timeline row when the recorder is on.
+fn spawn_rank_entities(world: &mut World, job: &mut Job, names: &[String]) {
+    let on = world.resource::<Recorder>().is_on();
     for (r, rank) in job.ranks.iter_mut().enumerate() {
         let name = names[r].clone();
         if on {
@@ -296,22 +317,6 @@ fn setup(world: &mut World, cfg: &MpiSpec) -> Result<(), String> {
             },
         ));
     }
-    let nccl_comm = if job.ranks.iter().any(|r| r.calls_nccl()) {
-        let gpus = job.ranks.iter().map(|r| r.gpu).collect();
-        let mut topo = world.resource_mut::<Topology>();
-        let comm = nccl::Comm::new(gpus, &cfg.nccl, &mut topo, &model.unwrap_or_default())
-            .map_err(|e| format!("workload.Mpi.nccl: {e}"))?;
-        let mut colls = world.resource_mut::<Collectives>();
-        Some(colls.register(comm, names, NcclDone))
-    } else {
-        None
-    };
-    world.insert_resource(Mpi { job, nccl_comm });
-    // Run the ranks at time 0.
-    world
-        .resource_mut::<Calendar>()
-        .schedule(SimTime::ZERO, RankWake(u32::MAX));
-    Ok(())
 }
 
 /// Where the job's effects go: the calendar and the network, the recorder, the NCCL plugin.

@@ -301,39 +301,76 @@ fn parse_line(line: &str, ranks: u32) -> Result<(u32, Option<Op>), String> {
     let words: Vec<&str> = line.split_whitespace().collect();
     let rank = rank_of(words.first().copied(), "rank", ranks, false)? as u32;
     let action = words.get(1).ok_or("missing action")?.to_ascii_lowercase();
-    let args = &words[2..];
-    let arg = |i: usize| args.get(i).copied();
-    let optional_root = |i: usize| -> Result<u32, String> {
-        match arg(i) {
-            Some(_) => Ok(rank_of(arg(i), "root", ranks, false)? as u32),
-            None => Ok(0),
-        }
+    let f = Fields {
+        action: &action,
+        args: &words[2..],
+        ranks,
     };
-    let expect_at_most = |n: usize| {
-        if args.len() > n {
-            Err(format!("`{action}` takes at most {n} fields"))
-        } else {
-            Ok(())
-        }
-    };
-    let op = match action.as_str() {
+    let op = match f.action {
         "init" | "finalize" | "comm_size" | "comm_split" | "comm_dup" => None,
         "compute" => {
-            expect_at_most(1)?;
+            f.at_most(1)?;
             Some(Op::Compute {
-                flops: number(arg(0), "flops")?,
+                flops: number(f.arg(0), "flops")?,
             })
         }
         "sleep" => {
-            expect_at_most(1)?;
+            f.at_most(1)?;
             Some(Op::Sleep {
-                secs: number(arg(0), "seconds")?,
+                secs: number(f.arg(0), "seconds")?,
             })
         }
+        "send" | "isend" | "recv" | "irecv" | "sendrecv" | "wait" | "waitall" => {
+            Some(point_to_point(&f)?)
+        }
+        nccl if nccl.starts_with("nccl_") => Some(nccl_call(&f, &nccl[5..])?),
+        _ => Some(Op::Coll(collective(&f)?)),
+    };
+    Ok((rank, op))
+}
+
+/// A line's action and the fields after it, for a program of `ranks` ranks.
+struct Fields<'a> {
+    action: &'a str,
+    args: &'a [&'a str],
+    ranks: u32,
+}
+
+impl Fields<'_> {
+    fn arg(&self, i: usize) -> Option<&str> {
+        self.args.get(i).copied()
+    }
+
+    /// A root rank in field `i`, rank 0 when it is left out.
+    fn root(&self, i: usize) -> Result<u32, String> {
+        match self.arg(i) {
+            Some(_) => Ok(rank_of(self.arg(i), "root", self.ranks, false)? as u32),
+            None => Ok(0),
+        }
+    }
+
+    fn at_most(&self, n: usize) -> Result<(), String> {
+        if self.args.len() > n {
+            Err(format!("`{}` takes at most {n} fields", self.action))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The tag, size and buffer location after field 0.
+    fn tag_bytes_loc(&self) -> Result<(i64, f64, Loc), String> {
+        tag_bytes_loc(self.args.get(1..).unwrap_or(&[]))
+    }
+}
+
+/// send, isend, recv, irecv, sendrecv, wait, waitall.
+fn point_to_point(f: &Fields) -> Result<Op, String> {
+    let ranks = f.ranks;
+    Ok(match f.action {
         "send" | "isend" => {
-            let dst = rank_of(arg(0), "destination", ranks, false)? as u32;
-            let (tag, bytes, loc) = tag_bytes_loc(args.get(1..).unwrap_or(&[]))?;
-            Some(if action == "send" {
+            let dst = rank_of(f.arg(0), "destination", ranks, false)? as u32;
+            let (tag, bytes, loc) = f.tag_bytes_loc()?;
+            if f.action == "send" {
                 Op::Send {
                     dst,
                     tag,
@@ -347,12 +384,12 @@ fn parse_line(line: &str, ranks: u32) -> Result<(u32, Option<Op>), String> {
                     bytes,
                     loc,
                 }
-            })
+            }
         }
         "recv" | "irecv" => {
-            let src = rank_of(arg(0), "source", ranks, true)?;
-            let (tag, bytes, loc) = tag_bytes_loc(args.get(1..).unwrap_or(&[]))?;
-            Some(if action == "recv" {
+            let src = rank_of(f.arg(0), "source", ranks, true)?;
+            let (tag, bytes, loc) = f.tag_bytes_loc()?;
+            if f.action == "recv" {
                 Op::Recv {
                     src,
                     tag,
@@ -366,96 +403,107 @@ fn parse_line(line: &str, ranks: u32) -> Result<(u32, Option<Op>), String> {
                     bytes,
                     loc,
                 }
-            })
+            }
         }
-        "sendrecv" => {
-            expect_at_most(5)?;
-            let loc = match arg(4) {
-                None | Some("device") => Loc::Device,
-                Some("host") => Loc::Host,
-                Some(w) => return Err(format!("buffer location `{w}` is not host or device")),
-            };
-            Some(Op::Sendrecv {
-                dst: rank_of(arg(0), "destination", ranks, false)? as u32,
-                sbytes: number(arg(1), "send size")?,
-                src: rank_of(arg(2), "source", ranks, true)?,
-                rbytes: number(arg(3), "receive size")?,
-                loc,
-            })
-        }
+        "sendrecv" => sendrecv(f)?,
         "wait" => {
-            expect_at_most(0)?;
-            Some(Op::Wait)
+            f.at_most(0)?;
+            Op::Wait
         }
-        "waitall" => Some(Op::Waitall),
+        _ => Op::Waitall,
+    })
+}
+
+/// sendrecv: destination, send size, source, receive size, and the buffers' location.
+fn sendrecv(f: &Fields) -> Result<Op, String> {
+    let ranks = f.ranks;
+    f.at_most(5)?;
+    let loc = match f.arg(4) {
+        None | Some("device") => Loc::Device,
+        Some("host") => Loc::Host,
+        Some(w) => return Err(format!("buffer location `{w}` is not host or device")),
+    };
+    Ok(Op::Sendrecv {
+        dst: rank_of(f.arg(0), "destination", ranks, false)? as u32,
+        sbytes: number(f.arg(1), "send size")?,
+        src: rank_of(f.arg(2), "source", ranks, true)?,
+        rbytes: number(f.arg(3), "receive size")?,
+        loc,
+    })
+}
+
+/// An MPI collective, or the error of an unknown action.
+fn collective(f: &Fields) -> Result<Coll, String> {
+    Ok(match f.action {
         "barrier" => {
-            expect_at_most(0)?;
-            Some(Op::Coll(Coll::Barrier))
+            f.at_most(0)?;
+            Coll::Barrier
         }
         "bcast" => {
-            expect_at_most(2)?;
-            Some(Op::Coll(Coll::Bcast {
-                bytes: number(arg(0), "size")?,
-                root: optional_root(1)?,
-            }))
+            f.at_most(2)?;
+            Coll::Bcast {
+                bytes: number(f.arg(0), "size")?,
+                root: f.root(1)?,
+            }
         }
         "reduce" => {
-            expect_at_most(3)?;
-            Some(Op::Coll(Coll::Reduce {
-                bytes: number(arg(0), "size")?,
-                flops: number(arg(1), "computation")?,
-                root: optional_root(2)?,
-            }))
+            f.at_most(3)?;
+            Coll::Reduce {
+                bytes: number(f.arg(0), "size")?,
+                flops: number(f.arg(1), "computation")?,
+                root: f.root(2)?,
+            }
         }
         "allreduce" => {
-            expect_at_most(2)?;
-            Some(Op::Coll(Coll::Allreduce {
-                bytes: number(arg(0), "size")?,
-                flops: number(arg(1), "computation")?,
-            }))
+            f.at_most(2)?;
+            Coll::Allreduce {
+                bytes: number(f.arg(0), "size")?,
+                flops: number(f.arg(1), "computation")?,
+            }
         }
         "allgather" | "allgatherv" => {
-            expect_at_most(2)?;
-            number(arg(0), "send size")?;
-            Some(Op::Coll(Coll::Allgather {
-                bytes: number(arg(1).or(arg(0)), "receive size")?,
-            }))
+            f.at_most(2)?;
+            number(f.arg(0), "send size")?;
+            Coll::Allgather {
+                bytes: number(f.arg(1).or(f.arg(0)), "receive size")?,
+            }
         }
         "alltoall" => {
-            expect_at_most(2)?;
-            Some(Op::Coll(Coll::Alltoall {
-                bytes: number(arg(0), "send size")?,
-            }))
+            f.at_most(2)?;
+            Coll::Alltoall {
+                bytes: number(f.arg(0), "send size")?,
+            }
         }
         "reducescatter" | "reduce_scatter" => {
-            expect_at_most(2)?;
-            Some(Op::Coll(Coll::ReduceScatter {
-                bytes: number(arg(0), "size")?,
-                flops: number(arg(1).or(Some("0")), "computation")?,
-            }))
-        }
-        nccl if nccl.starts_with("nccl_") => {
-            use hetsim_schema::cuda::Coll as N;
-            let op = match &nccl[5..] {
-                "allreduce" => N::AllReduce,
-                "bcast" | "broadcast" => N::Broadcast,
-                "reduce" => N::Reduce,
-                "allgather" => N::AllGather,
-                "reducescatter" | "reduce_scatter" => N::ReduceScatter,
-                "alltoall" => N::AllToAll,
-                other => return Err(format!("unknown NCCL action `nccl_{other}`")),
-            };
-            let rooted = matches!(op, N::Broadcast | N::Reduce);
-            expect_at_most(if rooted { 2 } else { 1 })?;
-            Some(Op::Nccl {
-                op,
-                bytes: number(arg(0), "size")?,
-                root: if rooted { optional_root(1)? } else { 0 },
-            })
+            f.at_most(2)?;
+            Coll::ReduceScatter {
+                bytes: number(f.arg(0), "size")?,
+                flops: number(f.arg(1).or(Some("0")), "computation")?,
+            }
         }
         other => return Err(format!("unknown action `{other}`")),
+    })
+}
+
+/// An NCCL collective (`nccl_<name>`): its size, and a root for broadcast and reduce.
+fn nccl_call(f: &Fields, name: &str) -> Result<Op, String> {
+    use hetsim_schema::cuda::Coll as N;
+    let op = match name {
+        "allreduce" => N::AllReduce,
+        "bcast" | "broadcast" => N::Broadcast,
+        "reduce" => N::Reduce,
+        "allgather" => N::AllGather,
+        "reducescatter" | "reduce_scatter" => N::ReduceScatter,
+        "alltoall" => N::AllToAll,
+        other => return Err(format!("unknown NCCL action `nccl_{other}`")),
     };
-    Ok((rank, op))
+    let rooted = matches!(op, N::Broadcast | N::Reduce);
+    f.at_most(if rooted { 2 } else { 1 })?;
+    Ok(Op::Nccl {
+        op,
+        bytes: number(f.arg(0), "size")?,
+        root: if rooted { f.root(1)? } else { 0 },
+    })
 }
 
 #[cfg(test)]

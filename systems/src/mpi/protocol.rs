@@ -125,13 +125,7 @@ impl Messages {
         out: &mut Out,
     ) {
         let sw = self.switches();
-        let same_node = self.ends[r as usize].node == self.ends[dst as usize].node;
-        let path = match (loc, same_node) {
-            (Loc::Device, true) => Path::Nvlink,
-            (Loc::Device, false) if sw.gpudirect => Path::GpuDirect,
-            (Loc::Device, false) => Path::HostCopy,
-            (Loc::Host, _) => Path::Host,
-        };
+        let path = self.path(r, dst, loc);
         let rendezvous = path == Path::GpuDirect || bytes > self.spec.eager_limit.0 || !sw.eager;
         let msg = MsgRt {
             serial: self.serials,
@@ -149,16 +143,7 @@ impl Messages {
             send_done: false,
         };
         self.serials += 1;
-        let m = match self.free.pop() {
-            Some(m) => {
-                self.msgs[m as usize] = msg;
-                m
-            }
-            None => {
-                self.msgs.push(msg);
-                self.msgs.len() as u32 - 1
-            }
-        };
+        let m = self.slot(msg);
         let k = Path::ALL.iter().position(|&p| p == path).unwrap_or(0);
         self.messages[k] += 1;
         self.bytes[k] += bytes;
@@ -178,6 +163,32 @@ impl Messages {
             self.control(m, Stage::Rts, a, b, out);
         } else {
             self.take_credit(m, now, out);
+        }
+    }
+
+    /// How a message of rank `r` to `dst` with buffers at `loc` travels: over NVLink within a
+    /// node, GPUDirect or staged through host memory between nodes, or host to host.
+    fn path(&self, r: u32, dst: u32, loc: Loc) -> Path {
+        let same_node = self.ends[r as usize].node == self.ends[dst as usize].node;
+        match (loc, same_node) {
+            (Loc::Device, true) => Path::Nvlink,
+            (Loc::Device, false) if self.switches().gpudirect => Path::GpuDirect,
+            (Loc::Device, false) => Path::HostCopy,
+            (Loc::Host, _) => Path::Host,
+        }
+    }
+
+    /// A slot for `msg`: a freed one reused, else a new one. Its index.
+    fn slot(&mut self, msg: MsgRt) -> u32 {
+        match self.free.pop() {
+            Some(m) => {
+                self.msgs[m as usize] = msg;
+                m
+            }
+            None => {
+                self.msgs.push(msg);
+                self.msgs.len() as u32 - 1
+            }
         }
     }
 

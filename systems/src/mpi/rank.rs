@@ -333,54 +333,14 @@ impl Job {
                 self.busy(r, secs, Busy::Sleep, now);
                 false
             }
-            Op::Isend {
-                dst,
-                tag,
-                bytes,
-                loc,
-            } => {
-                let req = self.isend(r, dst, tag, bytes, loc, now);
-                self.ranks[r as usize].outstanding.push(req);
+            Op::Isend { .. } | Op::Irecv { .. } => {
+                let reqs = self.post(r, op, now);
+                self.ranks[r as usize].outstanding.extend(reqs);
                 true
             }
-            Op::Irecv {
-                src,
-                tag,
-                bytes,
-                loc,
-            } => {
-                let req = self.irecv(r, src, tag, bytes, loc, now);
-                self.ranks[r as usize].outstanding.push(req);
-                true
-            }
-            Op::Send {
-                dst,
-                tag,
-                bytes,
-                loc,
-            } => {
-                let req = self.isend(r, dst, tag, bytes, loc, now);
-                !self.block_on(r, vec![req], now)
-            }
-            Op::Recv {
-                src,
-                tag,
-                bytes,
-                loc,
-            } => {
-                let req = self.irecv(r, src, tag, bytes, loc, now);
-                !self.block_on(r, vec![req], now)
-            }
-            Op::Sendrecv {
-                dst,
-                sbytes,
-                src,
-                rbytes,
-                loc,
-            } => {
-                let a = self.isend(r, dst, 0, sbytes, loc, now);
-                let b = self.irecv(r, src, 0, rbytes, loc, now);
-                !self.block_on(r, vec![a, b], now)
+            Op::Send { .. } | Op::Recv { .. } | Op::Sendrecv { .. } => {
+                let reqs = self.post(r, op, now);
+                !self.block_on(r, reqs, now)
             }
             Op::Wait => {
                 let last = self.ranks[r as usize].outstanding.pop();
@@ -391,14 +351,7 @@ impl Job {
                 !self.block_on(r, all, now)
             }
             Op::Nccl { op, bytes, root } => {
-                let rank = &mut self.ranks[r as usize];
-                let k = rank.nccl_seq;
-                rank.nccl_seq += 1;
-                rank.in_nccl = Some(k);
-                rank.state = RankState::Blocked;
-                rank.since = now;
-                let call = call_of(op, bytes, root);
-                self.out.fx.push(Effect::Nccl { k, call });
+                self.enter_nccl(r, call_of(op, bytes, root), now);
                 false
             }
             Op::Coll(c) => {
@@ -412,6 +365,60 @@ impl Job {
                 true
             }
         }
+    }
+
+    /// The requests a point-to-point operation of rank `r` posts, in its order (a
+    /// sendrecv's send, then its receive); none for another operation.
+    fn post(&mut self, r: u32, op: Op, now: SimTime) -> Vec<u32> {
+        match op {
+            Op::Isend {
+                dst,
+                tag,
+                bytes,
+                loc,
+            }
+            | Op::Send {
+                dst,
+                tag,
+                bytes,
+                loc,
+            } => vec![self.isend(r, dst, tag, bytes, loc, now)],
+            Op::Irecv {
+                src,
+                tag,
+                bytes,
+                loc,
+            }
+            | Op::Recv {
+                src,
+                tag,
+                bytes,
+                loc,
+            } => vec![self.irecv(r, src, tag, bytes, loc, now)],
+            Op::Sendrecv {
+                dst,
+                sbytes,
+                src,
+                rbytes,
+                loc,
+            } => {
+                let a = self.isend(r, dst, 0, sbytes, loc, now);
+                let b = self.irecv(r, src, 0, rbytes, loc, now);
+                vec![a, b]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Rank `r` enters its next NCCL call and blocks until the collective is done.
+    fn enter_nccl(&mut self, r: u32, call: NcclCall, now: SimTime) {
+        let rank = &mut self.ranks[r as usize];
+        let k = rank.nccl_seq;
+        rank.nccl_seq += 1;
+        rank.in_nccl = Some(k);
+        rank.state = RankState::Blocked;
+        rank.since = now;
+        self.out.fx.push(Effect::Nccl { k, call });
     }
 
     fn isend(&mut self, r: u32, dst: u32, tag: i64, bytes: f64, loc: Loc, now: SimTime) -> u32 {

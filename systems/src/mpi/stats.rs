@@ -76,71 +76,8 @@ pub fn summarise(programs: &[Program]) -> TraceStats {
     let (mut flops, mut secs) = (Vec::new(), Vec::new());
     for program in programs {
         let times = program.repeat as f64;
-        let mut peers = BTreeSet::new();
-        let (mut f, mut t) = (0.0, 0.0);
-        let mut phase = 0usize;
-        let mut in_phase = false;
-        let mut send = |s: &mut TraceStats, dst: u32, bytes: f64, phase: usize| {
-            peers.insert(dst);
-            s.messages += program.repeat as u64;
-            s.bytes += bytes * times;
-            let k = bucket_of(bytes);
-            if s.buckets.len() <= k {
-                s.buckets.resize(k + 1, (0, 0.0));
-            }
-            s.buckets[k].0 += program.repeat as u64;
-            s.buckets[k].1 += bytes * times;
-            if s.phase_bytes.len() <= phase {
-                s.phase_bytes.resize(phase + 1, 0.0);
-            }
-            s.phase_bytes[phase] += bytes * times;
-        };
-        for step in &program.steps {
-            let boundary = match step.op {
-                Op::Send { dst, bytes, .. } | Op::Isend { dst, bytes, .. } => {
-                    send(&mut s, dst, bytes, phase);
-                    in_phase = true;
-                    false
-                }
-                Op::Sendrecv { dst, sbytes, .. } => {
-                    send(&mut s, dst, sbytes, phase);
-                    in_phase = true;
-                    false
-                }
-                Op::Recv { .. } | Op::Irecv { .. } | Op::Wait | Op::Waitall => {
-                    in_phase = true;
-                    false
-                }
-                Op::Compute { flops } => {
-                    f += flops;
-                    true
-                }
-                Op::ComputeFor { secs } | Op::Sleep { secs } => {
-                    t += secs;
-                    true
-                }
-                Op::Coll(c) => {
-                    let e = s.collectives.entry(c.name().to_string()).or_default();
-                    e.0 += program.repeat as u64;
-                    e.1 += c.bytes() * times;
-                    true
-                }
-                Op::Nccl { op, bytes, .. } => {
-                    let e = s
-                        .collectives
-                        .entry(format!("nccl_{}", op.name()))
-                        .or_default();
-                    e.0 += program.repeat as u64;
-                    e.1 += bytes * times;
-                    true
-                }
-            };
-            if boundary && in_phase {
-                phase += 1;
-                in_phase = false;
-            }
-        }
-        partner_counts.push(peers.len() as u32);
+        let (partners, f, t) = s.count(program);
+        partner_counts.push(partners);
         flops.push(f * times);
         secs.push(t * times);
     }
@@ -162,6 +99,82 @@ pub fn summarise(programs: &[Program]) -> TraceStats {
         partner_counts.iter().copied().max().unwrap_or(0),
     );
     s
+}
+
+impl TraceStats {
+    /// Counts one rank's program, its steps `repeat` times: its sends by size class and by
+    /// phase (a phase ends at the first computation or collective after communication), its
+    /// collectives. Returns its partners, and its flops and seconds of computation per pass.
+    fn count(&mut self, program: &Program) -> (u32, f64, f64) {
+        let repeat = program.repeat as u64;
+        let mut peers = BTreeSet::new();
+        let (mut f, mut t) = (0.0, 0.0);
+        let mut phase = 0usize;
+        let mut in_phase = false;
+        for step in &program.steps {
+            let boundary = match step.op {
+                Op::Send { dst, bytes, .. }
+                | Op::Isend { dst, bytes, .. }
+                | Op::Sendrecv {
+                    dst, sbytes: bytes, ..
+                } => {
+                    peers.insert(dst);
+                    self.count_send(bytes, repeat, phase);
+                    in_phase = true;
+                    false
+                }
+                Op::Recv { .. } | Op::Irecv { .. } | Op::Wait | Op::Waitall => {
+                    in_phase = true;
+                    false
+                }
+                Op::Compute { flops } => {
+                    f += flops;
+                    true
+                }
+                Op::ComputeFor { secs } | Op::Sleep { secs } => {
+                    t += secs;
+                    true
+                }
+                Op::Coll(c) => {
+                    self.count_collective(c.name().to_string(), c.bytes(), repeat);
+                    true
+                }
+                Op::Nccl { op, bytes, .. } => {
+                    self.count_collective(format!("nccl_{}", op.name()), bytes, repeat);
+                    true
+                }
+            };
+            if boundary && in_phase {
+                phase += 1;
+                in_phase = false;
+            }
+        }
+        (peers.len() as u32, f, t)
+    }
+
+    /// A send of `bytes`, `repeat` times, in `phase`.
+    fn count_send(&mut self, bytes: f64, repeat: u64, phase: usize) {
+        let times = repeat as f64;
+        self.messages += repeat;
+        self.bytes += bytes * times;
+        let k = bucket_of(bytes);
+        if self.buckets.len() <= k {
+            self.buckets.resize(k + 1, (0, 0.0));
+        }
+        self.buckets[k].0 += repeat;
+        self.buckets[k].1 += bytes * times;
+        if self.phase_bytes.len() <= phase {
+            self.phase_bytes.resize(phase + 1, 0.0);
+        }
+        self.phase_bytes[phase] += bytes * times;
+    }
+
+    /// A collective of `bytes`, `repeat` times.
+    fn count_collective(&mut self, name: String, bytes: f64, repeat: u64) {
+        let e = self.collectives.entry(name).or_default();
+        e.0 += repeat;
+        e.1 += bytes * repeat as f64;
+    }
 }
 
 #[cfg(test)]

@@ -104,77 +104,92 @@ impl Policy {
         if let Some((_, a)) = self.force.iter().find(|(n, _)| *n == coll.name()) {
             return *a;
         }
-        let pow2 = p.is_power_of_two();
-        use Algo::*;
-        match (self.select, *coll) {
-            (Select::Tracer, Coll::Barrier) => TreeBarrier,
-            (Select::Tracer, Coll::Bcast { .. }) => BinaryTree,
-            (Select::Tracer, Coll::Reduce { .. }) => BinaryTree,
-            (Select::Tracer, Coll::Allreduce { .. }) => BinaryTree,
-            (Select::Tracer, Coll::Allgather { bytes }) => {
-                if bytes * p as f64 <= 163840.0 {
-                    Bruck
-                } else {
-                    Ring
-                }
+        match self.select {
+            Select::Tracer => tracer(*coll, p),
+            Select::Mpich => mpich(*coll, p),
+        }
+    }
+}
+
+/// TraceR's choice (its defaults for each collective, by size).
+fn tracer(coll: Coll, p: u32) -> Algo {
+    use Algo::*;
+    match coll {
+        Coll::Barrier => TreeBarrier,
+        Coll::Bcast { .. } => BinaryTree,
+        Coll::Reduce { .. } => BinaryTree,
+        Coll::Allreduce { .. } => BinaryTree,
+        Coll::Allgather { bytes } => {
+            if bytes * p as f64 <= 163840.0 {
+                Bruck
+            } else {
+                Ring
             }
-            (Select::Tracer, Coll::Alltoall { bytes }) => {
-                if bytes <= 512.0 {
-                    Bruck
-                } else {
-                    Pairwise
-                }
+        }
+        Coll::Alltoall { bytes } => {
+            if bytes <= 512.0 {
+                Bruck
+            } else {
+                Pairwise
             }
-            (Select::Tracer, Coll::ReduceScatter { .. }) => Pairwise,
-            (Select::Mpich, Coll::Barrier) => Dissemination,
-            (Select::Mpich, Coll::Bcast { bytes, .. }) => {
-                if p < 8 || bytes <= 12288.0 {
-                    Binomial
-                } else if pow2 && bytes <= 524288.0 {
-                    ScatterRdAllgather
-                } else {
-                    ScatterRingAllgather
-                }
+        }
+        Coll::ReduceScatter { .. } => Pairwise,
+    }
+}
+
+/// MPICH's choice (its default thresholds, by size and whether `p` is a power of two).
+fn mpich(coll: Coll, p: u32) -> Algo {
+    let pow2 = p.is_power_of_two();
+    use Algo::*;
+    match coll {
+        Coll::Barrier => Dissemination,
+        Coll::Bcast { bytes, .. } => {
+            if p < 8 || bytes <= 12288.0 {
+                Binomial
+            } else if pow2 && bytes <= 524288.0 {
+                ScatterRdAllgather
+            } else {
+                ScatterRingAllgather
             }
-            (Select::Mpich, Coll::Reduce { bytes, .. }) => {
-                if bytes <= 2048.0 || bytes / 8.0 < prev_pow2(p) as f64 {
-                    Binomial
-                } else {
-                    Rabenseifner
-                }
+        }
+        Coll::Reduce { bytes, .. } => {
+            if bytes <= 2048.0 || bytes / 8.0 < prev_pow2(p) as f64 {
+                Binomial
+            } else {
+                Rabenseifner
             }
-            (Select::Mpich, Coll::Allreduce { bytes, .. }) => {
-                if bytes <= 8.0 || bytes / 8.0 < prev_pow2(p) as f64 {
-                    RecursiveDoubling
-                } else {
-                    Rabenseifner
-                }
+        }
+        Coll::Allreduce { bytes, .. } => {
+            if bytes <= 8.0 || bytes / 8.0 < prev_pow2(p) as f64 {
+                RecursiveDoubling
+            } else {
+                Rabenseifner
             }
-            (Select::Mpich, Coll::Allgather { bytes }) => {
-                let total = bytes * p as f64;
-                if total < 524288.0 && pow2 {
-                    RecursiveDoubling
-                } else if total < 81920.0 {
-                    Bruck
-                } else {
-                    Ring
-                }
+        }
+        Coll::Allgather { bytes } => {
+            let total = bytes * p as f64;
+            if total < 524288.0 && pow2 {
+                RecursiveDoubling
+            } else if total < 81920.0 {
+                Bruck
+            } else {
+                Ring
             }
-            (Select::Mpich, Coll::Alltoall { bytes }) => {
-                if p >= 8 && bytes <= 256.0 {
-                    Bruck
-                } else if bytes <= 32768.0 {
-                    Scattered
-                } else {
-                    Pairwise
-                }
+        }
+        Coll::Alltoall { bytes } => {
+            if p >= 8 && bytes <= 256.0 {
+                Bruck
+            } else if bytes <= 32768.0 {
+                Scattered
+            } else {
+                Pairwise
             }
-            (Select::Mpich, Coll::ReduceScatter { bytes, .. }) => {
-                if bytes < 524288.0 && pow2 {
-                    RecursiveHalving
-                } else {
-                    Pairwise
-                }
+        }
+        Coll::ReduceScatter { bytes, .. } => {
+            if bytes < 524288.0 && pow2 {
+                RecursiveHalving
+            } else {
+                Pairwise
             }
         }
     }

@@ -6,7 +6,7 @@ use foldhash::fast::FixedState;
 use std::collections::{BTreeMap, HashMap};
 
 use hetsim_schema::scenario::{PlatformSpec, StarpuMachine};
-use hetsim_schema::starpu::{bus, perfmodel};
+use hetsim_schema::starpu::{bus, perfmodel, platform};
 use hetsim_schema::tasks::{CodeletModel, TimeModel};
 
 use super::graph::Task;
@@ -194,14 +194,8 @@ fn route_matrices(nodes: &[MemNode], topo: &mut Topology) -> Result<(Matrix, Mat
 }
 
 fn starpu(m: &StarpuMachine, topo: &mut Topology) -> Result<Machine, String> {
-    use hetsim_schema::starpu::platform;
     let host = &m.hostname;
-    let file = |name: &str| {
-        m.files
-            .get(name)
-            .ok_or_else(|| format!("platform.StarpuMachine: {name} was not read"))
-    };
-    let (label, text) = file(&format!("bus/{host}.platform.xml"))?;
+    let (label, text) = starpu_file(m, &format!("bus/{host}.platform.xml"))?;
     let p = platform::parse(text).map_err(|e| format!("{label}: {e}"))?;
     let gpus: Vec<&platform::Host> = p
         .hosts
@@ -209,11 +203,46 @@ fn starpu(m: &StarpuMachine, topo: &mut Topology) -> Result<Machine, String> {
         .filter(|h| h.id.starts_with("CUDA"))
         .collect();
     let cpus = p.hosts.iter().filter(|h| h.id.starts_with("CPU")).count() as u32;
-    let ncuda = m.ncuda.unwrap_or(gpus.len() as u32);
-    if ncuda as usize > gpus.len() {
+    let (ncuda, ncpu) = starpu_workers(m, gpus.len() as u32, cpus)?;
+    let gpus = &gpus[..ncuda as usize];
+    let nodes = starpu_nodes(m, label, gpus, topo)?;
+    // Bus matrices: RAM is raw index 0, CUDA device d is 1 + d (MB/s = bytes/us, us).
+    let matrix = |suffix: &str| -> Result<bus::Matrix, String> {
+        let (label, text) = starpu_file(m, &format!("bus/{host}.{suffix}"))?;
+        bus::parse_matrix(text).map_err(|e| format!("{label}: {e}"))
+    };
+    let (bwm, latm) = (matrix("bandwidth")?, matrix("latency")?);
+    let (bw, lat) = pair_matrices(nodes.len(), |i, j| {
+        Ok((
+            bwm.get(i, j).map_or(f64::NAN, |v| v * 1e6),
+            latm.get(i, j).map_or(0.0, |v| v * 1e-6),
+        ))
+    })?;
+    let direct = starpu_direct(gpus, &nodes, topo);
+    Ok(Machine {
+        workers: workers(ncuda, ncpu),
+        nodes,
+        bw,
+        lat,
+        direct,
+    })
+}
+
+/// One of the files a StarPU machine reads, with its label for errors.
+fn starpu_file<'a>(m: &'a StarpuMachine, name: &str) -> Result<&'a (String, String), String> {
+    m.files
+        .get(name)
+        .ok_or_else(|| format!("platform.StarpuMachine: {name} was not read"))
+}
+
+/// The CUDA and CPU workers asked for (`ncuda`, `ncpu`; by default every GPU, and every core
+/// not driving one), checked against the host's `gpus` and `cpus`.
+fn starpu_workers(m: &StarpuMachine, gpus: u32, cpus: u32) -> Result<(u32, u32), String> {
+    let host = &m.hostname;
+    let ncuda = m.ncuda.unwrap_or(gpus);
+    if ncuda > gpus {
         return Err(format!(
-            "platform.ncuda: {host} has {} CUDA devices, not {ncuda}",
-            gpus.len()
+            "platform.ncuda: {host} has {gpus} CUDA devices, not {ncuda}"
         ));
     }
     let ncpu = m.ncpu.unwrap_or(cpus.saturating_sub(ncuda));
@@ -223,12 +252,23 @@ fn starpu(m: &StarpuMachine, topo: &mut Topology) -> Result<Machine, String> {
             cpus.saturating_sub(ncuda)
         ));
     }
+    Ok((ncuda, ncpu))
+}
+
+/// RAM, then each GPU used with its memory: `limit_cuda_mem_mb` if set, else 90 % of its
+/// `memsize` (StarPU's default), in whole MiB.
+fn starpu_nodes(
+    m: &StarpuMachine,
+    label: &str,
+    gpus: &[&platform::Host],
+    topo: &mut Topology,
+) -> Result<Vec<MemNode>, String> {
     let mut nodes = vec![MemNode {
         name: "RAM".into(),
         endpoint: topo.endpoint("RAM").map_err(|e| format!("{label}: {e}"))?,
         capacity: f64::INFINITY,
     }];
-    for g in gpus.iter().take(ncuda as usize) {
+    for g in gpus {
         let memsize: f64 = g
             .props
             .get("memsize")
@@ -245,21 +285,17 @@ fn starpu(m: &StarpuMachine, topo: &mut Topology) -> Result<Machine, String> {
             capacity: cap,
         });
     }
-    // Bus matrices: RAM is raw index 0, CUDA device d is 1 + d (MB/s = bytes/us, us).
-    let matrix = |suffix: &str| -> Result<bus::Matrix, String> {
-        let (label, text) = file(&format!("bus/{host}.{suffix}"))?;
-        bus::parse_matrix(text).map_err(|e| format!("{label}: {e}"))
-    };
-    let (bwm, latm) = (matrix("bandwidth")?, matrix("latency")?);
-    let (bw, lat) = pair_matrices(nodes.len(), |i, j| {
-        Ok((
-            bwm.get(i, j).map_or(f64::NAN, |v| v * 1e6),
-            latm.get(i, j).map_or(0.0, |v| v * 1e-6),
-        ))
-    })?;
-    // Peer copies: the destination's driver does them when its host says `memcpy_peer`
-    // (StarPU prefers the destination as handler; the source's would do too) and the
-    // platform routes the pair.
+    Ok(nodes)
+}
+
+/// Which node pairs copy directly. Peer copies: the destination's driver does them when its
+/// host says `memcpy_peer` (StarPU prefers the destination as handler; the source's would do
+/// too) and the platform routes the pair.
+fn starpu_direct(
+    gpus: &[&platform::Host],
+    nodes: &[MemNode],
+    topo: &mut Topology,
+) -> Vec<Vec<bool>> {
     let peer =
         |i: usize| i > 0 && gpus[i - 1].props.get("memcpy_peer").map(String::as_str) == Some("1");
     let n = nodes.len();
@@ -272,13 +308,7 @@ fn starpu(m: &StarpuMachine, topo: &mut Topology) -> Result<Machine, String> {
             }
         }
     }
-    Ok(Machine {
-        workers: workers(ncuda, ncpu),
-        nodes,
-        bw,
-        lat,
-        direct,
-    })
+    direct
 }
 
 /// Where a codelet's times come from.

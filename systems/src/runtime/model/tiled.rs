@@ -51,32 +51,46 @@ pub fn cholesky(n: u32, tile: u32, elem: u32) -> Result<Graph, String> {
         // As StarPU's cholesky_implicit: the diagonal tile is done with after its TRSMs, a
         // panel tile after its SYRK and GEMMs.
         g.wont_use(kk);
-        for nn in k + 1..nt {
-            g.add_task(
-                syrk,
-                &[(a(nn, k), Mode::R), (a(nn, nn), Mode::RW)],
-                2 * nt_i - 2 * ki - nn as i64,
-                b * b * (b + 1.0),
-                format!("syrk({k},{nn})"),
-            );
-            for m in nn + 1..nt {
-                g.add_task(
-                    gemm,
-                    &[
-                        (a(m, k), Mode::R),
-                        (a(nn, k), Mode::R),
-                        (a(m, nn), Mode::RW),
-                    ],
-                    2 * nt_i - 2 * ki - m as i64 - nn as i64,
-                    2.0 * b * b * b,
-                    format!("gemm({k},{m},{nn})"),
-                );
-            }
-            g.wont_use(a(nn, k));
-        }
+        cholesky_update(&mut g, (syrk, gemm), a, k, nt, b);
     }
     g.finish()?;
     Ok(g)
+}
+
+/// Cholesky's trailing update after panel `k`: each SYRK on a diagonal tile, then the GEMMs
+/// below it, each panel tile done with (wont_use) after them.
+fn cholesky_update(
+    g: &mut Graph,
+    (syrk, gemm): (u16, u16),
+    a: impl Fn(u32, u32) -> u32,
+    k: u32,
+    nt: u32,
+    b: f64,
+) {
+    let (nt_i, ki) = (nt as i64, k as i64);
+    for nn in k + 1..nt {
+        g.add_task(
+            syrk,
+            &[(a(nn, k), Mode::R), (a(nn, nn), Mode::RW)],
+            2 * nt_i - 2 * ki - nn as i64,
+            b * b * (b + 1.0),
+            format!("syrk({k},{nn})"),
+        );
+        for m in nn + 1..nt {
+            g.add_task(
+                gemm,
+                &[
+                    (a(m, k), Mode::R),
+                    (a(nn, k), Mode::R),
+                    (a(m, nn), Mode::RW),
+                ],
+                2 * nt_i - 2 * ki - m as i64 - nn as i64,
+                2.0 * b * b * b,
+                format!("gemm({k},{m},{nn})"),
+            );
+        }
+        g.wont_use(a(nn, k));
+    }
 }
 
 /// Tiled LU without pivoting (StarPU's lu_implicit_example): GETRF, TRSM on the L and U
@@ -184,36 +198,50 @@ pub fn qr(n: u32, tile: u32, elem: u32) -> Result<Graph, String> {
                 format!("ormqr({k},{j})"),
             );
         }
-        for m in k + 1..nt {
-            g.add_task(
-                tsqrt,
-                &[
-                    (a(k, k), Mode::RW),
-                    (a(m, k), Mode::RW),
-                    (tt(m, k), Mode::W),
-                ],
-                3 * nt_i - 2 * ki - m as i64,
-                2.0 * b * b * b,
-                format!("tsqrt({k},{m})"),
-            );
-            for j in k + 1..nt {
-                g.add_task(
-                    tsmqr,
-                    &[
-                        (a(k, j), Mode::RW),
-                        (a(m, j), Mode::RW),
-                        (a(m, k), Mode::R),
-                        (tt(m, k), Mode::R),
-                    ],
-                    3 * nt_i - ki - m as i64 - j as i64,
-                    4.0 * b * b * b,
-                    format!("tsmqr({k},{m},{j})"),
-                );
-            }
-        }
+        qr_column(&mut g, (tsqrt, tsmqr), a, tt, k, nt, b);
     }
     g.finish()?;
     Ok(g)
+}
+
+/// QR's column below panel `k`: each TSQRT, then the TSMQRs across its row.
+fn qr_column(
+    g: &mut Graph,
+    (tsqrt, tsmqr): (u16, u16),
+    a: impl Fn(u32, u32) -> u32,
+    tt: impl Fn(u32, u32) -> u32,
+    k: u32,
+    nt: u32,
+    b: f64,
+) {
+    let (nt_i, ki) = (nt as i64, k as i64);
+    for m in k + 1..nt {
+        g.add_task(
+            tsqrt,
+            &[
+                (a(k, k), Mode::RW),
+                (a(m, k), Mode::RW),
+                (tt(m, k), Mode::W),
+            ],
+            3 * nt_i - 2 * ki - m as i64,
+            2.0 * b * b * b,
+            format!("tsqrt({k},{m})"),
+        );
+        for j in k + 1..nt {
+            g.add_task(
+                tsmqr,
+                &[
+                    (a(k, j), Mode::RW),
+                    (a(m, j), Mode::RW),
+                    (a(m, k), Mode::R),
+                    (tt(m, k), Mode::R),
+                ],
+                3 * nt_i - ki - m as i64 - j as i64,
+                4.0 * b * b * b,
+                format!("tsmqr({k},{m},{j})"),
+            );
+        }
+    }
 }
 
 fn tiles(n: u32, tile: u32) -> Result<u32, String> {

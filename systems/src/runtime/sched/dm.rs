@@ -139,18 +139,26 @@ impl DequeModel {
     }
 }
 
-impl Policy for DequeModel {
-    /// The worker with the best fitness; commit the expected times, prefetch.
-    fn push(&mut self, t: u32, by: Option<u32>, rt: &mut View) -> Pushed {
+/// A worker that can run the task: when it would end there, its length there, and the
+/// transfer penalty of its data.
+#[derive(Debug, Clone, Copy)]
+struct Cand {
+    w: usize,
+    end: f64,
+    len: f64,
+    penalty: f64,
+}
+
+impl DequeModel {
+    /// Each worker that can run `t`, with its expected end; and, when some model is
+    /// uncalibrated (NaN), StarPU's greedy fallback instead: the least loaded worker
+    /// (tasks / relative speed-up), the first uncalibrated one grabbed at once.
+    fn candidates(&self, t: u32, by: Option<u32>, rt: &mut View) -> (Vec<Cand>, Option<usize>) {
         let da = self.kind != Scheduler::Dm;
         let now = rt.now;
-        let (alpha, beta) = (rt.alpha, rt.beta);
-        let mut cands: Vec<(usize, f64, f64, f64)> = Vec::new(); // worker, exp_end, len, penalty
-        // StarPU's greedy fallback when a model is uncalibrated (NaN): the least loaded
-        // worker (tasks / relative speed-up), grabbing the first uncalibrated one at once.
+        let mut cands: Vec<Cand> = Vec::new();
         let mut greedy: Option<(usize, f64)> = None;
         let mut seen_nan = false;
-        self.pushed_now.begin(now);
         for w in 0..self.local.len() {
             let (unseen_len, unseen_tasks) = self.unseen(by, w);
             let Some((len, calibrated)) = rt.predicted(t, w) else {
@@ -181,10 +189,72 @@ impl Policy for DequeModel {
             if da {
                 start = start.max(now + penalty);
             }
-            cands.push((w, start + len, len, penalty));
+            cands.push(Cand {
+                w,
+                end: start + len,
+                len,
+                penalty,
+            });
         }
-        if seen_nan {
-            let (w, _) = greedy.expect("a worker can run the task (checked at start)");
+        let greedy = seen_nan.then(|| {
+            greedy
+                .expect("a worker can run the task (checked at start)")
+                .0
+        });
+        (cands, greedy)
+    }
+
+    /// Queues `t` on the chosen worker and commits its expected times: the idle time the
+    /// transfer penalty leaves before it, if any (returned), and its length.
+    fn commit(&mut self, t: u32, by: Option<u32>, c: Cand, rt: &mut View) -> f64 {
+        let now = rt.now;
+        let s = &mut self.dm[c.w];
+        s.exp_start = s.exp_start.max(now);
+        let queue_end = s.exp_start + s.exp_len;
+        let extra = if now + c.penalty < queue_end {
+            0.0
+        } else {
+            now + c.penalty - queue_end
+        };
+        s.exp_len += extra + c.len;
+        s.ntasks += 1;
+        self.pushed_now.record(by, c.w, extra + c.len);
+        if self.sorted() {
+            insert_sorted(&mut self.local[c.w], t, rt.priority(t), rt);
+        } else {
+            self.local[c.w].push_back(t);
+        }
+        extra
+    }
+}
+
+/// The candidate of least fitness: its end after the earliest one, plus (dmda family) the
+/// weighted transfer penalty; the first in worker order on ties.
+fn best_fit(cands: &[Cand], da: bool, alpha: f64, beta: f64) -> Cand {
+    let best_end = cands.iter().map(|c| c.end).fold(f64::INFINITY, f64::min);
+    let mut best: Option<Cand> = None;
+    let mut best_fit = f64::INFINITY;
+    for &c in cands {
+        let fit = if da {
+            alpha * (c.end - best_end) + beta * c.penalty
+        } else {
+            c.end - best_end
+        };
+        if fit < best_fit {
+            best_fit = fit;
+            best = Some(c);
+        }
+    }
+    best.expect("a worker can run the task (checked at start)")
+}
+
+impl Policy for DequeModel {
+    /// The worker with the best fitness; commit the expected times, prefetch.
+    fn push(&mut self, t: u32, by: Option<u32>, rt: &mut View) -> Pushed {
+        let da = self.kind != Scheduler::Dm;
+        self.pushed_now.begin(rt.now);
+        let (cands, greedy) = self.candidates(t, by, rt);
+        if let Some(w) = greedy {
             self.dm[w].ntasks += 1;
             self.pushed_now.record(by, w, 0.0);
             self.local[w].push_back(t);
@@ -194,41 +264,12 @@ impl Policy for DequeModel {
                 queue: Some(w),
             };
         }
-        let best_end = cands.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
-        let mut best: Option<(usize, f64, f64, f64)> = None;
-        let mut best_fit = f64::INFINITY;
-        for &(w, end, len, penalty) in &cands {
-            let fit = if da {
-                alpha * (end - best_end) + beta * penalty
-            } else {
-                end - best_end
-            };
-            if fit < best_fit {
-                best_fit = fit;
-                best = Some((w, end, len, penalty));
-            }
-        }
-        let (w, _, len, penalty) = best.expect("a worker can run the task (checked at start)");
-        let s = &mut self.dm[w];
-        s.exp_start = s.exp_start.max(now);
-        let queue_end = s.exp_start + s.exp_len;
-        let extra = if now + penalty < queue_end {
-            0.0
-        } else {
-            now + penalty - queue_end
-        };
-        s.exp_len += extra + len;
-        s.ntasks += 1;
-        self.pushed_now.record(by, w, extra + len);
-        if self.sorted() {
-            insert_sorted(&mut self.local[w], t, rt.priority(t), rt);
-        } else {
-            self.local[w].push_back(t);
-        }
+        let best = best_fit(&cands, da, rt.alpha, rt.beta);
+        let extra = self.commit(t, by, best, rt);
         Pushed {
-            prediction: Some((len, extra)),
-            prefetch: da.then_some(w),
-            queue: Some(w),
+            prediction: Some((best.len, extra)),
+            prefetch: da.then_some(best.w),
+            queue: Some(best.w),
         }
     }
 
