@@ -334,12 +334,14 @@ impl Job {
                 false
             }
             Op::Isend { .. } | Op::Irecv { .. } => {
-                let reqs = self.post(r, op, now);
-                self.ranks[r as usize].outstanding.extend(reqs);
+                let mut outstanding = std::mem::take(&mut self.ranks[r as usize].outstanding);
+                self.post(r, op, now, &mut outstanding);
+                self.ranks[r as usize].outstanding = outstanding;
                 true
             }
             Op::Send { .. } | Op::Recv { .. } | Op::Sendrecv { .. } => {
-                let reqs = self.post(r, op, now);
+                let mut reqs = Vec::with_capacity(2);
+                self.post(r, op, now, &mut reqs);
                 !self.block_on(r, reqs, now)
             }
             Op::Wait => {
@@ -367,9 +369,9 @@ impl Job {
         }
     }
 
-    /// The requests a point-to-point operation of rank `r` posts, in its order (a
-    /// sendrecv's send, then its receive); none for another operation.
-    fn post(&mut self, r: u32, op: Op, now: SimTime) -> Vec<u32> {
+    /// Posts the requests of a point-to-point operation of rank `r` and appends them to
+    /// `reqs` in its order (a sendrecv's send, then its receive); none for another operation.
+    fn post(&mut self, r: u32, op: Op, now: SimTime, reqs: &mut Vec<u32>) {
         match op {
             Op::Isend {
                 dst,
@@ -382,7 +384,7 @@ impl Job {
                 tag,
                 bytes,
                 loc,
-            } => vec![self.isend(r, dst, tag, bytes, loc, now)],
+            } => reqs.push(self.isend(r, dst, tag, bytes, loc, now)),
             Op::Irecv {
                 src,
                 tag,
@@ -394,7 +396,7 @@ impl Job {
                 tag,
                 bytes,
                 loc,
-            } => vec![self.irecv(r, src, tag, bytes, loc, now)],
+            } => reqs.push(self.irecv(r, src, tag, bytes, loc, now)),
             Op::Sendrecv {
                 dst,
                 sbytes,
@@ -402,11 +404,10 @@ impl Job {
                 rbytes,
                 loc,
             } => {
-                let a = self.isend(r, dst, 0, sbytes, loc, now);
-                let b = self.irecv(r, src, 0, rbytes, loc, now);
-                vec![a, b]
+                reqs.push(self.isend(r, dst, 0, sbytes, loc, now));
+                reqs.push(self.irecv(r, src, 0, rbytes, loc, now));
             }
-            _ => Vec::new(),
+            _ => {}
         }
     }
 

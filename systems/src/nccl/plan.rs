@@ -23,7 +23,7 @@ pub struct Comm {
     /// Ranks of each node in the communicator, nodes in order of first appearance.
     nodes: Vec<Vec<u32>>,
     node_of: Vec<u32>,
-    pub tune: tuning::Comm,
+    pub tune: tuning::Shape,
     spec: NcclSpec,
 }
 
@@ -90,7 +90,7 @@ impl Comm {
         });
         let intra_hw = if nvlink { Hw::NvLink } else { Hw::Pci };
         Ok(Comm {
-            tune: tuning::Comm {
+            tune: tuning::Shape {
                 ranks: members.len() as u32,
                 nodes: nodes.len() as u32,
                 channels,
@@ -137,7 +137,7 @@ impl Comm {
                         self.spec.proto.map_or("any", |p| p.name())
                     )
                 })?;
-        let tune = tuning::Comm {
+        let tune = tuning::Shape {
             ll128: self.tune.ll128 || proto == Proto::LL128,
             ..self.tune
         };
@@ -162,7 +162,7 @@ impl Comm {
         call: &NcclCall,
         algo: Algo,
         proto: Proto,
-        tune: &tuning::Comm,
+        tune: &tuning::Shape,
     ) -> (Vec<Edge>, u32) {
         let n = self.size();
         let (ch, per_ch) = (tune.channels, call.bytes.0 / tune.channels as f64);
@@ -225,7 +225,7 @@ impl Comm {
         bytes: f64,
         algo: Algo,
         proto: Proto,
-        tune: &tuning::Comm,
+        tune: &tuning::Shape,
         chain_hops: u32,
     ) -> f64 {
         let ch = tune.channels;

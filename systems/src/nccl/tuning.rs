@@ -117,9 +117,9 @@ const TREE_CORRECTION: [[f64; 23]; 3] = [
     ],
 ];
 
-/// What NCCL's model knows of a communicator.
+/// What NCCL's model knows of a communicator: its shape.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Comm {
+pub struct Shape {
     pub ranks: u32,
     pub nodes: u32,
     pub channels: u32,
@@ -135,7 +135,7 @@ pub struct Comm {
     pub ll128: bool,
 }
 
-impl Comm {
+impl Shape {
     fn per_node(&self) -> u32 {
         (self.ranks / self.nodes.max(1)).max(1)
     }
@@ -169,7 +169,7 @@ pub fn supported(coll: Coll, algo: Algo) -> bool {
 }
 
 /// Latency in us of `coll` with (algo, proto), for one pipelined op.
-pub fn latency_us(coll: Coll, algo: Algo, p: Proto, c: &Comm) -> f64 {
+pub fn latency_us(coll: Coll, algo: Algo, p: Proto, c: &Shape) -> f64 {
     let a = algo as usize;
     let base = BASE_LAT[a][p as usize];
     let intra_hw = c.intra_hw as usize;
@@ -213,7 +213,7 @@ pub fn latency_us(coll: Coll, algo: Algo, p: Proto, c: &Comm) -> f64 {
 }
 
 /// Bus bandwidth in GB/s (nccl-tests' busbw units) NCCL's model expects; 0 when disabled.
-pub fn bus_bw(algo: Algo, p: Proto, c: &Comm) -> f64 {
+pub fn bus_bw(algo: Algo, p: Proto, c: &Shape) -> f64 {
     if p == Proto::LL128 && !c.ll128 {
         return 0.0;
     }
@@ -246,7 +246,7 @@ pub fn bus_bw(algo: Algo, p: Proto, c: &Comm) -> f64 {
 
 /// Most data one channel moves per second along one edge, GB/s: NCCL's per-channel maxima
 /// (for Ring Simple, the fastest per-channel speed its topology search tries).
-pub fn channel_cap(algo: Algo, p: Proto, c: &Comm) -> f64 {
+pub fn channel_cap(algo: Algo, p: Proto, c: &Shape) -> f64 {
     let (g, col) = (c.generation.idx(), c.col());
     let ch = c.channels.max(1) as f64;
     match (algo, p) {
@@ -260,7 +260,7 @@ pub fn channel_cap(algo: Algo, p: Proto, c: &Comm) -> f64 {
 }
 
 /// Algorithm bandwidth in GB/s: bytes of the user buffer per second.
-pub fn alg_bw(coll: Coll, algo: Algo, p: Proto, c: &Comm) -> f64 {
+pub fn alg_bw(coll: Coll, algo: Algo, p: Proto, c: &Shape) -> f64 {
     let bus = bus_bw(algo, p, c);
     match algo {
         Algo::Ring => bus * c.ranks as f64 / coll.steps(c.ranks) as f64,
@@ -270,7 +270,7 @@ pub fn alg_bw(coll: Coll, algo: Algo, p: Proto, c: &Comm) -> f64 {
 
 /// Predicted time in us of `coll` on `bytes` (the whole buffer: count x type size, times the
 /// ranks for AllGather and ReduceScatter), or `None` when NCCL would not use the pair.
-pub fn predict_us(coll: Coll, algo: Algo, p: Proto, bytes: f64, c: &Comm) -> Option<f64> {
+pub fn predict_us(coll: Coll, algo: Algo, p: Proto, bytes: f64, c: &Shape) -> Option<f64> {
     if !supported(coll, algo) {
         return None;
     }
@@ -309,7 +309,7 @@ pub fn predict_us(coll: Coll, algo: Algo, p: Proto, bytes: f64, c: &Comm) -> Opt
 pub fn choose(
     coll: Coll,
     bytes: f64,
-    c: &Comm,
+    c: &Shape,
     algo: Option<Algo>,
     proto: Option<Proto>,
 ) -> Option<(Algo, Proto, f64)> {
@@ -323,7 +323,7 @@ pub fn choose(
                 continue;
             }
             // A forced LL128 runs even where NCCL would not enable it by default.
-            let comm = Comm {
+            let comm = Shape {
                 ll128: c.ll128 || proto == Some(Proto::LL128),
                 ..*c
             };
@@ -348,8 +348,8 @@ mod tests {
     // Worked examples of ../shared/reference/notes/collectives-and-p2p.md, section 2.7,
     // computed from NCCL v2.30.7's tuning.cc with the stated inputs (2 decimals).
 
-    fn example_a() -> Comm {
-        Comm {
+    fn example_a() -> Shape {
+        Shape {
             ranks: 8,
             nodes: 1,
             channels: 24,
@@ -398,7 +398,7 @@ mod tests {
 
     #[test]
     fn example_b_two_gpus_on_pcie_volta() {
-        let c = Comm {
+        let c = Shape {
             ranks: 2,
             nodes: 1,
             channels: 2,
@@ -425,13 +425,13 @@ mod tests {
         assert_eq!((a, p), (Algo::Ring, Proto::Simple));
         close(t, 63.49, 0.005);
         // By default NCCL disables LL128 over PCI.
-        let pci = Comm { ll128: false, ..c };
+        let pci = Shape { ll128: false, ..c };
         assert_eq!(bus_bw(Algo::Ring, Proto::LL128, &pci), 0.0);
     }
 
     #[test]
     fn example_c_four_nodes_of_eight() {
-        let c = Comm {
+        let c = Shape {
             ranks: 32,
             nodes: 4,
             channels: 8,
@@ -475,7 +475,7 @@ mod tests {
         assert_eq!(small.1, Proto::LL);
         assert_eq!(large.1, Proto::Simple);
         // 128 nodes of 8: ring latency grows with 2(n-1) steps, tree with log2(nodes).
-        let big = Comm {
+        let big = Shape {
             ranks: 1024,
             nodes: 128,
             channels: 16,

@@ -41,45 +41,33 @@ pub struct RuntimeConfig {
     pub log: bool,
 }
 
-/// A task's time is up, or a transfer (off the shared bus) is over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum RtEvent {
-    TaskDone(u32),
-    XferDone(u32),
-    XferSubmit(u32),
-    Start,
-    Push(u32),
-    Resume(u32),
-    Wake(u32),
-    Hint(u32),
-}
-
-impl SimEvent for RtEvent {
+/// The runtime's timers on the calendar are the ones it asks for ([`Due`]).
+impl SimEvent for Due {
     const NAME: &'static str = "runtime.event";
     fn pack(&self) -> (Entity, u64) {
         let (k, v) = match *self {
-            RtEvent::TaskDone(t) => (0u64, t),
-            RtEvent::XferDone(x) => (1, x),
-            RtEvent::Start => (2, 0),
-            RtEvent::Push(t) => (4, t),
-            RtEvent::Resume(w) => (5, w),
-            RtEvent::XferSubmit(x) => (6, x),
-            RtEvent::Wake(i) => (7, i),
-            RtEvent::Hint(h) => (8, h),
+            Due::TaskDone(t) => (0u64, t),
+            Due::XferDone(x) => (1, x),
+            Due::Start => (2, 0),
+            Due::Push(t) => (4, t),
+            Due::Resume(w) => (5, w),
+            Due::XferSubmit(x) => (6, x),
+            Due::Wake(i) => (7, i),
+            Due::Hint(h) => (8, h),
         };
         (Entity::PLACEHOLDER, (k << 32) | v as u64)
     }
     fn unpack(_: Entity, arg: u64) -> Self {
         let v = arg as u32;
         match arg >> 32 {
-            0 => RtEvent::TaskDone(v),
-            1 => RtEvent::XferDone(v),
-            4 => RtEvent::Push(v),
-            5 => RtEvent::Resume(v),
-            6 => RtEvent::XferSubmit(v),
-            7 => RtEvent::Wake(v),
-            8 => RtEvent::Hint(v),
-            _ => RtEvent::Start,
+            0 => Due::TaskDone(v),
+            1 => Due::XferDone(v),
+            4 => Due::Push(v),
+            5 => Due::Resume(v),
+            6 => Due::XferSubmit(v),
+            7 => Due::Wake(v),
+            8 => Due::Hint(v),
+            _ => Due::Start,
         }
     }
 }
@@ -102,7 +90,7 @@ pub struct RuntimePlugin;
 
 impl Plugin for RuntimePlugin {
     fn build(&self, app: &mut App) {
-        app.add_sim_event::<RtEvent>()
+        app.add_sim_event::<Due>()
             .add_sim_event::<XferFlowDone>()
             .register_switch("gpu_memory_limit", true, "GPU memory holds at most its capacity (90 % of the device, or limit_cuda_mem_mb); replicas are evicted LRU with write-back; off: unlimited")
             .register_switch("runtime_overheads", true, include_str!("overheads.txt"))
@@ -178,7 +166,7 @@ fn setup(world: &mut World, cfg: &RuntimeConfig) -> Result<(), String> {
     world.insert_resource(rt);
     world
         .resource_mut::<Calendar>()
-        .schedule(SimTime::ZERO, RtEvent::Start);
+        .schedule(SimTime::ZERO, Due::Start);
     Ok(())
 }
 
@@ -188,7 +176,7 @@ fn setup(world: &mut World, cfg: &RuntimeConfig) -> Result<(), String> {
 /// runtime's alone.
 fn run_runtime(
     mut flows_done: ResMut<Inbox<XferFlowDone>>,
-    mut inbox: ResMut<Inbox<RtEvent>>,
+    mut inbox: ResMut<Inbox<Due>>,
     mut rt: ResMut<Runtime>,
     mut cx: Reach,
 ) {
@@ -200,8 +188,8 @@ fn run_runtime(
     let mut woken: Vec<u32> = Vec::new();
     for ev in inbox.drain() {
         match ev {
-            RtEvent::Wake(i) => woken.push(i),
-            RtEvent::Start => {
+            Due::Wake(i) => woken.push(i),
+            Due::Start => {
                 let roots: Vec<u32> = (0..rt.tasks.left.len() as u32)
                     .filter(|&t| rt.tasks.left[t as usize] == 0)
                     .collect();
@@ -209,12 +197,12 @@ fn run_runtime(
                     rt.ready(t, None);
                 }
             }
-            RtEvent::TaskDone(t) => rt.kernel_done(t),
-            RtEvent::XferDone(x) => rt.xfer_done(x),
-            RtEvent::XferSubmit(x) => rt.with_data(|d, cx| d.submit(cx, x)),
-            RtEvent::Push(t) => rt.push_due(t),
-            RtEvent::Resume(w) => rt.resume(w),
-            RtEvent::Hint(h) => rt.with_data(|d, cx| d.evict_first(cx, h)),
+            Due::TaskDone(t) => rt.kernel_done(t),
+            Due::XferDone(x) => rt.xfer_done(x),
+            Due::XferSubmit(x) => rt.with_data(|d, cx| d.submit(cx, x)),
+            Due::Push(t) => rt.push_due(t),
+            Due::Resume(w) => rt.resume(w),
+            Due::Hint(h) => rt.with_data(|d, cx| d.evict_first(cx, h)),
         }
     }
     rt.pacing.threads.wake_order(&mut woken);
@@ -244,16 +232,7 @@ fn record_runtime_intervals(mut rt: ResMut<Runtime>, mut rec: ResMut<Recorder>) 
 /// Schedules the step's timers and launches its transfer flows.
 fn flush(rt: &mut Runtime, cx: &mut Reach) {
     for (at, due) in rt.out.timers.drain(..) {
-        let ev = match due {
-            Due::TaskDone(t) => RtEvent::TaskDone(t),
-            Due::XferDone(x) => RtEvent::XferDone(x),
-            Due::XferSubmit(x) => RtEvent::XferSubmit(x),
-            Due::Push(t) => RtEvent::Push(t),
-            Due::Resume(w) => RtEvent::Resume(w),
-            Due::Wake(i) => RtEvent::Wake(i),
-            Due::Hint(h) => RtEvent::Hint(h),
-        };
-        cx.cal.schedule(at, ev);
+        cx.cal.schedule(at, due);
     }
     for (at, x) in std::mem::take(&mut rt.out.flows) {
         let xf = &rt.data.copies.xfers[x as usize];

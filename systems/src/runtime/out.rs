@@ -8,9 +8,11 @@ use hetsim_schema::SimTime;
 use super::model::Model;
 use super::model::graph::Graph;
 
-/// A timer the runtime asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A timer the runtime asks for (the coordinator schedules it as it is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Due {
+    /// The run starts: the tasks without predecessors are released.
+    Start,
     /// A task's time is up.
     TaskDone(u32),
     /// A transfer off the shared bus is over.
