@@ -19,7 +19,7 @@
 //!
 //! Layout: this file is the coordinator (events, systems, and the one place that touches the
 //! calendar, the network, the NCCL plugin and the recorder); the leaves take plain data and
-//! return [`device::Effect`]s: `setup.rs` (devices, checks), `host.rs` (host threads),
+//! return `device::Effect`s: `setup.rs` (devices, checks), `host.rs` (host threads),
 //! `stream.rs` (streams), `device.rs` (the state they share).
 
 mod device;

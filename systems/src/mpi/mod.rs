@@ -37,7 +37,7 @@
 //!
 //! Layout: this file is the coordinator (events, systems, and the one place that touches
 //! the calendar, the network and the recorder); the leaves take plain data and return
-//! [`effects::Effect`]s: `setup.rs` (placement, programs, checks), `rank.rs` (the
+//! `effects::Effect`s: `setup.rs` (placement, programs, checks), `rank.rs` (the
 //! interpreter), `protocol.rs` (a message's protocol), `message.rs` (its paths and stages),
 //! `matching.rs` (posted and unexpected queues), `collectives/` (collectives as point-to-point
 //! steps, a file per collective family), `program.rs`

@@ -67,15 +67,15 @@ pub enum Hw {
     Net,
 }
 
-/// baseLatencies[algo][proto] in us, {LL, LL128, Simple}.
+/// `baseLatencies[algo][proto]` in us, {LL, LL128, Simple}.
 const BASE_LAT: [[f64; 3]; 2] = [[6.6, 14.0, 8.4], [6.8, 14.0, 8.4]];
-/// hwLatencies[hw][algo][proto] in us.
+/// `hwLatencies[hw][algo][proto]` in us.
 const HW_LAT: [[[f64; 3]; 2]; 3] = [
     [[0.6, 1.9, 3.4], [0.6, 1.25, 4.0]],  // NVLink: ring, tree
     [[1.0, 2.5, 5.7], [1.0, 1.9, 4.0]],   // PCI
     [[2.7, 4.0, 14.0], [5.0, 8.5, 14.0]], // NET
 ];
-/// llMaxBws[row][min(nodes,3)-1]: the row is the GPU generation on one node, the CPU vendor
+/// `llMaxBws[row][min(nodes,3)-1]`: the row is the GPU generation on one node, the CPU vendor
 /// (0 Intel, 1 AMD) across nodes.
 const LL_MAX_BW: [[f64; 3]; 4] = [
     [39.0, 39.0, 20.4],

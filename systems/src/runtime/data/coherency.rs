@@ -44,7 +44,7 @@ pub struct Replica {
     pub slot: Option<Slot>,
     /// StarPU's `clean` mark on a GPU buffer: set when it is allocated (whatever RAM holds:
     /// a copy from another GPU is clean too) and when a write-back to RAM is asked for; a
-    /// task writing it here clears it. Tidying counts these ([`super::data::tidy`]).
+    /// task writing it here clears it. Tidying counts these ([`super::tidy`]).
     pub marked_clean: bool,
 }
 

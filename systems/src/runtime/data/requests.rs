@@ -333,10 +333,10 @@ impl Data {
     /// its progress. Under the paced policies a GPU driver whose thread is in its loop
     /// (waiting, which the post wakes; pushing; or in its progress) handles it at the end
     /// of that progress, just before it pops, as StarPU's driver goes through its node's
-    /// request lists in `__starpu_datawizard_progress` ([`Data::paced_handler_in_loop`]).
+    /// request lists in `__starpu_datawizard_progress` ([`Pacing::paced_handler_in_loop`](crate::runtime::pacing::Pacing::paced_handler_in_loop)).
     /// Otherwise it is handled now: a driver holding what it can take handles it in its
     /// next iteration, microseconds away, and the dm* drivers' progress is modelled only
-    /// after a task's end ([`Data::pushing_driver`]).
+    /// after a task's end ([`Pacing::pushing_driver`](crate::runtime::pacing::Pacing::pushing_driver)).
     pub(crate) fn post(&mut self, cx: &mut DataCx<'_>, src: u32, dst: u32) {
         let Some(w) = cx
             .pacing
@@ -361,7 +361,7 @@ impl Data {
     /// prefetch into its node, from any node, until then: StarPU's progress stops the node's
     /// prefetch lists at the first ENOMEM and starts again from RAM's list each time. A pair
     /// whose GPU driver is pushing what its task released waits for that driver's progress
-    /// ([`Data::pushing_driver`]).
+    /// ([`Pacing::pushing_driver`](crate::runtime::pacing::Pacing::pushing_driver)).
     pub(crate) fn pump(&mut self, cx: &mut DataCx<'_>, src: u32, dst: u32) {
         if let Some(w) = cx
             .pacing

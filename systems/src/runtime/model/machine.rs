@@ -451,6 +451,29 @@ fn lookup(s: &Source, task: &Task, arch: Arch) -> Option<Timing> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn starpu_uses_every_gpu_and_the_cores_left_unless_told_and_refuses_more() {
+        let m = |ncuda, ncpu| StarpuMachine {
+            dir: String::new(),
+            hostname: "attila".into(),
+            ncuda,
+            ncpu,
+            limit_cuda_mem_mb: None,
+            files: BTreeMap::new(),
+        };
+        // attila: 3 GPUs and 12 cores, one core driving each GPU (STARPU_NCUDA, STARPU_NCPU).
+        assert_eq!(starpu_workers(&m(None, None), 3, 12), Ok((3, 9)));
+        assert_eq!(starpu_workers(&m(Some(1), None), 3, 12), Ok((1, 11)));
+        assert_eq!(starpu_workers(&m(Some(2), Some(4)), 3, 12), Ok((2, 4)));
+        let err = starpu_workers(&m(Some(4), None), 3, 12).unwrap_err();
+        assert!(
+            err.starts_with("platform.ncuda: attila has 3 CUDA devices"),
+            "{err}"
+        );
+        let err = starpu_workers(&m(None, Some(10)), 3, 12).unwrap_err();
+        assert!(err.contains("so at most 9 CPU workers"), "{err}");
+    }
+
     /// RAM and two GPUs, 1 GB/s and 10 us on every bus, no peer access.
     fn two_gpus() -> Machine {
         let node = |name: &str, gpu| MemNode {

@@ -361,6 +361,29 @@ mod tests {
     use hetsim_schema::SimTime;
 
     #[test]
+    fn the_fittest_worker_weighs_its_end_against_its_transfers_and_ties_go_first() {
+        let c = |w, end, penalty| Cand {
+            w,
+            end,
+            len: 1.0,
+            penalty,
+        };
+        // Worker 0 ends 2 s after worker 1 but moves no data; worker 1 must move 3 s' worth.
+        let cands = [c(0, 5.0, 0.0), c(1, 3.0, 3.0)];
+        // dm: the expected end alone.
+        assert_eq!(best_fit(&cands, false, 1.0, 1.0).w, 1);
+        // dmda, alpha = beta = 1: 2 + 0 against 0 + 3.
+        assert_eq!(best_fit(&cands, true, 1.0, 1.0).w, 0);
+        // beta = 0.5: 2 against 1.5.
+        assert_eq!(best_fit(&cands, true, 1.0, 0.5).w, 1);
+        // A tie: the first in worker order.
+        assert_eq!(
+            best_fit(&[c(0, 4.0, 1.0), c(1, 4.0, 1.0)], true, 1.0, 1.0).w,
+            0
+        );
+    }
+
+    #[test]
     fn pushes_of_one_instant_by_different_threads_do_not_see_each_other() {
         // A GPU and a CPU, every task 10 ms on either, no data (dm: expected end only).
         // Worker 1 pushes a: both workers would end it at 10 ms, the first (GPU) wins.
