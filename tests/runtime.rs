@@ -6,7 +6,7 @@ mod common;
 use hetsim::schema::load::{load_scenario, parse_scenario};
 use hetsim::schema::scenario::OutputSpec;
 use hetsim::systems::runtime::RuntimeReport;
-use hetsim::systems::runtime::graph;
+use hetsim::systems::runtime::tiled;
 use hetsim::{Error, RunOptions, simulate};
 
 /// One node: `gpus` GPUs (PCIe 10 GB/s each way, no latency, 100 GB/s host link) and
@@ -553,7 +553,7 @@ fn attila_app(app: &str, n: u32, sched: &str, extra: &[String]) -> Result<Runtim
 
 #[test]
 fn every_scheduler_runs_each_task_once_after_its_dependencies() {
-    let g = graph::cholesky(9600, 960, 4).unwrap();
+    let g = tiled::cholesky(9600, 960, 4).unwrap();
     for sched in [
         "eager",
         "prio",

@@ -10,7 +10,7 @@ mod setup;
 mod tasks;
 mod workers;
 
-pub use model::{graph, machine};
+pub use model::{graph, machine, tiled};
 
 use bevy_app::{App, Plugin};
 use bevy_ecs::prelude::*;

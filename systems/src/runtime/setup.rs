@@ -10,6 +10,7 @@ use super::model::Flags;
 use super::model::Model;
 use super::model::graph::{self, Graph};
 use super::model::machine::{Arch, Machine, Models};
+use super::model::tiled;
 use super::out::{Out, RuntimeReport};
 use super::pacing::Pacing;
 use super::pacing::drivers::Drivers;
@@ -79,7 +80,7 @@ fn task_graph(workload: &Workload) -> Result<Option<(Graph, f64)>, String> {
         Workload::Cholesky(t) => {
             let n = t.n as f64;
             (
-                graph::cholesky(t.n, t.tile, t.precision.bytes())
+                tiled::cholesky(t.n, t.tile, t.precision.bytes())
                     .map_err(|e| format!("workload.Cholesky: {e}"))?,
                 n * n * n / 3.0,
             )
@@ -87,14 +88,14 @@ fn task_graph(workload: &Workload) -> Result<Option<(Graph, f64)>, String> {
         Workload::Lu(t) => {
             let n = t.n as f64;
             (
-                graph::lu(t.n, t.tile, t.precision).map_err(|e| format!("workload.Lu: {e}"))?,
+                tiled::lu(t.n, t.tile, t.precision).map_err(|e| format!("workload.Lu: {e}"))?,
                 2.0 * n * n * n / 3.0,
             )
         }
         Workload::Qr(t) => {
             let n = t.n as f64;
             (
-                graph::qr(t.n, t.tile, t.precision.bytes())
+                tiled::qr(t.n, t.tile, t.precision.bytes())
                     .map_err(|e| format!("workload.Qr: {e}"))?,
                 4.0 * n * n * n / 3.0,
             )

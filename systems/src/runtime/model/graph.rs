@@ -13,8 +13,6 @@ use smallvec::SmallVec;
 use hetsim_schema::starpu::footprint;
 use hetsim_schema::tasks::{DagSpec, Mode};
 
-pub use super::tiled::{cholesky, lu, qr};
-
 /// A piece of data.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Handle {
@@ -344,6 +342,7 @@ pub fn from_dag(dag: &DagSpec) -> Result<Graph, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::model::tiled::{cholesky, lu, qr};
     use hetsim_schema::tasks::Precision;
 
     #[test]

@@ -4,7 +4,7 @@
 
 pub mod graph;
 pub mod machine;
-mod tiled;
+pub mod tiled;
 
 use graph::Graph;
 use machine::{Machine, Models};
