@@ -342,8 +342,8 @@ fn run(
     let dir = out
         .or_else(|| scenario.output.dir.clone().map(PathBuf::from))
         .unwrap_or_else(|| Path::new("results").join(&scenario.name));
-    let written = hetsim::output::write(&dir, &report, &scenario.output)
-        .map_err(|e| Error::Run(format!("cannot write outputs to {}: {e}", dir.display())))?;
+    let written =
+        hetsim::output::write(&dir, &report, &scenario.output).map_err(|e| write_error(&dir, e))?;
     if !quiet {
         for line in hetsim::output::headline::lines(&report) {
             say!("{line}");
@@ -379,7 +379,7 @@ fn whatif(
         st.figure("comparison", &whatif::chart(&answers))?;
         Ok(())
     })
-    .map_err(|e| Error::Run(format!("cannot write to {}: {e}", dir.display())))?;
+    .map_err(|e| write_error(&dir, e))?;
     if quiet {
         return Ok(());
     }
@@ -432,7 +432,7 @@ fn run_study(
     });
     let json = study::study_json(&spec, runs, shard);
     let written = hetsim::output::study::write(&dir, &json, &spec, &table, shard.is_none())
-        .map_err(|e| Error::Run(format!("cannot write to {}: {e}", dir.display())))?;
+        .map_err(|e| write_error(&dir, e))?;
     let failed = table.rows.iter().filter(|r| r.error.is_some()).count();
     // Quiet stays quiet only when every run succeeded: failed runs are always said.
     if quiet && failed == 0 {
@@ -460,6 +460,16 @@ fn run_study(
     Ok(())
 }
 
+/// A failed publication into `dir`: bad input when the folder's own state refuses it (a link
+/// where the lock goes, a folder where a file goes), a run failure otherwise (a full disk).
+fn write_error(dir: &Path, e: std::io::Error) -> Error {
+    let message = format!("cannot write outputs to {}: {e}", dir.display());
+    match e.kind() {
+        std::io::ErrorKind::InvalidInput => Error::Input(message),
+        _ => Error::Run(message),
+    }
+}
+
 fn merge(dirs: &[PathBuf], out: Option<PathBuf>) -> Result<(), Error> {
     if let Some(out) = &out {
         hetsim::study::check_merge_out(out, dirs)?;
@@ -475,7 +485,7 @@ fn merge(dirs: &[PathBuf], out: Option<PathBuf>) -> Result<(), Error> {
     let dir = out.unwrap_or_else(|| Path::new("results").join(&spec.name));
     let json = hetsim::study::study_json(&spec, runs, None);
     let written = hetsim::output::study::write(&dir, &json, &spec, &table, true)
-        .map_err(|e| Error::Run(format!("cannot write to {}: {e}", dir.display())))?;
+        .map_err(|e| write_error(&dir, e))?;
     say!(
         "{}: merged {} runs of {runs} from {} folders",
         spec.name,
@@ -520,7 +530,7 @@ fn p2p(
         }
         Ok(())
     })
-    .map_err(|e| Error::Run(format!("cannot write to {}: {e}", dir.display())))?;
+    .map_err(|e| write_error(&dir, e))?;
     print_written(&written);
     Ok(())
 }
@@ -535,7 +545,7 @@ fn nccl_tests(opts: hetsim::nccltests::Options, out: Option<PathBuf>) -> Result<
         st.figure("nccl_busbw", &nccltests::chart(&rows, &opts))?;
         Ok(())
     })
-    .map_err(|e| Error::Run(format!("cannot write to {}: {e}", dir.display())))?;
+    .map_err(|e| write_error(&dir, e))?;
     print_written(&written);
     Ok(())
 }

@@ -496,6 +496,9 @@ pub fn merge(dirs: &[PathBuf]) -> Result<(Study, usize, StudyTable, Vec<usize>),
             .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
         let study: Study = serde_json::from_value(v["study"].clone())
             .map_err(|e| Error::Input(format!("{}: study: {e}", path.display())))?;
+        // It names the merged results' folder: a plain name, as in a study file.
+        hetsim_schema::load::check_name(&study.name)
+            .map_err(|e| Error::Input(format!("{}: study.name: {e}", path.display())))?;
         let runs = v["runs"].as_u64().unwrap_or(0) as usize;
         let results = dir.join("results.csv");
         let csv = std::fs::read_to_string(&results)

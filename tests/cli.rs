@@ -707,6 +707,40 @@ fn a_rerun_with_fewer_outputs_leaves_no_stale_files() {
     );
 }
 
+#[test]
+fn an_output_folder_that_would_make_a_run_write_elsewhere_or_in_part_is_refused_whole() {
+    // Issue 52: a lock that is a link to another file was truncated through the link; an
+    // output name taken by a folder stopped the publication after the other files moved.
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = repo().join("scenarios/demo.ron");
+    let demo = demo.to_str().unwrap();
+    let out = tmp.path().join("o");
+    std::fs::create_dir(&out).unwrap();
+    let victim = tmp.path().join("victim.txt");
+    std::fs::write(&victim, "precious").unwrap();
+    std::os::unix::fs::symlink(&victim, out.join(".hetsim-lock")).unwrap();
+    let o = hetsim(&["run", demo, "--quiet", "--out", "o"], tmp.path());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(".hetsim-lock is not a plain file"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    std::fs::remove_file(out.join(".hetsim-lock")).unwrap();
+    // A folder where summary.json goes: nothing at all is published.
+    std::fs::create_dir(out.join("summary.json")).unwrap();
+    let o = hetsim(&["run", demo, "--quiet", "--out", "o"], tmp.path());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("summary.json exists and is not a file; nothing was written"));
+    let mut names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, [".hetsim-lock", "summary.json"]);
+}
+
 /// The state of an output folder: its visible files, sorted, after checking that they are
 /// exactly what its manifest lists and that no staging folder is left.
 fn published(dir: &Path) -> Vec<String> {

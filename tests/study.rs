@@ -119,6 +119,32 @@ fn edit_row(dir: &Path, line: usize, edit: impl Fn(&str) -> String) {
 }
 
 #[test]
+fn merge_refuses_a_shard_whose_study_name_is_not_a_plain_name() {
+    // Without --out the merge goes to results/<name>: a name that climbs or is absolute would
+    // write anywhere (issue 52).
+    let tmp = study_dir(r#""1GB", "2GB", "3GB""#);
+    let shards = two_shards(tmp.path());
+    for name in ["../escaped", "/tmp/escaped", ""] {
+        for s in shards {
+            let path = tmp.path().join(s).join("study.json");
+            let text = std::fs::read_to_string(&path).unwrap();
+            let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            v["study"]["name"] = serde_json::Value::from(name);
+            std::fs::write(&path, v.to_string()).unwrap();
+        }
+        let o = hetsim(&["merge", shards[0], shards[1]], tmp.path());
+        assert_eq!(o.status.code(), Some(2), "{name}: {}", common::stderr(&o));
+        let err = common::stderr(&o);
+        assert!(
+            err.contains("s1/study.json: study.name: expected a plain name"),
+            "{err}"
+        );
+        assert!(!tmp.path().join("escaped").exists());
+        assert!(!tmp.path().join("results").exists());
+    }
+}
+
+#[test]
 fn merge_refuses_rows_that_are_not_the_grids() {
     let tmp = study_dir(r#""1GB", "2GB", "3GB""#);
     let shards = two_shards(tmp.path());

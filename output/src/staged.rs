@@ -85,8 +85,25 @@ impl Staged {
     /// Moves every staged file to its final name, removes what the previous run published
     /// and this one did not, and records the new list.
     fn publish(self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-        let lock = std::fs::File::create(dir.join(LOCK))?;
+        let lock = open_lock(&dir.join(LOCK))?;
         lock.lock()?;
+        // Nothing moves unless everything can: a name taken by a folder (or anything but a
+        // file or a link) would stop the publication half-way.
+        for name in self.names.iter().map(String::as_str).chain([MANIFEST]) {
+            let dest = dir.join(name);
+            if let Ok(meta) = std::fs::symlink_metadata(&dest)
+                && !meta.is_file()
+                && !meta.is_symlink()
+            {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!(
+                        "{} exists and is not a file; nothing was written",
+                        dest.display()
+                    ),
+                ));
+            }
+        }
         let previous = read_manifest(dir);
         let mut manifest = String::new();
         for name in &self.names {
@@ -102,6 +119,29 @@ impl Staged {
         std::fs::rename(&tmp, dir.join(MANIFEST))?;
         Ok(self.names.iter().map(|n| dir.join(n)).collect())
     }
+}
+
+/// The lock file, opened without truncating it and without following a link (`O_NOFOLLOW`
+/// also catches a link made after the check): a lock that is a link to another file is
+/// refused rather than written through.
+fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_file()) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "{} is not a plain file (a link or a folder); remove it",
+                path.display()
+            ),
+        ));
+    }
+    let mut open = std::fs::OpenOptions::new();
+    open.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        open.custom_flags(libc::O_NOFOLLOW);
+    }
+    open.open(path)
 }
 
 /// A file name in the output folder itself, not hidden (the staging folder and the manifest

@@ -164,7 +164,8 @@ pub fn check_name(name: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "expected a plain name (letters, digits, `-`, `_`, `.`, `+`, `=`; not starting with              `.`; at most 200 characters): it names the results folder, got `{name}`"
+            "expected a plain name (letters, digits, `-`, `_`, `.`, `+`, `=`; not starting with \
+             `.`; at most 200 characters): it names the results folder, got `{name}`"
         ))
     }
 }
