@@ -52,12 +52,18 @@ pub(crate) fn startup_schedule() -> Schedule {
     s.configure_sets(
         (
             StartupSet::Platform,
-            StartupSet::Models,
-            StartupSet::Workload,
+            StartupSet::Models.run_if(nothing_failed),
+            StartupSet::Workload.run_if(nothing_failed),
         )
             .chain(),
     );
     s
+}
+
+/// A start-up stage builds on the ones before it: after a failed one (a platform that did
+/// not build) the later stages do not run, and the first failure is the one reported.
+fn nothing_failed(errors: Option<Res<crate::SimErrors>>) -> bool {
+    errors.is_none_or(|e| e.0.is_empty())
 }
 
 pub(crate) fn finish_schedule() -> Schedule {
