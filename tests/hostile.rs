@@ -50,3 +50,91 @@ fn a_platform_that_does_not_build_is_the_error_for_every_workload_on_it() {
     assert!(err.contains(expected), "{err}");
     assert!(!tmp.path().join("o").exists());
 }
+
+/// A one-GPU DAG of two tasks under dmda, its text changed by `edit`: its path.
+fn dag_scenario(dir: &Path, edit: impl Fn(String) -> String) -> String {
+    let text = r#"Scenario(
+    name: "dag-hostile",
+    platform: Cluster(
+        nodes: 1,
+        node: NodeSpec(
+            cpu_cores: 2,
+            gpus: 1,
+            gpu: GpuSpec(name: "G", memory: "16GiB", speed: "10TFlop/s"),
+            pcie: PcieSpec(up: "10GB/s", down: "10GB/s", bus: "100GB/s", latency: "0us"),
+            nics: 1,
+            nic: NicSpec(bandwidth: "100GB/s", latency: "0us"),
+        ),
+        network: Star(bandwidth: "100GB/s", latency: "0us"),
+    ),
+    workload: Dag(
+        handles: [(name: "x", size: 1e6)],
+        tasks: [
+            (name: "a", codelet: "k", accesses: [("x", RW)], flops: 1e9),
+            (name: "b", codelet: "k", accesses: [("x", R)], flops: 1e9),
+        ],
+    ),
+    runtime: RuntimeSpec(
+        scheduler: dmda,
+        models: {"k": CodeletModel(cuda: Some(Power(a: 2.0, b: 0.5)), cpu: Some(Constant("1ms")))},
+    ),
+)"#;
+    let path = dir.join("dag.ron");
+    std::fs::write(&path, edit(text.to_string())).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn numbers_out_of_range_in_a_task_graph_are_refused_not_run_as_zero() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |edit: &dyn Fn(String) -> String| {
+        let file = dag_scenario(tmp.path(), edit);
+        refused(&["run", &file, "--quiet", "--out", "o"], tmp.path())
+    };
+    // dm* policies panicked on weights that are not finite.
+    for (name, value) in [("alpha", "inf"), ("beta", "NaN"), ("alpha", "-1.0")] {
+        let err = run(&|t| {
+            t.replace(
+                "scheduler: dmda,",
+                &format!("scheduler: dmda, {name}: {value},"),
+            )
+        });
+        assert!(
+            err.contains(&format!("runtime.{name}: expected a finite weight")),
+            "{err}"
+        );
+    }
+    // A model giving a negative, NaN or infinite time ran the task in no time (or panicked).
+    for a in ["-2.0", "NaN", "inf"] {
+        let err = run(&|t| t.replace("a: 2.0", &format!("a: {a}")));
+        assert!(
+            err.contains("task a (k): its model on Cuda(0) gives"),
+            "{err}"
+        );
+        assert!(
+            err.contains("expected finite times of zero or more"),
+            "{err}"
+        );
+    }
+    // Negative flops gave a negative GFlop/s.
+    let err = run(&|t| t.replacen("flops: 1e9", "flops: -1e9", 1));
+    assert!(
+        err.contains("workload.Dag: tasks[0].flops: expected a finite count"),
+        "{err}"
+    );
+    // A GPU speed of -1 or 0 (or NaN in the file) made kernels take no time.
+    for speed in ["-1", "0", "NaN", "\"-5GFlop/s\""] {
+        let err = run(&|t| t.replace("speed: \"10TFlop/s\"", &format!("speed: {speed}")));
+        assert!(
+            err.contains("platform.Cluster.node.gpu.speed"),
+            "{speed}: {err}"
+        );
+    }
+    // None of them wrote anything; the scenario as it is runs.
+    assert!(!tmp.path().join("o").exists());
+    let file = dag_scenario(tmp.path(), |t| t);
+    common::ok(&hetsim(
+        &["run", &file, "--quiet", "--out", "o"],
+        tmp.path(),
+    ));
+}

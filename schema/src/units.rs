@@ -189,8 +189,31 @@ fn deserialize_with<'de, D: Deserializer<'de>>(
     }
 }
 
+/// Where a quantity's value may lie: a rate above zero (work at a rate of zero never ends), an
+/// amount zero or more; finite either way. A number in a file and a number with a unit are
+/// held to it alike.
+#[derive(Clone, Copy)]
+enum Range {
+    Positive,
+    NonNegative,
+}
+
+impl Range {
+    fn check(self, value: f64, what: &str) -> Result<f64, String> {
+        match self {
+            Range::Positive if !(value.is_finite() && value > 0.0) => Err(format!(
+                "expected {what} above zero and finite, got {value}"
+            )),
+            Range::NonNegative if !(value.is_finite() && value >= 0.0) => Err(format!(
+                "expected {what} of zero or more and finite, got {value}"
+            )),
+            _ => Ok(value),
+        }
+    }
+}
+
 macro_rules! quantity {
-    ($(#[$doc:meta])* $name:ident, $parse:ident, $what:literal, $unit:literal) => {
+    ($(#[$doc:meta])* $name:ident, $parse:ident, $what:literal, $unit:literal, $range:expr) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Default)]
         pub struct $name(pub f64);
@@ -198,13 +221,18 @@ macro_rules! quantity {
         impl $name {
             /// Reads the quantity from text with a unit.
             pub fn parse(text: &str) -> Result<Self, UnitError> {
-                $parse(text).map(Self)
+                let value = $parse(text)?;
+                $range
+                    .check(value, $what)
+                    .map(Self)
+                    .map_err(|e| unit_error(text, &e))
             }
         }
 
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                deserialize_with(d, $parse, $what).map(Self)
+                let value = deserialize_with(d, $parse, $what)?;
+                $range.check(value, $what).map(Self).map_err(de::Error::custom)
             }
         }
 
@@ -224,19 +252,19 @@ macro_rules! quantity {
 
 quantity!(
     /// Bytes per second.
-    Bandwidth, parse_bandwidth, "a bandwidth", "B/s"
+    Bandwidth, parse_bandwidth, "a bandwidth", "B/s", Range::Positive
 );
 quantity!(
     /// A size in bytes (fractional values allowed, e.g. for rates of work).
-    Bytes, parse_size, "a size", "B"
+    Bytes, parse_size, "a size", "B", Range::NonNegative
 );
 quantity!(
     /// Floating-point operations per second.
-    FlopRate, parse_flop_rate, "a compute rate", "Flop/s"
+    FlopRate, parse_flop_rate, "a compute rate", "Flop/s", Range::Positive
 );
 quantity!(
     /// A cost in seconds per byte.
-    PerByte, parse_per_byte, "a cost per byte", "s/B"
+    PerByte, parse_per_byte, "a cost per byte", "s/B", Range::NonNegative
 );
 
 /// A duration, read as seconds and held as exact simulated time.

@@ -64,6 +64,14 @@ pub fn build(
         }
     }
     check_every_task_runs(&graph, &machine, &mut models)?;
+    check_times(&graph, &machine, &mut models)?;
+    for (name, weight) in [("alpha", spec.alpha), ("beta", spec.beta)] {
+        if !(weight.is_finite() && weight >= 0.0) {
+            return Err(format!(
+                "runtime.{name}: expected a finite weight of zero or more, got {weight}"
+            ));
+        }
+    }
     let parts = Parts {
         graph,
         machine,
@@ -135,6 +143,28 @@ fn check_every_task_runs(
                 "task {} ({}) cannot run: {why}",
                 t.label, graph.codelets[t.codelet as usize]
             ));
+        }
+    }
+    Ok(())
+}
+
+/// Every time a codelet's model gives a task, on every kind of worker that can run it, is a
+/// finite time of zero or more: a regression with negative coefficients, or a history with
+/// negative means, would otherwise run as a task of no time.
+fn check_times(graph: &Graph, machine: &Machine, models: &mut Models) -> Result<(), String> {
+    let mut archs: Vec<Arch> = machine.workers.iter().map(|w| w.arch).collect();
+    archs.dedup();
+    for t in &graph.tasks {
+        for &arch in &archs {
+            let Some((mean, sd)) = models.time(t, arch) else {
+                continue;
+            };
+            if !(mean.is_finite() && mean >= 0.0 && sd.is_finite() && sd >= 0.0) {
+                return Err(format!(
+                    "task {} ({}): its model on {arch:?} gives {mean} s (standard deviation {sd} s) at {} bytes; expected finite times of zero or more",
+                    t.label, graph.codelets[t.codelet as usize], t.size
+                ));
+            }
         }
     }
     Ok(())

@@ -321,6 +321,12 @@ pub fn from_dag(dag: &DagSpec) -> Result<Graph, String> {
                 .ok_or_else(|| format!("tasks[{i}].accesses[{j}]: no handle named `{h}`"))?;
             acc.push((*id, *m));
         }
+        if !(t.flops.is_finite() && t.flops >= 0.0) {
+            return Err(format!(
+                "tasks[{i}].flops: expected a finite count of zero or more, got {}",
+                t.flops
+            ));
+        }
         let c = g.codelet(&t.codelet);
         let id = g.add_task(c, &acc, t.priority, t.flops, t.name.clone());
         if task_ids.insert(t.name.clone(), id).is_some() {

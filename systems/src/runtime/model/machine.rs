@@ -274,6 +274,12 @@ fn starpu_nodes(
             .get("memsize")
             .and_then(|v| v.parse().ok())
             .ok_or_else(|| format!("{label}: host {} has no memsize", g.id))?;
+        if !(memsize.is_finite() && memsize > 0.0) {
+            return Err(format!(
+                "{label}: host {}: memsize {memsize}: expected a size above zero",
+                g.id
+            ));
+        }
         let cap = match m.limit_cuda_mem_mb {
             Some(mb) if mb > 0.0 => mb * MIB,
             Some(_) => return Err("platform.limit_cuda_mem_mb: expected a positive size".into()),
