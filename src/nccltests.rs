@@ -11,6 +11,7 @@
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 
+use hetsim_schema::budget;
 use hetsim_schema::cuda::{Algo, Coll, CudaOp, CudaSpec, NcclCall, NcclSpec, Proto};
 use hetsim_schema::load::parse_scenario;
 use hetsim_schema::scenario::{OutputSpec, Scenario, Workload};
@@ -185,6 +186,15 @@ pub fn run(o: &Options) -> Result<Vec<Row>, Error> {
         return Err(Error::Input("-n: expected at least one iteration".into()));
     }
     let base = base_scenario(o)?;
+    // Every size's program holds its calls on every GPU; sizes run in parallel.
+    let calls = o.warmup as f64 + o.iters as f64;
+    let items = calls * o.gpus as f64 * rayon::current_num_threads() as f64;
+    let what = format!("{calls:.3e} calls on each of {} GPUs", o.gpus);
+    budget::check_estimate(
+        budget::stream_items("-n, -w", what, items),
+        budget::limit(&base),
+    )
+    .map_err(|(flag, why)| Error::Input(format!("{flag}: {why}")))?;
     let jobs: Vec<_> = variants(o)
         .into_iter()
         .flat_map(|v| o.sizes.iter().map(move |&s| (v, s)))

@@ -62,11 +62,21 @@ pub fn parse_size(text: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("`{text}` is not a size (e.g. 1, 64K, 16M, 1MiB)"))
 }
 
-/// Sizes from `begin` to `end` by `factor`.
+/// The most sizes a sweep may measure (OSU and nccl-tests sweeps hold a few dozen).
+pub const MAX_SIZES: usize = 1000;
+
+/// Sizes from `begin` to `end` by `factor` (at most [`MAX_SIZES`]).
 pub fn sizes(begin: f64, end: f64, factor: f64) -> Result<Vec<f64>, String> {
-    if !(factor > 1.0 && end >= begin && begin >= 0.0) {
+    if !(factor > 1.0 && end >= begin && begin >= 0.0 && end.is_finite() && factor.is_finite()) {
         return Err(format!(
             "expected 0 <= -b <= -e and -f > 1, got {begin}, {end}, {factor}"
+        ));
+    }
+    // Each size is a simulation of its own: count them before making them.
+    let count = ((end / begin.max(1.0)).max(1.0).ln() / factor.ln()).floor() + 2.0;
+    if count > MAX_SIZES as f64 {
+        return Err(format!(
+            "-b {begin} -e {end} -f {factor} make {count:.3e} sizes, one simulation each; at most {MAX_SIZES}: raise -f or narrow -b..-e"
         ));
     }
     let mut v = vec![begin];

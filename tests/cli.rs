@@ -355,15 +355,16 @@ fn unknown_field_is_rejected_with_its_path() {
 
 #[test]
 fn zero_or_negative_bandwidth_is_rejected() {
+    // Refused as the file is read (issue 52: a number and a number with a unit alike).
     rejects(
         &GOOD.replace("\"12.5GB/s\"", "0"),
         &[],
-        &["platform.network.bandwidth", "positive"],
+        &["bad.ron:6:", "platform.Cluster.network.Star.bandwidth", "above zero"],
     );
     rejects(
         &GOOD.replace("\"12.5GB/s\"", "\"-5GB/s\""),
         &[],
-        &["platform.network.bandwidth", "positive"],
+        &["platform.Cluster.network.Star.bandwidth", "above zero"],
     );
 }
 

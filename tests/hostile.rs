@@ -138,3 +138,89 @@ fn numbers_out_of_range_in_a_task_graph_are_refused_not_run_as_zero() {
         tmp.path(),
     ));
 }
+
+#[test]
+fn counts_that_would_exhaust_memory_are_refused_before_anything_is_built() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dgx = path("scenarios/platforms/dgx-h100.ron");
+    let nccl = |extra: &[&str]| {
+        let mut args = vec!["nccl-tests", "--platform", &dgx, "-g", "8", "-b", "8"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--out", "o"]);
+        refused(&args, tmp.path())
+    };
+    // Iterations near 2^32: every call of every size's program was allocated.
+    for flag in ["-n", "-w"] {
+        let err = nccl(&["-e", "64", flag, "4000000000"]);
+        assert!(
+            err.contains("-n, -w: 4.000e9 calls on each of 8 GPUs"),
+            "{err}"
+        );
+        assert!(err.contains("over limits.max_memory"), "{err}");
+    }
+    // A factor a hair above 1: hundreds of millions of sizes, one simulation each.
+    let err = nccl(&["-e", "1G", "-f", "1.0000001"]);
+    assert!(err.contains("-f 1.0000001 make 1.871e8 sizes"), "{err}");
+    let err = refused(
+        &[
+            "p2p",
+            "--platform",
+            &dgx,
+            "--from",
+            "node[0].gpu[0]",
+            "--to",
+            "node[0].gpu[1]",
+            "-b",
+            "8",
+            "-e",
+            "1G",
+            "-f",
+            "1.0000001",
+            "--out",
+            "o",
+        ],
+        tmp.path(),
+    );
+    assert!(
+        err.contains("sizes, one simulation each; at most 1000"),
+        "{err}"
+    );
+    // 100,000 GPUs in a node wired in pairs, in `run` and `validate`.
+    let demo = path("scenarios/demo.ron");
+    for cmd in ["run", "validate"] {
+        let err = refused(
+            &[cmd, &demo, "--set", "platform.node.gpus=100000"],
+            tmp.path(),
+        );
+        assert!(err.contains("field `platform.node.gpus`"), "{err}");
+    }
+    // A CUDA program repeated 300 million times records an interval per stream item.
+    let training = path("scenarios/dgx-a100-training.ron");
+    let err = refused(
+        &[
+            "run",
+            &training,
+            "--set",
+            "workload.repeat=300000000",
+            "--out",
+            "o",
+        ],
+        tmp.path(),
+    );
+    assert!(err.contains("field `workload.Cuda.repeat`"), "{err}");
+    // A two-level fat-tree of arity 30,000: 9e8 links.
+    let study = path("scenarios/studies/nccl-allreduce.ron");
+    let err = refused(
+        &[
+            "validate",
+            &study,
+            "--set",
+            "platform.network.FatTree.children=[30000, 30000]",
+            "--set",
+            "platform.nodes=2",
+        ],
+        tmp.path(),
+    );
+    assert!(err.contains("platform.network.FatTree.children"), "{err}");
+    assert!(!tmp.path().join("o").exists());
+}

@@ -10,8 +10,9 @@
 //! platform (480 ranks: 150 MB); a message 2 KB (its records are kept for flows.csv and the
 //! timeline). Estimates are rounded up; they are not exact accounts.
 
+use crate::cuda::CudaOp;
 use crate::mpi::{MpiSpec, ProgramSpec};
-use crate::scenario::{Network, PlatformSpec, Scenario, Workload};
+use crate::scenario::{Network, NvLinkSpec, PlatformSpec, Scenario, Workload};
 
 /// Bytes per platform element (a GPU, NIC or the node itself, with their links).
 const PER_NODE_ELEMENT: f64 = 4096.0;
@@ -23,6 +24,13 @@ const PER_TASK: f64 = 2048.0;
 const PER_REPLICA: f64 = 256.0;
 /// Bytes per MPI rank (its program, queues, matching lists).
 const PER_RANK: f64 = 256.0 * 1024.0;
+/// Bytes per link of the platform, with its entity and usage records (an NVLink mesh of 600
+/// GPUs on each of 2 nodes, 359 k links: 256 MB; a fat-tree of children [1000, 1000], 1 M
+/// links: 690 MB).
+const PER_LINK: f64 = 1024.0;
+/// Bytes per item a CUDA stream runs (a kernel, copy, event or collective call): its
+/// interval on the timeline, its row in trace.json.
+const PER_STREAM_ITEM: f64 = 256.0;
 /// Bytes per MPI message over a run: its request records, its flow in flows.csv and, when
 /// recording, its intervals (Halo3d on Lassen, 8 ranks: 0.9 KB per message without
 /// recording, 1.9 KB with).
@@ -63,12 +71,24 @@ pub fn estimates(s: &Scenario) -> Vec<Estimate> {
             what: format!("{} nodes", c.nodes),
             bytes: c.nodes as f64 * per_node,
         });
-        if let Network::FatTree(ft) = &c.network {
-            let switches = fat_tree_switches(&ft.children, |i| ft.taper.get(i).unwrap_or(1.0));
+        if let Some(NvLinkSpec::Pairs(_)) = &c.node.nvlink {
+            // One link per GPU pair: quadratic in the GPUs of a node.
+            let g = c.node.gpus as f64;
+            let links = c.nodes as f64 * g * (g - 1.0).max(0.0) / 2.0;
             out.push(Estimate {
-                field: "platform.network".into(),
-                what: format!("{switches:.3e} fat-tree switches"),
-                bytes: switches * PER_SWITCH,
+                field: "platform.node.gpus".into(),
+                what: format!("{links:.3e} NVLink pairs ({} GPUs per node)", c.node.gpus),
+                bytes: links * PER_LINK,
+            });
+        }
+        if let Network::FatTree(ft) = &c.network {
+            let taper = |i| ft.taper.get(i).unwrap_or(1.0);
+            let switches = fat_tree_switches(&ft.children, taper);
+            let links = fat_tree_links(&ft.children, taper);
+            out.push(Estimate {
+                field: "platform.network.FatTree.children".into(),
+                what: format!("{switches:.3e} fat-tree switches and {links:.3e} links"),
+                bytes: switches * PER_SWITCH + links * PER_LINK,
             });
         }
     }
@@ -103,10 +123,50 @@ pub fn estimates(s: &Scenario) -> Vec<Estimate> {
                     });
                 }
             }
+            Workload::Cuda(c) => {
+                let items = cuda_items(&c.program);
+                let devices = c.gpus.map_or_else(|| cluster_gpus(&s.platform), f64::from);
+                let total = items * c.repeat as f64 * devices;
+                out.push(stream_items(
+                    &format!("{path}.repeat"),
+                    format!("{total:.3e} stream items ({} passes)", c.repeat),
+                    total,
+                ));
+            }
             _ => {}
         }
     }
     out
+}
+
+/// The GPUs of a cluster platform (one for another platform).
+fn cluster_gpus(p: &PlatformSpec) -> f64 {
+    match p {
+        PlatformSpec::Cluster(c) => c.nodes as f64 * c.node.gpus as f64,
+        _ => 1.0,
+    }
+}
+
+/// Items one pass of a CUDA program puts on streams: each op one, a graph launch its
+/// captured ops `times` times.
+pub fn cuda_items(program: &[CudaOp]) -> f64 {
+    let graphs: std::collections::BTreeMap<&str, f64> = program
+        .iter()
+        .filter_map(|op| match op {
+            CudaOp::Capture { graph, ops } => Some((graph.as_str(), cuda_items(ops))),
+            _ => None,
+        })
+        .collect();
+    program
+        .iter()
+        .map(|op| match op {
+            CudaOp::Capture { .. } => 0.0,
+            CudaOp::Launch { graph, times, .. } => {
+                *times as f64 * graphs.get(graph.as_str()).copied().unwrap_or(0.0)
+            }
+            _ => 1.0,
+        })
+        .sum()
 }
 
 /// Messages an MPI job sends over its run, and the field that sets the count: a generator's
@@ -160,7 +220,7 @@ fn mpi_messages(m: &MpiSpec) -> Option<(String, f64)> {
 
 /// Switches of an XGFT with `children` per level and `children[i] / taper(i)` parents per
 /// level-(i+1) switch (as the platform builder counts them).
-fn fat_tree_switches(children: &[u32], taper: impl Fn(usize) -> f64) -> f64 {
+pub fn fat_tree_switches(children: &[u32], taper: impl Fn(usize) -> f64) -> f64 {
     let h = children.len();
     let parents: Vec<f64> = (0..h.saturating_sub(1))
         .map(|i| (children[i] as f64 / taper(i)).round().max(1.0))
@@ -175,24 +235,58 @@ fn fat_tree_switches(children: &[u32], taper: impl Fn(usize) -> f64) -> f64 {
         .sum()
 }
 
+/// Links of that XGFT between switch levels: each level-l switch (l < h) to its parents.
+pub fn fat_tree_links(children: &[u32], taper: impl Fn(usize) -> f64) -> f64 {
+    let h = children.len();
+    let parents: Vec<f64> = (0..h.saturating_sub(1))
+        .map(|i| (children[i] as f64 / taper(i)).round().max(1.0))
+        .collect();
+    (1..h)
+        .map(|l| {
+            let above: f64 = children[l..].iter().map(|&c| c as f64).product();
+            let below: f64 = parents[..l - 1].iter().product();
+            above * below * parents[l - 1]
+        })
+        .sum()
+}
+
 /// The first estimate over `limit` bytes, as an error naming its field.
 pub fn check(s: &Scenario, limit: f64) -> Result<(), (String, String)> {
-    for e in estimates(s) {
-        // NaN (an estimate that overflowed into inf - inf) is over any limit too.
-        if e.bytes.is_nan() || e.bytes > limit {
-            return Err((
-                e.field,
-                format!(
-                    "{} need an estimated {} of memory, over limits.max_memory = {}; \
-                     set limits.max_memory (e.g. --set limits.max_memory=64GiB) to run anyway",
-                    e.what,
-                    gib(e.bytes),
-                    gib(limit)
-                ),
-            ));
-        }
+    estimates(s)
+        .into_iter()
+        .try_for_each(|e| check_estimate(e, limit))
+}
+
+/// One estimate against `limit` bytes: an error naming its field when over.
+pub fn check_estimate(e: Estimate, limit: f64) -> Result<(), (String, String)> {
+    // NaN (an estimate that overflowed into inf - inf) is over any limit too.
+    if e.bytes.is_nan() || e.bytes > limit {
+        return Err((
+            e.field,
+            format!(
+                "{} need an estimated {} of memory, over limits.max_memory = {}; \
+                 set limits.max_memory (e.g. --set limits.max_memory=64GiB) to run anyway",
+                e.what,
+                gib(e.bytes),
+                gib(limit)
+            ),
+        ));
     }
     Ok(())
+}
+
+/// What `items` CUDA stream items (calls, kernels, copies) take, driven by `field`.
+pub fn stream_items(field: &str, what: String, items: f64) -> Estimate {
+    Estimate {
+        field: field.into(),
+        what,
+        bytes: items * PER_STREAM_ITEM,
+    }
+}
+
+/// A scenario's memory limit: `limits.max_memory`, else half of this machine's memory.
+pub fn limit(s: &Scenario) -> f64 {
+    s.limits.max_memory.map_or_else(default_max_memory, |b| b.0)
 }
 
 fn gib(bytes: f64) -> String {
