@@ -79,6 +79,34 @@ pub fn load_study(file: &Path) -> Result<Study, Error> {
             file.display()
         )));
     }
+    // A path given twice would make two columns that contradict each other.
+    let mut paths: Vec<(String, &str)> = Vec::new();
+    for (i, p) in study.params.iter().enumerate() {
+        let linked = p.linked.iter().enumerate();
+        let here = std::iter::once((format!("params[{i}].path"), p.path.as_str()))
+            .chain(linked.map(|(k, l)| (format!("params[{i}].linked[{k}].path"), l.path.as_str())));
+        for (field, path) in here {
+            if let Some((first, _)) = paths.iter().find(|(_, q)| *q == path) {
+                return Err(Error::Input(format!(
+                    "{}: {field}: `{path}` is already {first}; each path may vary once",
+                    file.display()
+                )));
+            }
+            paths.push((field, path));
+        }
+    }
+    // Switch names are known before any run: a typo would fail every run of its variant.
+    let known: Vec<&str> = crate::switches().into_iter().map(|s| s.name).collect();
+    for (v, variant) in study.variants.iter().enumerate() {
+        for (k, name) in variant.disable.iter().enumerate() {
+            if !known.contains(&name.as_str()) {
+                return Err(Error::Input(format!(
+                    "{}: variants[{v}].disable[{k}]: `{name}` is not a switch (hetsim systems lists them)",
+                    file.display()
+                )));
+            }
+        }
+    }
     if let Some(x) = &study.x
         && !study.params.iter().any(|p| p.label() == x || p.path == *x)
     {
@@ -139,6 +167,9 @@ fn choices(i: usize, p: &hetsim_schema::study::Param) -> Result<Vec<Choice>, Err
 }
 
 /// Every run of the study, in order.
+/// The most runs a study's grid may hold.
+pub const MAX_RUNS: usize = 100_000;
+
 pub fn plan(study: &Study) -> Result<Vec<RunSpec>, Error> {
     let per_param: Vec<Vec<Choice>> = study
         .params
@@ -151,6 +182,19 @@ pub fn plan(study: &Study) -> Result<Vec<RunSpec>, Error> {
     } else {
         study.seeds.iter().copied().map(Some).collect()
     };
+    // Counted before the grid is made: each run is a simulation of its own.
+    let values: Vec<String> = per_param.iter().map(|c| c.len().to_string()).collect();
+    let runs = per_param.iter().map(|c| c.len() as f64).product::<f64>()
+        * study.variants.len() as f64
+        * seeds.len() as f64;
+    if runs > MAX_RUNS as f64 {
+        return Err(Error::Input(format!(
+            "params: the grid holds {runs:.3e} runs ({} values x {} variants x {} seeds); at most {MAX_RUNS}",
+            values.join(" x "),
+            study.variants.len(),
+            seeds.len()
+        )));
+    }
     let mut points: Vec<Vec<&Choice>> = vec![Vec::new()];
     for options in &per_param {
         points = points
@@ -184,6 +228,15 @@ pub fn plan(study: &Study) -> Result<Vec<RunSpec>, Error> {
 
 /// Runs one point of the grid and reads its metrics; `dir` is the study file's folder.
 pub fn run_one(study: &Study, dir: &Path, spec: &RunSpec) -> StudyRow {
+    row_of(study, spec, metrics_of(study, dir, spec))
+}
+
+/// The table's row of run `spec`, from its metrics or its failure.
+fn row_of(
+    study: &Study,
+    spec: &RunSpec,
+    result: Result<(u64, Vec<f64>), (u64, Failure)>,
+) -> StudyRow {
     let variant = &study.variants[spec.variant];
     let mut row = StudyRow {
         run: spec.run,
@@ -194,17 +247,32 @@ pub fn run_one(study: &Study, dir: &Path, spec: &RunSpec) -> StudyRow {
         metrics: vec![None; study.metrics.len()],
         error: None,
     };
-    match metrics_of(study, dir, spec) {
+    match result {
         Ok((seed, m)) => {
             row.seed = seed;
             row.metrics = m.into_iter().map(Some).collect();
         }
         Err((seed, e)) => {
             row.seed = seed;
-            row.error = Some(e);
+            row.error = Some(e.to_string());
         }
     }
     row
+}
+
+/// Why a run has no metrics: it failed, or a metric is not a number of its summary (a
+/// mistake of the study's, the same for every run).
+enum Failure {
+    Run(String),
+    Metric(String),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Run(e) | Failure::Metric(e) => f.write_str(e),
+        }
+    }
 }
 
 /// Loads run `spec`'s scenario as the run would, without running it.
@@ -218,13 +286,18 @@ fn preflight(study: &Study, dir: &Path, spec: &RunSpec) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
-fn metrics_of(study: &Study, dir: &Path, spec: &RunSpec) -> Result<(u64, Vec<f64>), (u64, String)> {
+fn metrics_of(
+    study: &Study,
+    dir: &Path,
+    spec: &RunSpec,
+) -> Result<(u64, Vec<f64>), (u64, Failure)> {
     let variant = &study.variants[spec.variant];
     let seed0 = spec.seed.unwrap_or(0);
     let mut overrides = spec.overrides.clone();
     overrides.extend(variant.set.iter().cloned());
     let base = dir.join(spec.base.as_ref().unwrap_or(&study.base));
-    let mut scenario = load_scenario(&base, &overrides).map_err(|e| (seed0, e.to_string()))?;
+    let mut scenario =
+        load_scenario(&base, &overrides).map_err(|e| (seed0, Failure::Run(e.to_string())))?;
     if let Some(seed) = spec.seed {
         scenario.seed = seed;
     }
@@ -235,13 +308,14 @@ fn metrics_of(study: &Study, dir: &Path, spec: &RunSpec) -> Result<(u64, Vec<f64
         disable: variant.disable.clone(),
         progress: false,
     };
-    let report = simulate_report(&scenario, &opts).map_err(|e| (seed, e.to_string()))?;
+    let report =
+        simulate_report(&scenario, &opts).map_err(|e| (seed, Failure::Run(e.to_string())))?;
     let metrics = study
         .metrics
         .iter()
         .map(|m| metric(&report.summary, m))
         .collect::<Result<_, _>>()
-        .map_err(|e| (seed, e))?;
+        .map_err(|e| (seed, Failure::Metric(e)))?;
     Ok((seed, metrics))
 }
 
@@ -298,31 +372,57 @@ pub fn run_study(
     let first = runs
         .first()
         .ok_or_else(|| Error::Input(format!("{}: the grid is empty", study_file.display())))?;
-    preflight(study, dir, first).map_err(|e| {
-        Error::Input(format!(
-            "{}: run 0 ({}) cannot load: {e}",
-            study_file.display(),
-            first.values.join(", ")
-        ))
-    })?;
+    for variant in 0..study.variants.len() {
+        let spec = RunSpec {
+            variant,
+            ..first.clone()
+        };
+        preflight(study, dir, &spec).map_err(|e| {
+            Error::Input(format!(
+                "{}: run 0 ({}) under variant `{}` cannot load: {e}",
+                study_file.display(),
+                first.values.join(", "),
+                study.variants[variant].name
+            ))
+        })?;
+    }
     if let Some(s) = opts.shard {
         runs.retain(|r| s.contains(r.run));
     }
+
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.jobs.max(1))
         .build()
         .map_err(|e| Error::Run(format!("cannot start {} jobs: {e}", opts.jobs)))?;
     let display = Display::new(opts.progress, runs.len(), opts.jobs.max(1));
-    let rows: Vec<StudyRow> = pool.install(|| {
+    // The first run goes alone: a metric its summary does not hold as a number is the
+    // study's mistake, refused before the other runs.
+    let mut rows: Vec<StudyRow> = Vec::with_capacity(runs.len());
+    if let Some(spec) = runs.first() {
+        display.start(spec, study);
+        let result = metrics_of(study, dir, spec);
+        if let Err((_, Failure::Metric(e))) = &result {
+            return Err(Error::Input(format!(
+                "{}: metrics: {e} (run {})",
+                study_file.display(),
+                spec.run
+            )));
+        }
+        let row = row_of(study, spec, result);
+        display.done(&row);
+        rows.push(row);
+    }
+    rows.extend(pool.install(|| {
         runs.par_iter()
+            .skip(1)
             .map(|spec| {
                 display.start(spec, study);
                 let row = run_one(study, dir, spec);
                 display.done(&row);
                 row
             })
-            .collect()
-    });
+            .collect::<Vec<_>>()
+    }));
     display.finish();
     // Failed runs are rows of the table; a study none of whose runs succeeded has no result.
     if let Some(e) = rows

@@ -359,7 +359,11 @@ fn zero_or_negative_bandwidth_is_rejected() {
     rejects(
         &GOOD.replace("\"12.5GB/s\"", "0"),
         &[],
-        &["bad.ron:6:", "platform.Cluster.network.Star.bandwidth", "above zero"],
+        &[
+            "bad.ron:6:",
+            "platform.Cluster.network.Star.bandwidth",
+            "above zero",
+        ],
     );
     rejects(
         &GOOD.replace("\"12.5GB/s\"", "\"-5GB/s\""),

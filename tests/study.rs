@@ -359,11 +359,12 @@ fn a_study_no_run_of_which_can_succeed_is_an_error() {
             Some(2),
             "grid.ron",
         ),
+        // A metric no summary holds: refused after run 0, before the others (issue 52).
         (
             r#""flows.max_completion_s""#,
             r#""flows.max_complection_s""#,
-            Some(1),
-            "every one of the 12 runs failed",
+            Some(2),
+            "metrics: metric `flows.max_complection_s`",
         ),
     ];
     for (from, to, code, expect) in cases {
@@ -376,5 +377,55 @@ fn a_study_no_run_of_which_can_succeed_is_an_error() {
         assert_eq!(o.status.code(), code, "{to}: {err}");
         assert!(err.contains(expect), "{to}: {err}");
         assert!(!tmp.path().join("res").exists(), "{to}: nothing written");
+    }
+}
+
+/// Issue 52: mistakes every run would make are refused before the study runs (exit 2), with
+/// the study file and the field; nothing is written.
+#[test]
+fn a_study_whose_every_run_would_fail_the_same_way_is_refused_before_it_starts() {
+    let cases: [(&str, &str, &str); 6] = [
+        (
+            r#"variants: [Variant(name: "full"), Variant(name: "alone", disable: ["contention"])]"#,
+            r#"variants: [Variant(name: "full"), Variant(name: "alone", disable: ["contnetion"])]"#,
+            "grid.ron: variants[1].disable[0]: `contnetion` is not a switch",
+        ),
+        (
+            r#"Variant(name: "full")"#,
+            r#"Variant(name: "full", set: ["workload.Flows[0].sise=1GB"])"#,
+            "under variant `full` cannot load",
+        ),
+        (
+            r#"metrics: ["sim_time_s", "flows.max_completion_s"]"#,
+            r#"metrics: ["sim_time_s", "flows.max_complection_s"]"#,
+            "grid.ron: metrics: metric `flows.max_complection_s`: no `max_complection_s`",
+        ),
+        (
+            r#"metrics: ["sim_time_s", "flows.max_completion_s"]"#,
+            r#"metrics: ["sim_time_s", "flows"]"#,
+            "grid.ron: metrics: metric `flows` is not a number",
+        ),
+        (
+            r#"name: "c_start","#,
+            r#"name: "c_start", linked: [Linked(path: "workload.Flows[0].size", values: [1, 2])],"#,
+            "params[1].linked[0].path: `workload.Flows[0].size` is already params[0].path",
+        ),
+        (
+            r#"values: Linear(from: 3, to: 4, step: 1)"#,
+            r#"values: Linear(from: 1, to: 5000, step: 1)), Param(path: "workload.Flows[1].start", values: Linear(from: 1, to: 5000, step: 1)), Param(path: "workload.Flows[1].size", values: Linear(from: 1, to: 5000, step: 1)"#,
+            "params: the grid holds 7.500e11 runs (3 x 5000 x 5000 x 5000 values x 2 variants x 1 seeds); at most 100000",
+        ),
+    ];
+    for (from, to, expected) in cases {
+        let tmp = study_dir(r#""1GB", "2GB", "3GB""#);
+        let path = tmp.path().join("grid.ron");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(from), "{from}");
+        std::fs::write(&path, text.replace(from, to)).unwrap();
+        let o = hetsim(&["study", "grid.ron", "--out", "res"], tmp.path());
+        let err = common::stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{expected}: {err}");
+        assert!(err.contains(expected), "expected `{expected}` in: {err}");
+        assert!(!tmp.path().join("res").exists());
     }
 }
