@@ -374,9 +374,9 @@ fn whatif(
     let wall = started.elapsed().as_secs_f64();
     let dir = out.unwrap_or_else(|| Path::new("results").join("whatif"));
     let written = hetsim::output::staged::write_all(&dir, |st| {
-        st.json("summary.json", &whatif::summary(&answers))?;
+        st.json("summary.json", &whatif::summary(&answers, disable))?;
         st.bytes("whatif.csv", whatif::csv(&answers))?;
-        st.figure("comparison", &whatif::chart(&answers))?;
+        st.figure("comparison", &whatif::chart(&answers, disable))?;
         Ok(())
     })
     .map_err(|e| write_error(&dir, e))?;
@@ -385,6 +385,9 @@ fn whatif(
     }
     for a in &answers {
         say!("{}", whatif::sentence(a));
+    }
+    if !disable.is_empty() {
+        say!("(every run with {} switched off)", disable.join(", "));
     }
     let runs: usize = answers.iter().map(|a| 2 + a.aside.is_some() as usize).sum();
     say!(

@@ -186,6 +186,7 @@ impl Answer {
 
 /// Runs every question; `disable` switches model components off in every run.
 pub fn run(disable: &[String]) -> Result<Vec<Answer>, Error> {
+    check_disable(disable)?;
     let mut jobs: Vec<(usize, Option<Variant>)> = Vec::new();
     for (q, question) in QUESTIONS.iter().enumerate() {
         jobs.push((q, Some(question.before)));
@@ -227,6 +228,23 @@ pub fn run(disable: &[String]) -> Result<Vec<Answer>, Error> {
         });
     }
     Ok(answers)
+}
+
+/// A switch a question turns off in one of its two runs would be off in both, and the
+/// question would answer "unchanged": refused, as `--set` is.
+fn check_disable(disable: &[String]) -> Result<(), Error> {
+    for s in disable {
+        if let Some(q) = QUESTIONS.iter().find(|q| {
+            q.before.disable.contains(&s.as_str()) || q.after.disable.contains(&s.as_str())
+        }) {
+            return Err(Error::Input(format!(
+                "--disable {s}: the what-if question `{}` compares runs with {s} on and off; \
+                 run its file instead: hetsim run {} --disable {s}",
+                q.id, q.file
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// One run of a question's file, as it is (`None`) or as a variant; its summary.
@@ -318,8 +336,9 @@ pub fn csv(answers: &[Answer]) -> Vec<u8> {
     out.into_bytes()
 }
 
-/// `summary.json`: each question with its answer, its variants and the runs' summaries.
-pub fn summary(answers: &[Answer]) -> Value {
+/// `summary.json`: each question with its answer, its variants and the runs' summaries, and
+/// the switches turned off in every run (`--disable`), if any.
+pub fn summary(answers: &[Answer], disabled: &[String]) -> Value {
     let questions: Vec<Value> = answers
         .iter()
         .map(|a| {
@@ -344,11 +363,16 @@ pub fn summary(answers: &[Answer]) -> Value {
             })
         })
         .collect();
-    json!({ "scenario": "whatif", "questions": questions })
+    let mut summary = json!({ "scenario": "whatif", "questions": questions });
+    if !disabled.is_empty() {
+        summary["disabled"] = json!(disabled);
+    }
+    summary
 }
 
-/// The comparison picture: one panel per question, the two configurations side by side.
-pub fn chart(answers: &[Answer]) -> hetsim_output::plot::compare::Comparison {
+/// The comparison picture: one panel per question, the two configurations side by side; the
+/// switches turned off in every run, if any, in its notes.
+pub fn chart(answers: &[Answer], disabled: &[String]) -> hetsim_output::plot::compare::Comparison {
     use hetsim_output::plot::compare::{Comparison, Panel};
     let panels = answers
         .iter()
@@ -375,13 +399,20 @@ pub fn chart(answers: &[Answer]) -> hetsim_output::plot::compare::Comparison {
             }
         })
         .collect();
+    let mut notes = vec![
+        "lower is better; the change is the right bar against the left one".to_string(),
+        "scenarios/whatif/: halo.ron (GPUDirect, GPUs per node), allreduce.ron (tree), cholesky.ron (dmdas)".into(),
+    ];
+    if !disabled.is_empty() {
+        notes.push(format!(
+            "switched off in every run: {}",
+            disabled.join(", ")
+        ));
+    }
     Comparison {
         title: "What if ...? Four questions, each one simulated scenario as it is and changed"
             .into(),
-        notes: vec![
-            "lower is better; the change is the right bar against the left one".into(),
-            "scenarios/whatif/: halo.ron (GPUDirect, GPUs per node), allreduce.ron (tree), cholesky.ron (dmdas)".into(),
-        ],
+        notes,
         panels,
         width: 1200,
     }

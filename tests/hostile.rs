@@ -224,3 +224,31 @@ fn counts_that_would_exhaust_memory_are_refused_before_anything_is_built() {
     assert!(err.contains("platform.network.FatTree.children"), "{err}");
     assert!(!tmp.path().join("o").exists());
 }
+
+#[test]
+fn the_built_in_what_if_refuses_a_switch_that_would_erase_its_question_and_shows_the_others() {
+    let tmp = tempfile::tempdir().unwrap();
+    // GPUDirect off on both sides printed "unchanged" with exit 0.
+    let err = refused(&["run", "--disable", "gpudirect", "--out", "w"], tmp.path());
+    assert!(
+        err.contains("--disable gpudirect: the what-if question `gpudirect`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("hetsim run scenarios/whatif/halo.ron --disable gpudirect"),
+        "{err}"
+    );
+    assert!(!tmp.path().join("w").exists());
+    // Another switch applies to every run, and says so in the answer and the summary.
+    let out = common::ok(&hetsim(
+        &["run", "--disable", "contention", "--out", "w"],
+        tmp.path(),
+    ));
+    assert!(
+        out.contains("(every run with contention switched off)"),
+        "{out}"
+    );
+    let summary = std::fs::read_to_string(tmp.path().join("w/summary.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    assert_eq!(v["disabled"], serde_json::json!(["contention"]));
+}
