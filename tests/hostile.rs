@@ -252,3 +252,33 @@ fn the_built_in_what_if_refuses_a_switch_that_would_erase_its_question_and_shows
     let v: serde_json::Value = serde_json::from_str(&summary).unwrap();
     assert_eq!(v["disabled"], serde_json::json!(["contention"]));
 }
+
+#[test]
+fn a_key_given_twice_in_a_map_is_refused_not_overwritten() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |edit: &dyn Fn(String) -> String| {
+        let file = dag_scenario(tmp.path(), edit);
+        refused(&["run", &file, "--quiet", "--out", "o"], tmp.path())
+    };
+    let err = run(&|t| {
+        t.replace(
+            "    runtime: RuntimeSpec(",
+            "    switches: {\"prefetch\": true, \"prefetch\": false},\n    runtime: RuntimeSpec(",
+        )
+    });
+    assert!(
+        err.contains("field `switches`: the key `prefetch` is given twice"),
+        "{err}"
+    );
+    let err = run(&|t| {
+        t.replace(
+            "models: {\"k\": ",
+            "models: {\"k\": CodeletModel(cpu: Some(Constant(\"2ms\"))), \"k\": ",
+        )
+    });
+    assert!(
+        err.contains("field `runtime.models`: the key `k` is given twice"),
+        "{err}"
+    );
+    assert!(!tmp.path().join("o").exists());
+}

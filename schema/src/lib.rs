@@ -12,6 +12,7 @@ pub mod starpu;
 pub mod study;
 pub mod tasks;
 pub mod time;
+pub mod unique;
 pub mod units;
 
 pub use time::SimTime;

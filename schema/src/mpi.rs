@@ -32,7 +32,7 @@ pub struct CollectiveSpec {
     pub select: Select,
     /// Algorithm forced per collective, e.g. `{"allreduce": "ring", "bcast": "binomial"}`
     /// (`hetsim systems` lists the names).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::unique::map")]
     pub force: std::collections::BTreeMap<String, String>,
     /// Time to reduce one byte (a sum of doubles on the GPU), on top of a trace's flops.
     #[serde(default)]

@@ -19,7 +19,7 @@ pub struct Scenario {
     pub platform: PlatformSpec,
     pub workload: Workload,
     /// Model components switched on (`true`) or off (`false`); see `hetsim systems`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::unique::map")]
     pub switches: BTreeMap<String, bool>,
     #[serde(default)]
     pub output: OutputSpec,

@@ -153,7 +153,7 @@ pub struct RuntimeSpec {
     #[serde(default = "one")]
     pub beta: f64,
     /// Codelet models given here (they win over a StarPU machine's files).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::unique::map")]
     pub models: std::collections::BTreeMap<String, CodeletModel>,
     /// The lowest and highest task priority the scheduler keeps (StarPU's STARPU_MIN_PRIO
     /// and STARPU_MAX_PRIO); unset, the policy decides ([`Scheduler::priority_range`]).
