@@ -282,3 +282,39 @@ fn a_key_given_twice_in_a_map_is_refused_not_overwritten() {
     );
     assert!(!tmp.path().join("o").exists());
 }
+
+#[test]
+fn ranks_that_disagree_on_a_collective_are_refused_naming_them() {
+    // A broadcast with another root on rank 2, then an NCCL allreduce of another size on
+    // rank 2: MPI and NCCL would hang or fail; the simulation ran without a word.
+    let tmp = tempfile::tempdir().unwrap();
+    let lassen = path("scenarios/platforms/lassen.ron");
+    let scenario = |lines: &str| {
+        let text = format!(
+            "Scenario(name: \"disagree\", platform: File({lassen:?}), workload: Mpi(ranks: 4, program: TraceText([(\"inline\", {lines:?})])))"
+        );
+        let file = tmp.path().join("disagree.ron");
+        std::fs::write(&file, text).unwrap();
+        refused(&["run", file.to_str().unwrap(), "--out", "o"], tmp.path())
+    };
+    let err = scenario("0 bcast 1024 0\n1 bcast 1024 0\n2 bcast 1024 1\n3 bcast 1024 0\n");
+    assert!(
+        err.contains("ranks 0 and 2 disagree on their collective call #1"),
+        "{err}"
+    );
+    assert!(
+        err.contains("rank 2 calls bcast of 1024 B from root 1 (inline:3"),
+        "{err}"
+    );
+    let err = scenario(
+        "0 nccl_allreduce 1000\n1 nccl_allreduce 1000\n2 nccl_allreduce 2000\n3 nccl_allreduce 1000\n",
+    );
+    assert!(
+        err.contains("rank 2 calls nccl all_reduce of 2000 B"),
+        "{err}"
+    );
+    // One rank without the call at all.
+    let err = scenario("0 barrier\n1 barrier\n2 barrier\n3 compute 1\n");
+    assert!(err.contains("rank 3 makes no such call"), "{err}");
+    assert!(!tmp.path().join("o").exists());
+}

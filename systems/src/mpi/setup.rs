@@ -37,6 +37,7 @@ pub fn build(
             return Err("workload.Mpi.program: trace files were not read by the loader".into());
         }
     };
+    check_collectives_agree(&programs).map_err(|e| format!("workload.Mpi.program: {e}"))?;
     let ranks: Vec<RankRt> = placed
         .iter()
         .zip(programs)
@@ -163,6 +164,72 @@ fn parse_gpu(name: &str) -> Option<(u32, u32)> {
     let (node, rest) = rest.split_once("].gpu[")?;
     let gpu = rest.strip_suffix(']')?;
     Some((node.parse().ok()?, gpu.parse().ok()?))
+}
+
+/// What every rank must agree on in its k-th collective: MPI's kind, root and (where counts
+/// must match: barrier, bcast, reduce, allreduce) size; NCCL's operation, size and root.
+#[derive(Debug, Clone, PartialEq)]
+struct Agreement {
+    what: String,
+    /// The step, `file:line` or the generator, for the message.
+    at: String,
+}
+
+/// Each rank's collectives, in program order (one pass).
+fn agreements(p: &program::Program) -> Vec<Agreement> {
+    use program::{Coll, Op};
+    p.steps
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| {
+            let what = match s.op {
+                Op::Coll(c) => match c {
+                    Coll::Bcast { bytes, root } => format!("bcast of {bytes} B from root {root}"),
+                    Coll::Reduce { bytes, root, .. } => {
+                        format!("reduce of {bytes} B to root {root}")
+                    }
+                    Coll::Allreduce { bytes, .. } => format!("allreduce of {bytes} B"),
+                    Coll::Barrier => "barrier".into(),
+                    other => other.name().to_string(),
+                },
+                Op::Nccl { op, bytes, root } => {
+                    format!("nccl {} of {bytes} B (root {root})", op.name())
+                }
+                _ => return None,
+            };
+            Some(Agreement { what, at: p.at(i) })
+        })
+        .collect()
+}
+
+/// Every rank calls the same collectives in the same order: MPI and NCCL would hang or fail
+/// on ranks that disagree (a different root, size or kind, or a call one rank never makes),
+/// and a simulation of them would be a number of nothing.
+fn check_collectives_agree(programs: &[program::Program]) -> Result<(), String> {
+    let Some(first) = programs.first().map(agreements) else {
+        return Ok(());
+    };
+    for (r, p) in programs.iter().enumerate().skip(1) {
+        let mine = agreements(p);
+        for k in 0..first.len().max(mine.len()) {
+            let (a, b) = (first.get(k), mine.get(k));
+            if a.map(|a| &a.what) == b.map(|b| &b.what) {
+                continue;
+            }
+            let said = |x: Option<&Agreement>| {
+                x.map_or("makes no such call".to_string(), |x| {
+                    format!("calls {} ({})", x.what, x.at)
+                })
+            };
+            return Err(format!(
+                "ranks 0 and {r} disagree on their collective call #{}: rank 0 {}, rank {r} {}; MPI and NCCL would hang or fail",
+                k + 1,
+                said(a),
+                said(b)
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
