@@ -157,7 +157,10 @@ pub struct CaseResult {
 /// Runs a flow case.
 pub fn solve(text: &str, label: &str, opts: &RunOptions) -> Result<CaseResult, Error> {
     let scenario = parse(text, label)?;
-    let (mut app, run) = crate::simulate(&scenario, opts)?;
+    let (mut app, run) = crate::simulate(&scenario, opts).map_err(|e| match e {
+        Error::Input(m) => Error::Input(in_case_terms(label, &m)),
+        e => e,
+    })?;
     let solver = app
         .world()
         .resource::<hetsim_systems::network::Network>()
@@ -165,6 +168,29 @@ pub fn solve(text: &str, label: &str, opts: &RunOptions) -> Result<CaseResult, E
     let report = hetsim_output::report(app.world_mut(), &scenario.name, scenario.seed, &run);
     let ends = report.flows.into_iter().map(|f| (f.id, f.end_s)).collect();
     Ok(CaseResult { ends, run, solver })
+}
+
+/// An error of the scenario a case becomes, in the case's own terms: its file, and the JSON
+/// field (`links[i]`, `flows[i]`) for the scenario's `platform.links[i]` and
+/// `workload.Flows[i]` (a link's `name` is its `id`).
+fn in_case_terms(label: &str, message: &str) -> String {
+    let translate = |path: &str| -> Option<String> {
+        if let Some(rest) = path.strip_prefix("platform.links[") {
+            let (i, field) = rest.split_once(']')?;
+            let field = if field == ".name" { ".id" } else { field };
+            Some(format!("links[{i}]{field}"))
+        } else {
+            let rest = path.strip_prefix("workload.Flows[")?;
+            Some(format!("flows[{rest}"))
+        }
+    };
+    match message.split_once(": ") {
+        Some((path, why)) => match translate(path) {
+            Some(field) => format!("{label}: field `{field}`: {why}"),
+            None => format!("{label}: {message}"),
+        },
+        None => format!("{label}: {message}"),
+    }
 }
 
 /// How to make a random flow case like the reference performance inputs.

@@ -143,7 +143,34 @@ fn simulate_trace(base: &Scenario, mode: Mode, trace: &str) -> Result<f64, Error
     Ok(report.summary["sim_time_s"].as_f64().unwrap_or(f64::NAN))
 }
 
+/// An error of the scenario a measurement runs, in the command's terms: the rank placements
+/// are `--from` and `--to`, and a size whose transfer overflows simulated time is `-e`'s.
+fn in_flag_terms(e: Error, bytes: f64) -> Error {
+    let message = e.to_string();
+    let flagged = [
+        ("workload.Mpi.placement[0]", "--from"),
+        ("workload.Mpi.placement[1]", "--to"),
+    ]
+    .iter()
+    .find_map(|(field, flag)| {
+        message
+            .strip_prefix(field)
+            .map(|rest| format!("{flag}{rest}"))
+    });
+    match (flagged, e) {
+        (Some(m), _) => Error::Input(m),
+        (None, Error::Run(m)) if m.starts_with("simulated time out of range") => {
+            Error::Input(format!("-e: a message of {bytes} B: {m}"))
+        }
+        (None, e) => e,
+    }
+}
+
 fn measure(base: &Scenario, mode: Mode, bytes: f64) -> Result<Row, Error> {
+    measure_size(base, mode, bytes).map_err(|e| in_flag_terms(e, bytes))
+}
+
+fn measure_size(base: &Scenario, mode: Mode, bytes: f64) -> Result<Row, Error> {
     let pingpong =
         format!("0 send 1 {bytes}\n1 recv 0 {bytes}\n1 send 0 {bytes}\n0 recv 1 {bytes}\n");
     let round_trip = simulate_trace(base, mode, &pingpong)?;

@@ -318,3 +318,82 @@ fn ranks_that_disagree_on_a_collective_are_refused_naming_them() {
     assert!(err.contains("rank 3 makes no such call"), "{err}");
     assert!(!tmp.path().join("o").exists());
 }
+
+#[test]
+fn errors_name_the_flow_cases_fields_and_the_benchmarks_flags() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A flow case's errors named the scenario it becomes (platform.links, workload.Flows).
+    let case = |json: &str| {
+        std::fs::write(tmp.path().join("case.json"), json).unwrap();
+        refused(&["flows", "case.json"], tmp.path())
+    };
+    let link = r#"{"id":"l0","bandwidth":1e9,"latency":0}"#;
+    let flow = r#"{"id":"a","route":["l0"],"size":1e9,"start":0}"#;
+    let err = case(&format!(r#"{{"links":[{link},{link}],"flows":[{flow}]}}"#));
+    assert!(
+        err.contains("case.json: field `links[1].id`: `l0` is used twice"),
+        "{err}"
+    );
+    let err = case(&format!(r#"{{"links":[{link}],"flows":[{flow},{flow}]}}"#));
+    assert!(err.contains("case.json: field `flows[1].id`"), "{err}");
+    let slow = r#"{"id":"l0","bandwidth":1e-300,"latency":0}"#;
+    let err = case(&format!(r#"{{"links":[{slow}],"flows":[{flow}]}}"#));
+    assert!(err.contains("case.json: field `flows[0].size`"), "{err}");
+    // p2p and nccl-tests named the scenario's fields, not their flags.
+    let dgx = path("scenarios/platforms/dgx-h100.ron");
+    let p2p = |from: &str, to: &str, end: &str| {
+        refused(
+            &[
+                "p2p",
+                "--platform",
+                &dgx,
+                "--from",
+                from,
+                "--to",
+                to,
+                "-b",
+                "8",
+                "-e",
+                end,
+                "-f",
+                "1000",
+                "--out",
+                "o",
+            ],
+            tmp.path(),
+        )
+    };
+    let err = p2p("node[0].gpu[9]", "node[0].gpu[1]", "64");
+    assert!(
+        err.starts_with("error: --from: expected node[N].gpu[G]"),
+        "{err}"
+    );
+    let err = p2p("node[0].gpu[1]", "node[0].gpu[1]", "64");
+    assert!(
+        err.starts_with("error: --to: `node[0].gpu[1]` already holds a rank"),
+        "{err}"
+    );
+    let err = p2p("node[0].gpu[0]", "node[0].gpu[1]", "1e30");
+    assert!(err.starts_with("error: -e: a message of"), "{err}");
+    let nccl = |g: &str, end: &str| {
+        refused(
+            &[
+                "nccl-tests",
+                "--platform",
+                &dgx,
+                "-g",
+                g,
+                "-e",
+                end,
+                "--out",
+                "o",
+            ],
+            tmp.path(),
+        )
+    };
+    let err = nccl("100", "64");
+    assert!(err.starts_with("error: -g: expected 1 to 8"), "{err}");
+    let err = nccl("8", "1e30");
+    assert!(err.starts_with("error: -e: a buffer of"), "{err}");
+    assert!(!tmp.path().join("o").exists());
+}
