@@ -397,3 +397,88 @@ fn errors_name_the_flow_cases_fields_and_the_benchmarks_flags() {
     assert!(err.starts_with("error: -e: a buffer of"), "{err}");
     assert!(!tmp.path().join("o").exists());
 }
+
+/// A copy of scenarios/cholesky-attila.ron and its StarPU machine in `dir`, with `edit`
+/// applied to the GEMM codelet's calibration file; the scenario's path.
+fn attila_with_gemm(dir: &Path, edit: impl Fn(&str) -> String) -> String {
+    let copy = |from: &Path, to: &Path| {
+        for e in walk(from) {
+            let rel = e.strip_prefix(from).unwrap();
+            std::fs::create_dir_all(to.join(rel).parent().unwrap()).unwrap();
+            std::fs::copy(&e, to.join(rel)).unwrap();
+        }
+    };
+    copy(&repo().join("scenarios/machines"), &dir.join("machines"));
+    std::fs::copy(
+        repo().join("scenarios/cholesky-attila.ron"),
+        dir.join("chol.ron"),
+    )
+    .unwrap();
+    let gemm = dir.join("machines/codelets/45/chol_model_gemm.attila");
+    let text = std::fs::read_to_string(&gemm).unwrap();
+    std::fs::write(&gemm, edit(&text)).unwrap();
+    dir.join("chol.ron").to_str().unwrap().to_string()
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// The calibration file with every history entry's mean (microseconds) replaced by `mean`.
+fn with_means(text: &str, mean: impl Fn(&str) -> String) -> String {
+    text.lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let entry =
+                f.len() == 8 && f[0].len() == 8 && f[0].chars().all(|c| c.is_ascii_hexdigit());
+            if entry {
+                let mut f: Vec<String> = f.iter().map(|s| s.to_string()).collect();
+                f[3] = mean(&f[3]);
+                f.join("\t")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn calibrations_and_memories_that_cannot_be_right_are_refused_naming_their_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |edit: &dyn Fn(&str) -> String| {
+        let dir = tempfile::tempdir_in(tmp.path()).unwrap();
+        let file = attila_with_gemm(dir.path(), edit);
+        refused(&["run", &file, "--quiet", "--out", "o"], dir.path())
+    };
+    let gemm = "codelets/45/chol_model_gemm.attila";
+    // Empty; every mean NaN (no finite entry, and no regression in this file); negative.
+    let err = run(&|_| String::new());
+    assert!(
+        err.contains(gemm) && err.contains("Performance Model Version"),
+        "{err}"
+    );
+    let err = run(&|t| with_means(t, |_| "nan".into()));
+    assert!(err.contains("cannot run") && err.contains(gemm), "{err}");
+    let err = run(&|t| with_means(t, |m| format!("-{m}")));
+    assert!(
+        err.contains("expected finite times of zero or more") && err.contains(gemm),
+        "{err}"
+    );
+    // A cluster GPU of no memory left the GPUs unused.
+    let file = dag_scenario(tmp.path(), |t| t.replace("memory: \"16GiB\"", "memory: 0"));
+    let err = refused(&["run", &file, "--quiet", "--out", "o"], tmp.path());
+    assert!(
+        err.contains("platform.node.gpu.memory: 0 B leaves the runtime no room"),
+        "{err}"
+    );
+}

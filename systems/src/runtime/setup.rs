@@ -137,7 +137,12 @@ fn check_every_task_runs(
                     t.size
                 )
             } else {
-                "no worker has a model for it at this size".to_string()
+                match models.source(t.codelet) {
+                    Some(at) => format!(
+                        "no worker has a model for it at this size (no finite entry or regression in {at})"
+                    ),
+                    None => "no worker has a model for it at this size".to_string(),
+                }
             };
             return Err(format!(
                 "task {} ({}) cannot run: {why}",
@@ -161,8 +166,11 @@ fn check_times(graph: &Graph, machine: &Machine, models: &mut Models) -> Result<
             };
             if !(mean.is_finite() && mean >= 0.0 && sd.is_finite() && sd >= 0.0) {
                 return Err(format!(
-                    "task {} ({}): its model on {arch:?} gives {mean} s (standard deviation {sd} s) at {} bytes; expected finite times of zero or more",
-                    t.label, graph.codelets[t.codelet as usize], t.size
+                    "task {} ({}): its model on {arch:?} gives {mean} s (standard deviation {sd} s) at {} bytes; expected finite times of zero or more (the model: {})",
+                    t.label,
+                    graph.codelets[t.codelet as usize],
+                    t.size,
+                    models.source(t.codelet).unwrap_or("none")
                 ));
             }
         }

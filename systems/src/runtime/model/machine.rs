@@ -110,6 +110,12 @@ impl Machine {
                 let gpus = c.node.gpus;
                 let cpus = c.node.cpu_cores.saturating_sub(gpus);
                 let cap = (c.node.gpu.memory.0 / MIB * 0.9).floor() * MIB;
+                if gpus > 0 && cap <= 0.0 {
+                    return Err(format!(
+                        "platform.node.gpu.memory: {} B leaves the runtime no room on a GPU (it uses 90 % in whole MiB); expected at least 2 MiB",
+                        c.node.gpu.memory.0
+                    ));
+                }
                 let mut nodes = vec![MemNode {
                     name: "RAM".into(),
                     endpoint: Endpoint::Host { node: 0 },
@@ -285,6 +291,12 @@ fn starpu_nodes(
             Some(_) => return Err("platform.limit_cuda_mem_mb: expected a positive size".into()),
             None => ((memsize / MIB).floor() * 0.9).floor() * MIB,
         };
+        if cap <= 0.0 {
+            return Err(format!(
+                "{label}: host {}: memsize {memsize} B leaves the runtime no room (it uses 90 % in whole MiB)",
+                g.id
+            ));
+        }
         nodes.push(MemNode {
             name: g.id.clone(),
             endpoint: topo.endpoint(&g.id).map_err(|e| format!("{label}: {e}"))?,
@@ -320,8 +332,10 @@ fn starpu_direct(
 /// Where a codelet's times come from.
 #[derive(Debug, Clone)]
 enum Source {
-    Given(CodeletModel),
-    Starpu(perfmodel::PerfModel),
+    /// `runtime.models.<codelet>`.
+    Given(String, CodeletModel),
+    /// A StarPU machine's file, with its label.
+    Starpu(String, perfmodel::PerfModel),
 }
 
 /// A codelet's time somewhere: mean (s), standard deviation (s), calibrated.
@@ -347,10 +361,11 @@ impl Models {
         let mut sources = Vec::new();
         for c in codelets {
             let s = if let Some(m) = given.get(c) {
-                Some(Source::Given(m.clone()))
+                Some(Source::Given(format!("runtime.models.{c}"), m.clone()))
             } else if let PlatformSpec::StarpuMachine(m) = platform {
                 match m.files.get(&format!("codelets/45/{c}.{}", m.hostname)) {
                     Some((label, text)) => Some(Source::Starpu(
+                        label.clone(),
                         perfmodel::parse(text).map_err(|e| format!("{label}: {e}"))?,
                     )),
                     None => None,
@@ -389,6 +404,13 @@ impl Models {
     pub fn has_model(&self, codelet: u16) -> bool {
         self.sources[codelet as usize].is_some()
     }
+
+    /// Where `codelet`'s model comes from: `runtime.models.<codelet>` or a StarPU file.
+    pub fn source(&self, codelet: u16) -> Option<&str> {
+        self.sources[codelet as usize].as_ref().map(|s| match s {
+            Source::Given(at, _) | Source::Starpu(at, _) => at.as_str(),
+        })
+    }
 }
 
 /// Samples a history entry needs to count as calibrated.
@@ -397,7 +419,7 @@ const CALIBRATE_MINIMUM: u64 = 10;
 fn lookup(s: &Source, task: &Task, arch: Arch) -> Option<Timing> {
     let us = 1e-6;
     match s {
-        Source::Given(m) => {
+        Source::Given(_, m) => {
             let model = match arch {
                 Arch::Cpu => m.cpu.as_ref(),
                 Arch::Cuda(_) => m.cuda.as_ref(),
@@ -420,7 +442,7 @@ fn lookup(s: &Source, task: &Task, arch: Arch) -> Option<Timing> {
             };
             Some((m, sd, true))
         }
-        Source::Starpu(p) => {
+        Source::Starpu(_, p) => {
             let (kind, dev) = match arch {
                 Arch::Cpu => (perfmodel::DeviceKind::Cpu, 0),
                 Arch::Cuda(d) => (perfmodel::DeviceKind::Cuda, d),
