@@ -324,3 +324,89 @@ fn the_fuzzed_shapes_are_valid_when_their_values_are() {
     let report = hetsim::simulate_report(&s, &opts()).unwrap();
     assert!(report.summary["sim_time_s"].as_f64().unwrap() > 0.0);
 }
+
+/// Where the numbers of a scenario text are: bare literals and the numeric start of quoted
+/// quantities (`"7.8TFlop/s"`), as byte ranges.
+fn number_spans(text: &str) -> Vec<(usize, usize)> {
+    let b = text.as_bytes();
+    let mut spans = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let starts = (b[i].is_ascii_digit() || b[i] == b'-')
+            && i > 0
+            && matches!(b[i - 1], b' ' | b'(' | b'[' | b'"' | b':');
+        if starts {
+            let j = (i + 1..b.len())
+                .find(|&j| {
+                    !(b[j].is_ascii_digit() || matches!(b[j], b'.' | b'e' | b'E' | b'-' | b'+'))
+                })
+                .unwrap_or(b.len());
+            if text[i..j].parse::<f64>().is_ok() {
+                spans.push((i, j));
+            }
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+    spans
+}
+
+/// Every number in a JSON document; a null counts as NaN (serde_json writes NaN so, and a
+/// run's summary has no null of its own).
+fn numbers(v: &serde_json::Value, out: &mut Vec<f64>) {
+    match v {
+        serde_json::Value::Number(n) => out.extend(n.as_f64()),
+        serde_json::Value::Null => out.push(f64::NAN),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| numbers(x, out)),
+        serde_json::Value::Object(o) => o.values().for_each(|x| numbers(x, out)),
+        _ => {}
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Issue 52: a non-finite, negative, zero or huge number in any numeric place of the
+    /// what-if files (bare, or the number of a quantity with its unit) is refused as input, or
+    /// the run ends with a summary whose every number is finite; never a panic, never a NaN.
+    #[test]
+    fn any_number_anywhere_is_refused_or_gives_finite_results(
+        file in prop::sample::select(vec!["halo.ron", "allreduce.ron", "cholesky.ron"]),
+        at in 0usize..10_000,
+        value in prop::sample::select(vec!["NaN", "inf", "-inf", "-1", "-1e300", "0", "1e300", "1e-300"]),
+    ) {
+        let text = hetsim::embedded::FILES
+            .iter()
+            .find(|(name, _)| name.ends_with(file))
+            .map(|(_, text)| *text)
+            .unwrap();
+        let spans = number_spans(text);
+        let (i, j) = spans[at % spans.len()];
+        let edited = format!("{}{value}{}", &text[..i], &text[j..]);
+        let read = |name: &str| {
+            hetsim::embedded::FILES
+                .iter()
+                .find(|(n, _)| n.ends_with(name.trim_start_matches("../")))
+                .map(|(n, t)| (n.to_string(), t.to_string()))
+                .ok_or_else(|| format!("no embedded file {name}"))
+        };
+        let Ok(mut s) = hetsim::schema::load::parse_scenario_with(&edited, file, &read, &[]) else {
+            return Ok(());
+        };
+        s.output = hetsim::schema::scenario::OutputSpec::tables_only();
+        // A bound on the run, so that a slow but legal value ends as a limit error.
+        s.limits.max_events = Some(2_000_000);
+        match hetsim::simulate_report(&s, &opts()) {
+            Ok(report) => {
+                let mut all = Vec::new();
+                numbers(&report.summary, &mut all);
+                prop_assert!(all.iter().all(|x| x.is_finite()),
+                    "a number of the summary is not finite: {}", &edited[i.saturating_sub(40)..(i + 40).min(edited.len())]);
+                let sim = report.summary["sim_time_s"].as_f64().unwrap();
+                prop_assert!(sim >= 0.0);
+            }
+            Err(Error::Input(_)) | Err(Error::Run(_)) => {}
+        }
+    }
+}
