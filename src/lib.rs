@@ -121,6 +121,8 @@ pub fn build_app(scenario: &Scenario, opts: &RunOptions) -> Result<App, Error> {
             .map_err(|e| Error::Input(format!("--disable {name}: {e}")))?;
     }
     let record = switches.is_on("record") && scenario.output.needs_recording();
+    hetsim_schema::budget::check_outputs(scenario, record)
+        .map_err(|(field, why)| Error::Input(format!("{field}: {why}")))?;
     world.resource_mut::<Recorder>().set_on(record);
     world
         .resource_mut::<Network>()

@@ -482,3 +482,38 @@ fn calibrations_and_memories_that_cannot_be_right_are_refused_naming_their_file(
         "{err}"
     );
 }
+
+#[test]
+fn output_files_that_would_fill_a_disk_are_refused_before_the_run() {
+    // 3,000 ranks of the LULESH-like halo wrote a 2.7 GB trace.json.
+    let tmp = tempfile::tempdir().unwrap();
+    let halo = path("scenarios/studies/halo3d.ron");
+    let err = refused(
+        &["run", &halo, "--set", "workload.ranks=3000", "--out", "o"],
+        tmp.path(),
+    );
+    assert!(
+        err.contains("workload.Mpi.program.Generator.Halo3d.iterations"),
+        "{err}"
+    );
+    assert!(
+        err.contains("of output files, over limits.max_output"),
+        "{err}"
+    );
+    assert!(!tmp.path().join("o").exists());
+    // Without the two largest recorded files the same job fits (validate builds it).
+    let o = hetsim(
+        &[
+            "validate",
+            &halo,
+            "--set",
+            "workload.ranks=3000",
+            "--set",
+            "output.trace_json=false",
+            "--set",
+            "output.paje=false",
+        ],
+        tmp.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+}

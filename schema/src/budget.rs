@@ -36,6 +36,16 @@ const PER_STREAM_ITEM: f64 = 256.0;
 /// recording, 1.9 KB with).
 const PER_MESSAGE: f64 = 2048.0;
 
+/// Bytes of output files per MPI message, upper bounds of the shipped studies (the sweep,
+/// with the most compute intervals per message, writes 2.2 KB of trace.json, 1.0 KB of
+/// paje.trace and 0.4 KB of intervals.csv per message; every study 90 B of flows.csv).
+const TRACE_JSON_PER_MESSAGE: f64 = 2560.0;
+const PAJE_PER_MESSAGE: f64 = 1152.0;
+const INTERVALS_PER_MESSAGE: f64 = 512.0;
+const FLOWS_CSV_PER_MESSAGE: f64 = 128.0;
+/// The default of `limits.max_output`.
+pub const DEFAULT_MAX_OUTPUT: f64 = 4.0 * (1u64 << 30) as f64;
+
 /// One estimate: the field that drives it and its bytes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Estimate {
@@ -233,6 +243,51 @@ pub fn fat_tree_switches(children: &[u32], taper: impl Fn(usize) -> f64) -> f64 
             above * below
         })
         .sum()
+}
+
+/// What the run's output files will take, from the counts that drive them: an MPI job's
+/// messages, in flows.csv and (when the run records) in trace.json, paje.trace and
+/// intervals.csv.
+pub fn output_estimates(s: &Scenario, recording: bool) -> Vec<Estimate> {
+    let o = &s.output;
+    let on = |yes: bool, bytes: f64| if yes { bytes } else { 0.0 };
+    let per_message = on(o.flows_csv, FLOWS_CSV_PER_MESSAGE)
+        + on(recording && o.trace_json, TRACE_JSON_PER_MESSAGE)
+        + on(recording && o.paje, PAJE_PER_MESSAGE)
+        + on(recording && o.intervals_csv, INTERVALS_PER_MESSAGE);
+    s.workload
+        .parts()
+        .into_iter()
+        .filter_map(|(path, part)| match part {
+            Workload::Mpi(m) => mpi_messages(m).map(|(field, messages)| Estimate {
+                field: format!("{path}.{field}"),
+                what: format!("{messages:.3e} messages"),
+                bytes: messages * per_message,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The first output estimate over `limits.max_output`, as an error naming its field.
+pub fn check_outputs(s: &Scenario, recording: bool) -> Result<(), (String, String)> {
+    let limit = s.limits.max_output.map_or(DEFAULT_MAX_OUTPUT, |b| b.0);
+    for e in output_estimates(s, recording) {
+        if e.bytes.is_nan() || e.bytes > limit {
+            return Err((
+                e.field,
+                format!(
+                    "{} would write an estimated {} of output files, over limits.max_output = {}; \
+                     turn the largest off (--set output.trace_json=false, --set output.paje=false, \
+                     or --disable record) or raise limits.max_output",
+                    e.what,
+                    gib(e.bytes),
+                    gib(limit)
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Links of that XGFT between switch levels: each level-l switch (l < h) to its parents.

@@ -593,4 +593,8 @@ pub struct Limits {
     /// (default: half of this machine's memory; see `budget.rs`).
     #[serde(default)]
     pub max_memory: Option<Bytes>,
+    /// Refuse (before running) a scenario whose output files would be larger, as estimated
+    /// (default 4 GiB; see `budget.rs`).
+    #[serde(default)]
+    pub max_output: Option<Bytes>,
 }
