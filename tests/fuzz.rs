@@ -326,15 +326,15 @@ fn the_fuzzed_shapes_are_valid_when_their_values_are() {
 }
 
 /// Where the numbers of a scenario text are: bare literals and the numeric start of quoted
-/// quantities (`"7.8TFlop/s"`), as byte ranges.
-fn number_spans(text: &str) -> Vec<(usize, usize)> {
+/// quantities (`"7.8TFlop/s"`), as byte ranges, and whether the number is a quantity's.
+fn number_spans(text: &str) -> Vec<(usize, usize, bool)> {
     let b = text.as_bytes();
     let mut spans = Vec::new();
     let mut i = 0;
     while i < b.len() {
         let starts = (b[i].is_ascii_digit() || b[i] == b'-')
             && i > 0
-            && matches!(b[i - 1], b' ' | b'(' | b'[' | b'"' | b':');
+            && matches!(b[i - 1], b' ' | b'(' | b'[' | b'"' | b':' | b'\t' | b'\n');
         if starts {
             let j = (i + 1..b.len())
                 .find(|&j| {
@@ -342,7 +342,7 @@ fn number_spans(text: &str) -> Vec<(usize, usize)> {
                 })
                 .unwrap_or(b.len());
             if text[i..j].parse::<f64>().is_ok() {
-                spans.push((i, j));
+                spans.push((i, j, b[i - 1] == b'"'));
             }
             i = j;
         } else {
@@ -365,48 +365,69 @@ fn numbers(v: &serde_json::Value, out: &mut Vec<f64>) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(300))]
+    #![proptest_config(ProptestConfig::with_cases(200))]
 
     /// Issue 52: a non-finite, negative, zero or huge number in any numeric place of the
     /// what-if files (bare, or the number of a quantity with its unit) is refused as input, or
     /// the run ends with a summary whose every number is finite; never a panic, never a NaN.
+    /// A negative quantity (a size, duration, bandwidth or rate with its unit) is always
+    /// refused as input: run, it made work take no time.
     #[test]
     fn any_number_anywhere_is_refused_or_gives_finite_results(
         file in prop::sample::select(vec!["halo.ron", "allreduce.ron", "cholesky.ron"]),
+        target in 0usize..hetsim::embedded::FILES.len(),
         at in 0usize..10_000,
         value in prop::sample::select(vec!["NaN", "inf", "-inf", "-1", "-1e300", "0", "1e300", "1e-300"]),
     ) {
-        let text = hetsim::embedded::FILES
-            .iter()
-            .find(|(name, _)| name.ends_with(file))
-            .map(|(_, text)| *text)
-            .unwrap();
-        let spans = number_spans(text);
-        let (i, j) = spans[at % spans.len()];
-        let edited = format!("{}{value}{}", &text[..i], &text[j..]);
+        // One number of one embedded file (the scenario, its platform, or its StarPU machine's
+        // files) is changed; the scenario reads the changed file where it reads that one.
+        let (target_name, target_text) = hetsim::embedded::FILES[target];
+        let spans = number_spans(target_text);
+        prop_assume!(!spans.is_empty());
+        let (i, j, quantity) = spans[at % spans.len()];
+        let negative_quantity = quantity && value.starts_with('-') && target_name.ends_with(".ron");
+        let edited = format!("{}{value}{}", &target_text[..i], &target_text[j..]);
+        // Whether the run read the changed file (only then must a negative quantity be refused).
+        let read_it = std::cell::Cell::new(false);
+        let text_of = |name: &str| -> String {
+            if name == target_name {
+                read_it.set(true);
+                edited.clone()
+            } else {
+                hetsim::embedded::file(name).unwrap().to_string()
+            }
+        };
+        let scenario_name = hetsim::embedded::FILES.iter().find(|(n, _)| n.ends_with(file)).unwrap().0;
         let read = |name: &str| {
             hetsim::embedded::FILES
                 .iter()
                 .find(|(n, _)| n.ends_with(name.trim_start_matches("../")))
-                .map(|(n, t)| (n.to_string(), t.to_string()))
+                .map(|(n, _)| (n.to_string(), text_of(n)))
                 .ok_or_else(|| format!("no embedded file {name}"))
         };
-        let Ok(mut s) = hetsim::schema::load::parse_scenario_with(&edited, file, &read, &[]) else {
+        let Ok(mut s) = hetsim::schema::load::parse_scenario_with(&text_of(scenario_name), file, &read, &[]) else {
             return Ok(());
         };
+        let must_refuse = negative_quantity && read_it.get();
+        let near = format!(
+            "{target_name}: {}",
+            &edited[i.saturating_sub(40)..(i + 40).min(edited.len())]
+        );
         s.output = hetsim::schema::scenario::OutputSpec::tables_only();
         // A bound on the run, so that a slow but legal value ends as a limit error.
         s.limits.max_events = Some(2_000_000);
         match hetsim::simulate_report(&s, &opts()) {
             Ok(report) => {
+                prop_assert!(!must_refuse, "a negative quantity ran: {near}");
                 let mut all = Vec::new();
                 numbers(&report.summary, &mut all);
                 prop_assert!(all.iter().all(|x| x.is_finite()),
-                    "a number of the summary is not finite: {}", &edited[i.saturating_sub(40)..(i + 40).min(edited.len())]);
+                    "a number of the summary is not finite: {near}");
                 let sim = report.summary["sim_time_s"].as_f64().unwrap();
                 prop_assert!(sim >= 0.0);
             }
-            Err(Error::Input(_)) | Err(Error::Run(_)) => {}
+            Err(Error::Input(_)) => {}
+            Err(Error::Run(e)) => prop_assert!(!must_refuse, "a negative quantity failed as a run: {e}: {near}"),
         }
     }
 }
