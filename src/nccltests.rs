@@ -148,10 +148,7 @@ fn measure(
     let (app, _) = simulate(&scenario, &RunOptions::default()).map_err(|e| match e {
         // The scenario's fields are the command's flags.
         Error::Input(m) => Error::Input(m.replacen("workload.Cuda.gpus", "-g", 1)),
-        Error::Run(m) if m.starts_with("simulated time out of range") => {
-            Error::Input(format!("-e: a buffer of {bytes} B: {m}"))
-        }
-        e => e,
+        e => e.blame_time_overflow_on(|| format!("-e: a buffer of {bytes} B")),
     })?;
     let report = app
         .world()

@@ -157,12 +157,9 @@ fn in_flag_terms(e: Error, bytes: f64) -> Error {
             .strip_prefix(field)
             .map(|rest| format!("{flag}{rest}"))
     });
-    match (flagged, e) {
-        (Some(m), _) => Error::Input(m),
-        (None, Error::Run(m)) if m.starts_with("simulated time out of range") => {
-            Error::Input(format!("-e: a message of {bytes} B: {m}"))
-        }
-        (None, e) => e,
+    match flagged {
+        Some(m) => Error::Input(m),
+        None => e.blame_time_overflow_on(|| format!("-e: a message of {bytes} B")),
     }
 }
 

@@ -231,18 +231,24 @@ fn mpi_messages(m: &MpiSpec) -> Option<(String, f64)> {
 /// Switches of an XGFT with `children` per level and `children[i] / taper(i)` parents per
 /// level-(i+1) switch (as the platform builder counts them).
 pub fn fat_tree_switches(children: &[u32], taper: impl Fn(usize) -> f64) -> f64 {
+    fat_tree_levels(children, taper).0.iter().sum()
+}
+
+/// An XGFT's switches per level (1..=h) and parents per switch of levels 2..=h: level l has
+/// prod(children[l..]) x prod(parents[..l-1]) switches.
+fn fat_tree_levels(children: &[u32], taper: impl Fn(usize) -> f64) -> (Vec<f64>, Vec<f64>) {
     let h = children.len();
     let parents: Vec<f64> = (0..h.saturating_sub(1))
         .map(|i| (children[i] as f64 / taper(i)).round().max(1.0))
         .collect();
-    // Level l (1..=h) has prod(children[l..]) x prod(parents[..l-1]) switches.
-    (1..=h)
+    let switches = (1..=h)
         .map(|l| {
             let above: f64 = children[l..].iter().map(|&c| c as f64).product();
             let below: f64 = parents[..l - 1].iter().product();
             above * below
         })
-        .sum()
+        .collect();
+    (switches, parents)
 }
 
 /// What the run's output files will take, from the counts that drive them: an MPI job's
@@ -273,7 +279,7 @@ pub fn output_estimates(s: &Scenario, recording: bool) -> Vec<Estimate> {
 pub fn check_outputs(s: &Scenario, recording: bool) -> Result<(), (String, String)> {
     let limit = s.limits.max_output.map_or(DEFAULT_MAX_OUTPUT, |b| b.0);
     for e in output_estimates(s, recording) {
-        if e.bytes.is_nan() || e.bytes > limit {
+        if over(e.bytes, limit) {
             return Err((
                 e.field,
                 format!(
@@ -292,17 +298,8 @@ pub fn check_outputs(s: &Scenario, recording: bool) -> Result<(), (String, Strin
 
 /// Links of that XGFT between switch levels: each level-l switch (l < h) to its parents.
 pub fn fat_tree_links(children: &[u32], taper: impl Fn(usize) -> f64) -> f64 {
-    let h = children.len();
-    let parents: Vec<f64> = (0..h.saturating_sub(1))
-        .map(|i| (children[i] as f64 / taper(i)).round().max(1.0))
-        .collect();
-    (1..h)
-        .map(|l| {
-            let above: f64 = children[l..].iter().map(|&c| c as f64).product();
-            let below: f64 = parents[..l - 1].iter().product();
-            above * below * parents[l - 1]
-        })
-        .sum()
+    let (switches, parents) = fat_tree_levels(children, taper);
+    switches.iter().zip(&parents).map(|(s, p)| s * p).sum()
 }
 
 /// The first estimate over `limit` bytes, as an error naming its field.
@@ -312,10 +309,14 @@ pub fn check(s: &Scenario, limit: f64) -> Result<(), (String, String)> {
         .try_for_each(|e| check_estimate(e, limit))
 }
 
+/// Whether an estimate passes its limit; NaN (one that overflowed into inf - inf) passes any.
+fn over(bytes: f64, limit: f64) -> bool {
+    bytes.is_nan() || bytes > limit
+}
+
 /// One estimate against `limit` bytes: an error naming its field when over.
 pub fn check_estimate(e: Estimate, limit: f64) -> Result<(), (String, String)> {
-    // NaN (an estimate that overflowed into inf - inf) is over any limit too.
-    if e.bytes.is_nan() || e.bytes > limit {
+    if over(e.bytes, limit) {
         return Err((
             e.field,
             format!(

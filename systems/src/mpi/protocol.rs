@@ -180,16 +180,7 @@ impl Messages {
 
     /// A slot for `msg`: a freed one reused, else a new one. Its index.
     fn slot(&mut self, msg: MsgRt) -> u32 {
-        match self.free.pop() {
-            Some(m) => {
-                self.msgs[m as usize] = msg;
-                m
-            }
-            None => {
-                self.msgs.push(msg);
-                self.msgs.len() as u32 - 1
-            }
-        }
+        reuse_slot(&mut self.msgs, &mut self.free, msg)
     }
 
     /// Rank `r` posts a receive (its request `req`).
@@ -443,6 +434,21 @@ impl Messages {
                 }
             }
             Stage::CopyIn => self.finish_recv(m, now, out),
+        }
+    }
+}
+
+/// Puts `item` in `items` at a freed index if there is one, else at the end: its index.
+/// (Messages and requests are kept so, their numbers reused once they are done.)
+pub(super) fn reuse_slot<T>(items: &mut Vec<T>, free: &mut Vec<u32>, item: T) -> u32 {
+    match free.pop() {
+        Some(i) => {
+            items[i as usize] = item;
+            i
+        }
+        None => {
+            items.push(item);
+            items.len() as u32 - 1
         }
     }
 }

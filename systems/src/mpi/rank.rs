@@ -15,7 +15,7 @@ use super::collectives;
 use super::effects::Effect;
 use super::message::Stage;
 use super::program::{ANY, Loc, Op, Program};
-use super::protocol::{Messages, Notice, Out};
+use super::protocol::{Messages, Notice, Out, reuse_slot};
 use crate::platform::Endpoint;
 
 /// An MPI request of a rank. Its slot is reused once the rank has waited for it.
@@ -496,16 +496,7 @@ impl Job {
             what,
             matched: false,
         };
-        match rank.free_reqs.pop() {
-            Some(q) => {
-                rank.reqs[q as usize] = req;
-                q
-            }
-            None => {
-                rank.reqs.push(req);
-                rank.reqs.len() as u32 - 1
-            }
-        }
+        reuse_slot(&mut rank.reqs, &mut rank.free_reqs, req)
     }
 
     /// Marks a request done; wakes its rank when it was the last one it waited for. A
