@@ -11,6 +11,7 @@ use hetsim_schema::scenario::{
 use hetsim_schema::units::{Bandwidth, Bytes, Duration};
 
 use crate::{Error, RunOptions};
+use hetsim_schema::pace::Extreme;
 
 #[derive(Debug, Deserialize)]
 struct Case {
@@ -159,6 +160,16 @@ pub fn solve(text: &str, label: &str, opts: &RunOptions) -> Result<CaseResult, E
     let scenario = parse(text, label)?;
     let (mut app, run) = crate::simulate(&scenario, opts).map_err(|e| match e {
         Error::Input(m) => Error::Input(in_case_terms(label, &m)),
+        Error::OutOfRange { message, pace } => Error::OutOfRange {
+            message: format!("{label}: {message}"),
+            pace: pace
+                .into_iter()
+                .map(|e| Extreme {
+                    source: case_field(&e.source).unwrap_or(e.source),
+                    ..e
+                })
+                .collect(),
+        },
         e => e,
     })?;
     let solver = app
@@ -191,6 +202,18 @@ fn in_case_terms(label: &str, message: &str) -> String {
         },
         None => format!("{label}: {message}"),
     }
+}
+
+/// The case's JSON field for a field path of the scenario a case becomes
+/// (`platform.Explicit.links.1.bandwidth` is `links[1].bandwidth`).
+fn case_field(path: &str) -> Option<String> {
+    let (list, rest) = if let Some(rest) = path.strip_prefix("platform.Explicit.links.") {
+        ("links", rest)
+    } else {
+        ("flows", path.strip_prefix("workload.Flows.")?)
+    };
+    let (i, field) = rest.split_once('.')?;
+    Some(format!("{list}[{i}].{field}"))
 }
 
 /// How to make a random flow case like the reference performance inputs.

@@ -24,6 +24,7 @@ use hetsim_engine::{
     EnginePlugin, ModelDocs, ModelInfo, Recorder, RunError, RunLimits, RunStats, SwitchInfo,
     Switches,
 };
+use hetsim_schema::pace;
 use hetsim_schema::scenario::{Scenario, Workload};
 use hetsim_systems::cuda::{CudaConfig, CudaPlugin};
 use hetsim_systems::mpi::{MpiConfig, MpiPlugin};
@@ -39,14 +40,17 @@ pub enum Error {
     /// The scenario or the command line is wrong (exit code 2).
     #[error("{0}")]
     Input(String),
+    /// A computed time passed simulated time's range (exit code 2: only input drives time
+    /// that far): the engine's `message`, and the inputs that set the pace (`pace`).
+    #[error("{message}\n{}", pace::describe(.pace))]
+    OutOfRange {
+        message: String,
+        pace: Vec<pace::Extreme>,
+    },
     /// The simulation could not finish (exit code 1).
     #[error("{0}")]
     Run(String),
 }
-
-/// How the engine's `RunError::OutOfRange` begins once rendered into [`Error::Run`] (held to
-/// it by this crate's test).
-const OUT_OF_RANGE: &str = "simulated time out of range";
 
 impl Error {
     /// A run that stopped because a computed time passed simulated time's range becomes bad
@@ -54,16 +58,26 @@ impl Error {
     /// any other error stays as it is.
     pub fn blame_time_overflow_on(self, cause: impl FnOnce() -> String) -> Error {
         match self {
-            Error::Run(m) if m.starts_with(OUT_OF_RANGE) => {
-                Error::Input(format!("{}: {m}", cause()))
-            }
+            Error::OutOfRange { message, .. } => Error::Input(format!("{}: {message}", cause())),
             e => e,
+        }
+    }
+
+    /// The same error with `context` before its message (`what-if `gpudirect` (GPUDirect)`).
+    pub fn within(self, context: &str) -> Error {
+        match self {
+            Error::Input(m) => Error::Input(format!("{context}: {m}")),
+            Error::OutOfRange { message, pace } => Error::OutOfRange {
+                message: format!("{context}: {message}"),
+                pace,
+            },
+            Error::Run(m) => Error::Run(format!("{context}: {m}")),
         }
     }
 
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Input(_) => 2,
+            Error::Input(_) | Error::OutOfRange { .. } => 2,
             Error::Run(_) => 1,
         }
     }
@@ -190,6 +204,10 @@ pub fn simulate(scenario: &Scenario, opts: &RunOptions) -> Result<(App, RunStats
     match hetsim_engine::run(&mut app) {
         Ok(stats) => Ok((app, stats)),
         Err(RunError::Input(e)) => Err(Error::Input(e)),
+        Err(e @ RunError::OutOfRange { .. }) => Err(Error::OutOfRange {
+            message: e.to_string(),
+            pace: pace::extremes(scenario),
+        }),
         Err(e) => Err(Error::Run(e.to_string())),
     }
 }
@@ -214,15 +232,15 @@ mod tests {
 
     #[test]
     fn a_time_overflow_is_blamed_on_its_cause_and_other_errors_stay() {
-        // The engine's own rendering of the error begins as OUT_OF_RANGE expects.
-        let overflow = RunError::OutOfRange {
-            event: "network.next_completion".into(),
-            at: hetsim_schema::SimTime::ZERO,
+        let overflow = Error::OutOfRange {
+            message: "simulated time out of range".into(),
+            pace: vec![],
         };
-        let e = Error::Run(overflow.to_string()).blame_time_overflow_on(|| "-e: 1e30 B".into());
-        assert!(
-            matches!(&e, Error::Input(m) if m.starts_with("-e: 1e30 B: simulated time out of range")),
-            "{e:?}"
+        assert_eq!(overflow.exit_code(), 2);
+        let e = overflow.blame_time_overflow_on(|| "-e: 1e30 B".into());
+        assert_eq!(
+            e,
+            Error::Input("-e: 1e30 B: simulated time out of range".into())
         );
         let stuck = Error::Run("the simulation cannot progress".into());
         assert_eq!(stuck.clone().blame_time_overflow_on(|| "-e".into()), stuck);

@@ -192,10 +192,13 @@ pub fn run(o: &Options) -> Result<Vec<Row>, Error> {
     let base = base_scenario(o)?;
     // Every size's program holds its calls on every GPU; sizes run in parallel.
     let calls = o.warmup as f64 + o.iters as f64;
-    let items = calls * o.gpus as f64 * rayon::current_num_threads() as f64;
+    let work = budget::StreamWork {
+        items: 0.0,
+        collectives: calls * o.gpus as f64 * rayon::current_num_threads() as f64,
+    };
     let what = format!("{calls:.3e} calls on each of {} GPUs", o.gpus);
     budget::check_estimate(
-        budget::stream_items("-n, -w", what, items),
+        budget::stream_items("-n, -w", what, work),
         budget::limit(&base),
     )
     .map_err(|(flag, why)| Error::Input(format!("{flag}: {why}")))?;

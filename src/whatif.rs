@@ -276,10 +276,7 @@ fn simulate(q: &Question, variant: Option<Variant>, disable: &[String]) -> Resul
             }
             summary
         })
-        .map_err(|e| match e {
-            Error::Input(m) => Error::Input(format!("what-if `{}` ({label}): {m}", q.id)),
-            Error::Run(m) => Error::Run(format!("what-if `{}` ({label}): {m}", q.id)),
-        })
+        .map_err(|e| e.within(&format!("what-if `{}` ({label})", q.id)))
 }
 
 /// The answer in one line, the result first: `GPUDirect instead of HostCopy cuts the halo

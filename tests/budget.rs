@@ -80,6 +80,7 @@ fn a_cuda_program_counts_its_stream_items_graph_launches_included() {
         Kernel(stream: 0, time: "1us"),
         Capture(graph: "g", ops: [Kernel(stream: 0, time: "1us"), Kernel(stream: 0, time: "1us")]),
         Launch(stream: 0, graph: "g", times: 5),
+        Nccl(op: AllReduce, bytes: "1MiB", stream: 1),
         DeviceSync,
     ]"#;
     let ron = ron::Options::default().with_default_extension(
@@ -87,6 +88,7 @@ fn a_cuda_program_counts_its_stream_items_graph_launches_included() {
             | ron::extensions::Extensions::IMPLICIT_SOME,
     );
     let program: Vec<CudaOp> = ron.from_str(text).unwrap();
-    // The kernel, 5 launches of 2 kernels, the sync: 12.
-    assert_eq!(budget::cuda_items(&program), 12.0);
+    // The kernel, 5 launches of 2 kernels, the sync: 12; and one NCCL call.
+    let work = budget::cuda_items(&program);
+    assert_eq!((work.items, work.collectives), (12.0, 1.0));
 }

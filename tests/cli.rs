@@ -645,19 +645,24 @@ fn long_runs_are_exact_and_times_out_of_range_are_errors() {
         &["workload.Flows[0].size", "beyond"],
     );
     // Two flows of 1e9 B on 1 B/s fit alone (1e9 s of the 1.2e9 s range) but not together
-    // (2e9 s): the run finds it and stops, exit code 1, no result.
+    // (2e9 s): the run finds it and stops, as bad input naming the slow link, no result.
     let o = case(
         "shared.json",
         r#"{"links": [{"id": "l0", "bandwidth": 1, "latency": 0}],
             "flows": [{"id": "a", "size": 1e9, "route": ["l0"]},
                       {"id": "b", "size": 1e9, "route": ["l0"]}]}"#,
     );
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(o.stdout.is_empty());
+    let e = stderr(&o);
+    assert!(e.contains("simulated time out of range"), "{e}");
     assert!(
-        stderr(&o).contains("simulated time out of range"),
-        "{}",
-        stderr(&o)
+        e.contains("lowest bandwidth: links[0].bandwidth = 1 B/s"),
+        "{e}"
+    );
+    assert!(
+        !e.contains("longest duration"),
+        "a zero duration sets no pace: {e}"
     );
 }
 

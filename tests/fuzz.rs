@@ -210,7 +210,7 @@ proptest! {
         };
         match hetsim::simulate_report(&s, &opts()) {
             Ok(report) => check_flows_run(&s, &report),
-            Err(Error::Input(e) | Error::Run(e)) => prop_assert!(!e.is_empty()),
+            Err(e) => prop_assert!(!e.to_string().is_empty()),
         }
     }
 
@@ -426,8 +426,167 @@ proptest! {
                 let sim = report.summary["sim_time_s"].as_f64().unwrap();
                 prop_assert!(sim >= 0.0);
             }
-            Err(Error::Input(_)) => {}
+            Err(Error::Input(_) | Error::OutOfRange { .. }) => {}
             Err(Error::Run(e)) => prop_assert!(!must_refuse, "a negative quantity failed as a run: {e}: {near}"),
         }
     }
+}
+
+/// Every shipped scenario file that loads as it is (studies load as scenarios too), with its
+/// path and text.
+fn shipped_scenarios() -> Vec<(std::path::PathBuf, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["scenarios", "scenarios/studies", "tests/data/scenarios"] {
+        let mut names: Vec<_> = std::fs::read_dir(root.join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "ron"))
+            .collect();
+        names.sort();
+        for p in names {
+            let text = std::fs::read_to_string(&p).unwrap();
+            if parse_scenario(&text, "f.ron", p.parent().unwrap(), &[]).is_ok() {
+                files.push((p, text));
+            }
+        }
+    }
+    files
+}
+
+/// Ways to give an entry of a struct or a map twice in `text`, as (where to insert, what):
+/// a line that holds one whole entry (`field: value,` or `"key": value,`, brackets balanced
+/// on the line) inserted again after itself, and the first entry of each map written on one
+/// line (`{"a": false}`) inserted again before itself.
+fn repeated_entries(text: &str) -> Vec<(usize, String)> {
+    let mut edits = Vec::new();
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim();
+        let key_end = t.find(':').unwrap_or(0);
+        let key = &t[..key_end];
+        let is_key = !key.is_empty()
+            && (key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                || (key.starts_with('"') && key.ends_with('"') && key.len() > 1));
+        if is_key && !t.starts_with("//") && t.ends_with(',') && depth(t) == 0 {
+            edits.push((at + line.len(), line.to_string()));
+        }
+        at += line.len();
+    }
+    for (open, _) in text.match_indices('{') {
+        let body = &text[open + 1..];
+        let mut level = 0;
+        let end = body.char_indices().find(|&(_, c)| {
+            level += depth(&c.to_string());
+            level < 0 || (level == 0 && c == ',')
+        });
+        let entry = end.map_or("", |(e, _)| &body[..e]).trim();
+        if entry.contains(':') && !entry.contains('\n') {
+            edits.push((open + 1, format!("{entry}, ")));
+        }
+    }
+    edits
+}
+
+/// Brackets opened minus brackets closed in `text`.
+fn depth(text: &str) -> i32 {
+    text.chars()
+        .map(|c| match c {
+            '(' | '[' | '{' => 1,
+            ')' | ']' | '}' => -1,
+            _ => 0,
+        })
+        .sum()
+}
+
+/// A huge count as a user might mistype it: past what any machine holds, near the integer
+/// limits, and one that only a budget can catch.
+fn huge_count() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec![
+        "100000",
+        "10000000",
+        "4294967295",
+        "4294967296",
+        "1000000000000",
+        "9223372036854775807",
+    ])
+}
+
+/// Where the bare integers of a scenario text are (not a quantity's number, not a decimal).
+fn integer_spans(text: &str) -> Vec<(usize, usize)> {
+    number_spans(text)
+        .into_iter()
+        .filter(|&(i, j, quantity)| !quantity && text[i..j].bytes().all(|b| b.is_ascii_digit()))
+        .map(|(i, j, _)| (i, j))
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+
+    /// Issue 52: an entry given twice in any struct or map of any shipped scenario (a field,
+    /// a switch, a codelet model, a forced algorithm) is refused: never the last one kept.
+    #[test]
+    fn an_entry_given_twice_anywhere_is_refused(
+        file in 0usize..64,
+        at in 0usize..10_000,
+    ) {
+        let files = shipped_scenarios();
+        let (path, text) = &files[file % files.len()];
+        let edits = repeated_entries(text);
+        prop_assume!(!edits.is_empty());
+        let (i, entry) = &edits[at % edits.len()];
+        let edited = format!("{}{entry}{}", &text[..*i], &text[*i..]);
+        let loaded = parse_scenario(&edited, "f.ron", path.parent().unwrap(), &[]);
+        prop_assert!(
+            loaded.is_err(),
+            "{}: `{}` given twice was accepted",
+            path.display(),
+            entry.trim()
+        );
+    }
+
+    /// Issue 52: a huge number in any count of any shipped scenario is refused as input, or
+    /// the run ends (at most at its event limit) with an error or a result; never an abort
+    /// for memory, a hang or a panic.
+    #[test]
+    fn a_huge_count_anywhere_is_refused_or_bounded(
+        file in 0usize..64,
+        at in 0usize..10_000,
+        value in huge_count(),
+    ) {
+        let files = shipped_scenarios();
+        let (path, text) = &files[file % files.len()];
+        let spans = integer_spans(text);
+        prop_assume!(!spans.is_empty());
+        let (i, j) = spans[at % spans.len()];
+        let edited = format!("{}{value}{}", &text[..i], &text[j..]);
+        let Ok(mut s) = parse_scenario(&edited, "f.ron", path.parent().unwrap(), &[]) else {
+            return Ok(());
+        };
+        s.output = hetsim::schema::scenario::OutputSpec::tables_only();
+        s.limits.max_events = Some(200_000);
+        let _ = hetsim::simulate_report(&s, &opts());
+    }
+}
+
+#[test]
+fn the_edit_finders_see_entries_and_counts() {
+    let text = "S(\n  a: 1,\n  b: (x: 2, y: [3]),\n  c: [\n    4,\n  ],\n  \"k\": \"2us\",\n  m: {\"p\": (q: 1), \"r\": 2},\n)\n";
+    let edits = repeated_entries(text);
+    let entries: Vec<&str> = edits.iter().map(|(_, e)| e.trim()).collect();
+    let expected = [
+        "a: 1,",
+        "b: (x: 2, y: [3]),",
+        "\"k\": \"2us\",",
+        "m: {\"p\": (q: 1), \"r\": 2},",
+        "\"p\": (q: 1),",
+    ];
+    assert_eq!(entries, expected);
+    let counts: Vec<&str> = integer_spans(text)
+        .iter()
+        .map(|&(i, j)| &text[i..j])
+        .collect();
+    assert_eq!(counts, ["1", "2", "3", "4", "1", "2"]);
+    assert!(shipped_scenarios().len() >= 10);
 }

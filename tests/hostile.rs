@@ -517,3 +517,90 @@ fn output_files_that_would_fill_a_disk_are_refused_before_the_run() {
     );
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+#[test]
+fn times_past_the_range_are_bad_input_naming_the_inputs_that_set_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A protocol field: every MPI call costs a year of software overhead.
+    let halo = path("scenarios/whatif/halo.ron");
+    let set = "workload.Mpi.protocol.call_overhead=3e7s";
+    let err = refused(&["run", &halo, "--set", set, "--out", "o"], tmp.path());
+    assert!(err.contains("simulated time out of range"), "{err}");
+    assert!(
+        err.contains("longest duration: workload.Mpi.protocol.call_overhead = 3e7 s"),
+        "{err}"
+    );
+    assert!(!tmp.path().join("o").exists());
+    // A calibration file: every GEMM takes ten years (each fits the range, their sum does not).
+    let dir = tempfile::tempdir_in(tmp.path()).unwrap();
+    let file = attila_with_gemm(dir.path(), |t: &str| with_means(t, |_| "3e14".into()));
+    let err = refused(&["run", &file, "--quiet", "--out", "o"], dir.path());
+    assert!(
+        err.contains("longest duration: ")
+            && err.contains("codelets/45/chol_model_gemm.attila (footprint ")
+            && err.contains(" = 3e8 s"),
+        "{err}"
+    );
+    // The platform file StarPU wrote: a host bus of a thousandth of a byte per second, and
+    // no CPU worker, so every tile crosses it.
+    let dir = tempfile::tempdir_in(tmp.path()).unwrap();
+    let file = attila_with_gemm(dir.path(), |t: &str| t.to_string());
+    let xml = dir.path().join("machines/bus/attila.platform.xml");
+    let text = std::fs::read_to_string(&xml).unwrap();
+    let host = r#"<link id="Host" bandwidth="6526732233.112210""#;
+    assert!(text.contains(host));
+    let slow = text.replace(host, r#"<link id="Host" bandwidth="0.001""#);
+    std::fs::write(&xml, slow).unwrap();
+    let args = [
+        "run",
+        &file,
+        "--set",
+        "platform.ncpu=0",
+        "--quiet",
+        "--out",
+        "o",
+    ];
+    let err = refused(&args, dir.path());
+    assert!(
+        err.contains("lowest bandwidth: ")
+            && err.contains("bus/attila.platform.xml (link `Host` bandwidth) = 1e-3 B/s"),
+        "{err}"
+    );
+}
+
+#[test]
+fn counts_the_fuzzer_found_past_the_budget_are_refused_naming_them() {
+    // Found by fuzz.rs's huge-count property: GPUs and cores per node near u32::MAX wrapped
+    // in the budget's sum, 10,000 GPUs of a task runtime routed 1e8 pairs (20.9 GB, 204 s),
+    // and a StarPU worker count near u32::MAX wrapped in the check against the host's cores.
+    let tmp = tempfile::tempdir().unwrap();
+    let mix = path("tests/data/scenarios/mix-pcie.ron");
+    for (set, field) in [
+        ("platform.node.gpus=4294967295", "platform.node.gpus"),
+        (
+            "platform.node.cpu_cores=4294967295",
+            "platform.node.cpu_cores",
+        ),
+        ("platform.node.gpus=10000", "platform.node.gpus"),
+    ] {
+        let err = refused(&["run", &mix, "--set", set, "--out", "o"], tmp.path());
+        assert!(err.contains(&format!("field `{field}`")), "{set}: {err}");
+    }
+    let chol = path("scenarios/cholesky-attila.ron");
+    let err = refused(
+        &[
+            "run",
+            &chol,
+            "--set",
+            "platform.ncpu=4294967295",
+            "--out",
+            "o",
+        ],
+        tmp.path(),
+    );
+    assert!(
+        err.contains("platform.ncpu: attila has 12 CPU cores"),
+        "{err}"
+    );
+    assert!(!tmp.path().join("o").exists());
+}

@@ -12,10 +12,17 @@
 
 use crate::cuda::CudaOp;
 use crate::mpi::{MpiSpec, ProgramSpec};
-use crate::scenario::{Network, NvLinkSpec, PlatformSpec, Scenario, Workload};
+use crate::scenario::{Cluster, Network, NvLinkSpec, PlatformSpec, Scenario, Workload};
 
 /// Bytes per platform element (a GPU, NIC or the node itself, with their links).
 const PER_NODE_ELEMENT: f64 = 4096.0;
+/// Bytes per CPU core, with its runtime worker when a task graph runs (2 M cores of
+/// tests/data/scenarios/mix-pcie.ron: 2.5 GB peak, 1.24 KB per core).
+const PER_CORE: f64 = 1536.0;
+/// Bytes per pair of a task runtime's memory nodes: its route, bandwidth, latency and
+/// whether it copies directly (1,000 GPUs on a node: 249 MB peak; 10,000: 20.9 GB, 209 B
+/// a pair, and 204 s to route them).
+const PER_MEMORY_PAIR: f64 = 256.0;
 /// Bytes per fat-tree switch, with its links.
 const PER_SWITCH: f64 = 8192.0;
 /// Bytes per task of a task graph (the task, its edges, its trace row).
@@ -28,9 +35,12 @@ const PER_RANK: f64 = 256.0 * 1024.0;
 /// GPUs on each of 2 nodes, 359 k links: 256 MB; a fat-tree of children [1000, 1000], 1 M
 /// links: 690 MB).
 const PER_LINK: f64 = 1024.0;
-/// Bytes per item a CUDA stream runs (a kernel, copy, event or collective call): its
-/// interval on the timeline, its row in trace.json.
+/// Bytes per item a CUDA stream runs (a kernel, copy or event): its interval on the
+/// timeline, its row in trace.json.
 const PER_STREAM_ITEM: f64 = 256.0;
+/// Bytes per NCCL call on each GPU: its steps' flows and their records (an AllReduce on 8 to
+/// 128 DGX A100 GPUs, recording: 10 to 31 KB; `nccl-tests` on 16 GPUs: 15 KB).
+const PER_COLLECTIVE: f64 = 40.0 * 1024.0;
 /// Bytes per MPI message over a run: its request records, its flow in flows.csv and, when
 /// recording, its intervals (Halo3d on Lassen, 8 ranks: 0.9 KB per message without
 /// recording, 1.9 KB with).
@@ -75,12 +85,7 @@ pub fn default_max_memory() -> f64 {
 pub fn estimates(s: &Scenario) -> Vec<Estimate> {
     let mut out = Vec::new();
     if let PlatformSpec::Cluster(c) = &s.platform {
-        let per_node = (1 + c.node.gpus + c.node.nics) as f64 * PER_NODE_ELEMENT;
-        out.push(Estimate {
-            field: "platform.nodes".into(),
-            what: format!("{} nodes", c.nodes),
-            bytes: c.nodes as f64 * per_node,
-        });
+        out.push(cluster_nodes(c));
         if let Some(NvLinkSpec::Pairs(_)) = &c.node.nvlink {
             // One link per GPU pair: quadratic in the GPUs of a node.
             let g = c.node.gpus as f64;
@@ -103,6 +108,15 @@ pub fn estimates(s: &Scenario) -> Vec<Estimate> {
         }
     }
     for (path, part) in s.workload.parts() {
+        if let (true, PlatformSpec::Cluster(c)) = (part.is_task_graph(), &s.platform) {
+            // The runtime's memory nodes (RAM and node 0's GPUs), every pair routed.
+            let pairs = (1.0 + f64::from(c.node.gpus)).powi(2);
+            out.push(Estimate {
+                field: "platform.node.gpus".into(),
+                what: format!("{pairs:.3e} pairs of the task runtime's memory nodes"),
+                bytes: pairs * PER_MEMORY_PAIR,
+            });
+        }
         match part {
             Workload::Cholesky(t) | Workload::Lu(t) | Workload::Qr(t) => {
                 let tiles = (t.n as f64 / t.tile.max(1) as f64).ceil();
@@ -134,12 +148,14 @@ pub fn estimates(s: &Scenario) -> Vec<Estimate> {
                 }
             }
             Workload::Cuda(c) => {
-                let items = cuda_items(&c.program);
                 let devices = c.gpus.map_or_else(|| cluster_gpus(&s.platform), f64::from);
-                let total = items * c.repeat as f64 * devices;
+                let total = cuda_items(&c.program).times(c.repeat as f64 * devices);
                 out.push(stream_items(
                     &format!("{path}.repeat"),
-                    format!("{total:.3e} stream items ({} passes)", c.repeat),
+                    format!(
+                        "{:.3e} stream items and {:.3e} NCCL calls ({} passes)",
+                        total.items, total.collectives, c.repeat
+                    ),
                     total,
                 ));
             }
@@ -147,6 +163,36 @@ pub fn estimates(s: &Scenario) -> Vec<Estimate> {
         }
     }
     out
+}
+
+/// A cluster's nodes with their GPUs, NICs and cores. The field named is the count inside
+/// a node when a node's contents outweigh the nodes themselves (100,000 GPUs per node), else
+/// the node count. Counts are summed as f64: one near u32::MAX must not wrap.
+fn cluster_nodes(c: &Cluster) -> Estimate {
+    let n = &c.node;
+    let nodes = f64::from(c.nodes);
+    let parts = [
+        ("platform.node.gpus", f64::from(n.gpus) * PER_NODE_ELEMENT),
+        ("platform.node.nics", f64::from(n.nics) * PER_NODE_ELEMENT),
+        ("platform.node.cpu_cores", f64::from(n.cpu_cores) * PER_CORE),
+    ];
+    let per_node = PER_NODE_ELEMENT + parts.iter().map(|p| p.1).sum::<f64>();
+    let (inside, heaviest) = parts
+        .iter()
+        .fold(parts[0], |a, &b| if b.1 > a.1 { b } else { a });
+    let field = if heaviest > nodes * PER_NODE_ELEMENT {
+        inside
+    } else {
+        "platform.nodes"
+    };
+    Estimate {
+        field: field.into(),
+        what: format!(
+            "{} nodes of {} GPUs, {} NICs and {} cores",
+            c.nodes, n.gpus, n.nics, n.cpu_cores
+        ),
+        bytes: nodes * per_node,
+    }
 }
 
 /// The GPUs of a cluster platform (one for another platform).
@@ -157,26 +203,54 @@ fn cluster_gpus(p: &PlatformSpec) -> f64 {
     }
 }
 
-/// Items one pass of a CUDA program puts on streams: each op one, a graph launch its
-/// captured ops `times` times.
-pub fn cuda_items(program: &[CudaOp]) -> f64 {
-    let graphs: std::collections::BTreeMap<&str, f64> = program
+/// What CUDA streams run: kernels, copies and events (`items`) and NCCL calls
+/// (`collectives`), each counted once per GPU that runs it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StreamWork {
+    pub items: f64,
+    pub collectives: f64,
+}
+
+impl StreamWork {
+    pub fn times(self, n: f64) -> StreamWork {
+        StreamWork {
+            items: self.items * n,
+            collectives: self.collectives * n,
+        }
+    }
+
+    fn plus(self, other: StreamWork) -> StreamWork {
+        StreamWork {
+            items: self.items + other.items,
+            collectives: self.collectives + other.collectives,
+        }
+    }
+}
+
+/// The stream work of one pass of a CUDA program on one GPU, graph launches included (each
+/// launch runs the captured operations again).
+pub fn cuda_items(program: &[CudaOp]) -> StreamWork {
+    let graphs: std::collections::BTreeMap<&str, StreamWork> = program
         .iter()
         .filter_map(|op| match op {
             CudaOp::Capture { graph, ops } => Some((graph.as_str(), cuda_items(ops))),
             _ => None,
         })
         .collect();
+    let one = |items, collectives| StreamWork { items, collectives };
     program
         .iter()
         .map(|op| match op {
-            CudaOp::Capture { .. } => 0.0,
-            CudaOp::Launch { graph, times, .. } => {
-                *times as f64 * graphs.get(graph.as_str()).copied().unwrap_or(0.0)
-            }
-            _ => 1.0,
+            CudaOp::Capture { .. } => StreamWork::default(),
+            CudaOp::Launch { graph, times, .. } => graphs
+                .get(graph.as_str())
+                .copied()
+                .unwrap_or_default()
+                .times(*times as f64),
+            CudaOp::Nccl { .. } => one(0.0, 1.0),
+            _ => one(1.0, 0.0),
         })
-        .sum()
+        .fold(StreamWork::default(), StreamWork::plus)
 }
 
 /// Messages an MPI job sends over its run, and the field that sets the count: a generator's
@@ -331,12 +405,12 @@ pub fn check_estimate(e: Estimate, limit: f64) -> Result<(), (String, String)> {
     Ok(())
 }
 
-/// What `items` CUDA stream items (calls, kernels, copies) take, driven by `field`.
-pub fn stream_items(field: &str, what: String, items: f64) -> Estimate {
+/// What CUDA stream work takes, driven by `field`.
+pub fn stream_items(field: &str, what: String, work: StreamWork) -> Estimate {
     Estimate {
         field: field.into(),
         what,
-        bytes: items * PER_STREAM_ITEM,
+        bytes: work.items * PER_STREAM_ITEM + work.collectives * PER_COLLECTIVE,
     }
 }
 
@@ -366,6 +440,35 @@ mod tests {
         assert_eq!(n, 45.0 + 60.0 + 108.0);
         // A taper of 1e-300 asks for more switches than any machine holds.
         assert!(fat_tree_switches(&[18, 9, 5], |_| 1e-300) > 1e100);
+    }
+
+    #[test]
+    fn a_cluster_names_the_count_that_weighs_most_and_never_wraps() {
+        let text = r#"Scenario(name: "c", platform: Cluster(nodes: 2, node: NodeSpec(
+            cpu_cores: 20, gpus: 4, gpu: GpuSpec(name: "G", memory: "16GiB", speed: "1TFlop/s"),
+            pcie: PcieSpec(up: "1GB/s", down: "1GB/s", bus: "1GB/s", latency: 0),
+            nic: NicSpec(bandwidth: "1GB/s", latency: 0)),
+            network: Star(bandwidth: "1GB/s", latency: 0)), workload: Flows([]))"#;
+        let c = |set: &str| {
+            let s = crate::load::parse_scenario_with(text, "c.ron", &|_| Err(String::new()), &[]);
+            let s = crate::load::apply_overrides(s.unwrap(), &[set.to_string()]).unwrap();
+            let PlatformSpec::Cluster(c) = s.platform else {
+                unreachable!()
+            };
+            cluster_nodes(&c)
+        };
+        // 2 nodes: (1 + 4 GPUs + 1 NIC) x 4 KiB + 20 cores x 1.5 KiB each.
+        let small = c("seed=0");
+        assert_eq!(small.bytes, 2.0 * (6.0 * 4096.0 + 20.0 * 1536.0));
+        // u32::MAX GPUs: 1 + GPUs + NICs wrapped to 1 in u32 arithmetic.
+        let gpus = c("platform.node.gpus=4294967295");
+        assert!(gpus.bytes > 3e13, "{gpus:?}");
+        assert_eq!(gpus.field, "platform.node.gpus");
+        assert_eq!(
+            c("platform.node.cpu_cores=10000000").field,
+            "platform.node.cpu_cores"
+        );
+        assert_eq!(c("platform.nodes=1000000").field, "platform.nodes");
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod budget;
 pub mod cuda;
 pub mod load;
 pub mod mpi;
+pub mod pace;
 pub mod scenario;
 pub mod starpu;
 pub mod study;

@@ -189,6 +189,44 @@ fn deserialize_with<'de, D: Deserializer<'de>>(
     }
 }
 
+thread_local! {
+    /// Whether quantities serialise tagged with their kind (inside [`tagged`] only).
+    static TAGGED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The key a quantity serialised inside [`tagged`] is held under, before its kind
+/// (`"\u{0}quantity:a duration"`): no field name or map key of a scenario begins with it.
+pub const TAG: &str = "\u{0}quantity:";
+
+/// Runs `f` with every quantity serialising as a one-entry map, [`TAG`] and its kind (`a
+/// duration`, `a bandwidth`, ...) to its number, so that a walk of the image (see
+/// `pace`) tells a duration from a count. Outside it, a quantity is its bare SI number.
+pub fn tagged<T>(f: impl FnOnce() -> T) -> T {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            TAGGED.with(|t| t.set(self.0));
+        }
+    }
+    let _reset = Reset(TAGGED.with(|t| t.replace(true)));
+    f()
+}
+
+fn serialize_quantity<S: Serializer>(
+    s: S,
+    what: &'static str,
+    value: f64,
+) -> Result<S::Ok, S::Error> {
+    if TAGGED.with(|t| t.get()) {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(1))?;
+        map.serialize_entry(&format!("{TAG}{what}"), &value)?;
+        map.end()
+    } else {
+        s.serialize_f64(value)
+    }
+}
+
 /// Where a quantity's value may lie: a rate above zero (work at a rate of zero never ends), an
 /// amount zero or more; finite either way. A number in a file and a number with a unit are
 /// held to it alike.
@@ -238,7 +276,7 @@ macro_rules! quantity {
 
         impl Serialize for $name {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_f64(self.0)
+                serialize_quantity(s, $what, self.0)
             }
         }
 
@@ -291,7 +329,7 @@ impl<'de> Deserialize<'de> for Duration {
 
 impl Serialize for Duration {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_f64(self.0.as_secs_f64())
+        serialize_quantity(s, "a duration", self.0.as_secs_f64())
     }
 }
 

@@ -252,7 +252,7 @@ fn starpu_workers(m: &StarpuMachine, gpus: u32, cpus: u32) -> Result<(u32, u32),
         ));
     }
     let ncpu = m.ncpu.unwrap_or(cpus.saturating_sub(ncuda));
-    if ncpu + ncuda > cpus {
+    if u64::from(ncpu) + u64::from(ncuda) > u64::from(cpus) {
         return Err(format!(
             "platform.ncpu: {host} has {cpus} CPU cores; {ncuda} drive the GPUs, so at most {} CPU workers",
             cpus.saturating_sub(ncuda)
