@@ -468,3 +468,21 @@ fn mpi_programs_call_nccl_collectives() {
         "{e}"
     );
 }
+
+#[test]
+fn a_collective_of_count_zero_returns_at_once_as_nccl_does() {
+    // All-gather on 8 GPUs rounds each rank's share down to 16 B: sizes below 128 B are
+    // count 0. NCCL's taskAppend returns at once for them, so a call costs only its launch
+    // (the host's 4 us, schema/src/cuda.rs) and nothing is chosen; 128 B pays NCCL's latency.
+    let rows = nccltests::run(&sweep(Coll::AllGather, "dgx-a100.ron", 8, &[64.0, 128.0])).unwrap();
+    assert_eq!((rows[0].count, rows[0].bytes), (0, 0.0));
+    close(rows[0].time_us, 4.0, 1e-9);
+    assert_eq!((rows[0].algo.as_str(), rows[0].proto.as_str()), ("-", "-"));
+    assert_eq!(rows[0].algbw, 0.0);
+    assert_eq!(rows[1].count, 4);
+    assert!(
+        rows[1].time_us > 4.0 && rows[1].algo != "-",
+        "{:?}",
+        rows[1]
+    );
+}

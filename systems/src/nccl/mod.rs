@@ -23,9 +23,13 @@
 //! Protocols change the bytes on the wire (LL: half the bytes are flags; LL128: 8 of 128) and
 //! cap what one channel moves (NCCL's per-channel maxima); links carry what NCCL's SM copies
 //! reach of their line rate (`nvlink_efficiency`, `net_efficiency`).
+//! A collective of count 0 returns at once, as NCCL's `taskAppend` drops it ([`plan::Plan`]
+//! is then `skipped`); a point-to-point call of 0 bytes still meets its peer.
+//!
 //! Simplified: reduction arithmetic is free (it hides behind the copies on real GPUs), the
 //! ring orders GPUs by index rather than searching NVLink paths, CollNet, NVLS and PAT are
-//! not modelled, the tree's root sits on the first (or last) node.
+//! not modelled, the tree's root sits on the first (or last) node, and the members of a
+//! count-0 collective are released when the last arrives (NCCL would not hold them).
 
 pub mod plan;
 mod record;
@@ -166,8 +170,8 @@ impl Collectives {
         CollectiveRecord {
             op: group_name(&coll.calls),
             bytes: coll.calls.iter().map(|c| c.bytes.0).sum(),
-            algo: plan.algo.name().into(),
-            proto: plan.proto.name().into(),
+            algo: if plan.skipped { "-" } else { plan.algo.name() }.into(),
+            proto: if plan.skipped { "-" } else { plan.proto.name() }.into(),
             channels: rt.comm.tune.channels,
             ranks: rt.comm.tune.ranks,
             bus_factor: match coll.calls.as_slice() {

@@ -40,8 +40,11 @@ pub struct Edge {
 /// A collective as transfers plus fixed times.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
+    /// The algorithm and protocol (meaningless when `skipped`).
     pub algo: Algo,
     pub proto: Proto,
+    /// NCCL returned at once without launching anything: a collective of count 0.
+    pub skipped: bool,
     /// NCCL's latency term, paid before the transfers start.
     pub latency_s: f64,
     /// Pipeline fill of chains, paid after the transfers end.
@@ -49,6 +52,24 @@ pub struct Plan {
     pub edges: Vec<Edge>,
     /// What NCCL's cost model predicts, in us (for reports).
     pub predicted_us: f64,
+}
+
+impl Plan {
+    /// What NCCL does with a collective of count 0: return at once (`taskAppend` drops it,
+    /// and no kernel runs). Point-to-point calls of 0 bytes still meet their peer.
+    /// Simplified: members are released when the last one arrives, where NCCL would not
+    /// make them wait for each other.
+    fn skipped() -> Plan {
+        Plan {
+            algo: Algo::Ring,
+            proto: Proto::Simple,
+            skipped: true,
+            latency_s: 0.0,
+            fill_s: 0.0,
+            edges: Vec::new(),
+            predicted_us: 0.0,
+        }
+    }
 }
 
 impl Comm {
@@ -124,6 +145,9 @@ impl Comm {
                 call.root
             ));
         }
+        if bytes == 0.0 && call.op != Coll::SendRecv {
+            return Ok(Plan::skipped());
+        }
         if matches!(call.op, Coll::AllToAll | Coll::SendRecv) {
             return Ok(self.plan_p2p(call));
         }
@@ -146,6 +170,7 @@ impl Comm {
         Ok(Plan {
             algo,
             proto,
+            skipped: false,
             latency_s: tuning::latency_us(call.op, algo, proto, &tune) * 1e-6,
             fill_s,
             edges,
@@ -259,6 +284,10 @@ impl Comm {
             merged = Some(match merged {
                 None => p,
                 Some(mut m) => {
+                    if m.skipped {
+                        (m.algo, m.proto) = (p.algo, p.proto);
+                    }
+                    m.skipped &= p.skipped;
                     m.latency_s = m.latency_s.max(p.latency_s);
                     m.fill_s = m.fill_s.max(p.fill_s);
                     m.predicted_us = m.predicted_us.max(p.predicted_us);
@@ -317,6 +346,7 @@ impl Comm {
         Plan {
             algo: Algo::Ring,
             proto,
+            skipped: false,
             latency_s: latency_us * 1e-6,
             fill_s: 0.0,
             predicted_us: latency_us
@@ -552,6 +582,23 @@ mod tests {
         // Up and down every (child, parent) pair on both channels.
         let plan = c.plan(&allreduce(1048576.0)).unwrap();
         assert_eq!(plan.edges.len(), 2 * 2 * 5);
+    }
+
+    #[test]
+    fn a_collective_of_count_zero_is_skipped_but_a_zero_byte_send_still_meets_its_peer() {
+        // NCCL's taskAppend returns at once for a collective of count 0: no latency, no
+        // transfer. A send/recv of 0 bytes is still a point-to-point task.
+        let c = comm(2, 2, "()");
+        let plan = c.plan(&allreduce(0.0)).unwrap();
+        assert!(plan.skipped && plan.edges.is_empty());
+        assert_eq!((plan.latency_s, plan.fill_s), (0.0, 0.0));
+        let send: NcclCall =
+            from_ron("(op: SendRecv, bytes: 0, root: 0, peer: 1)", "test", "call").unwrap();
+        let p2p = c.plan(&send).unwrap();
+        assert!(!p2p.skipped && p2p.latency_s > 0.0);
+        // A group is skipped only when all its calls are, and takes the others' choice.
+        let g = c.plan_group(&[allreduce(0.0), allreduce(1024.0)]).unwrap();
+        assert!(!g.skipped && g.latency_s > 0.0);
     }
 
     #[test]
