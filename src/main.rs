@@ -175,7 +175,11 @@ enum Command {
         files: Vec<PathBuf>,
     },
     /// List the switches (model components that --disable can turn off) and the models.
-    Systems,
+    Systems {
+        /// Also print each model's long form (what it models in detail, what it leaves out).
+        #[arg(long)]
+        long: bool,
+    },
     /// Solve a flow case (JSON) and print each flow's completion time in seconds.
     Flows {
         case: PathBuf,
@@ -273,8 +277,8 @@ fn main() -> ExitCode {
                 out,
             )
         })(),
-        Command::Systems => {
-            systems();
+        Command::Systems { long } => {
+            systems(long);
             Ok(())
         }
         Command::Flows {
@@ -578,19 +582,47 @@ fn validate(file: &Path, set: &[String]) -> Result<(), Error> {
     Ok(())
 }
 
-fn systems() {
+/// Width of `hetsim systems`' lines.
+const SYSTEMS_WIDTH: usize = 100;
+
+/// Prints `text` after `label` padded to `indent` columns, wrapped under itself.
+fn say_wrapped(label: &str, indent: usize, text: &str) {
+    let first = format!("{label:<indent$}");
+    let rest = " ".repeat(indent);
+    let options = textwrap::Options::new(SYSTEMS_WIDTH)
+        .initial_indent(&first)
+        .subsequent_indent(&rest)
+        .word_splitter(textwrap::WordSplitter::NoHyphenation);
+    say!("{}", textwrap::fill(text, options));
+}
+
+/// The switches and the models. A model's text is a short paragraph, then (after a blank
+/// line) its long form, printed with `--long`.
+fn systems(long: bool) {
     say!("{:<22} {:<8} description", "switch", "default");
     for s in hetsim::switches() {
-        say!(
-            "{:<22} {:<8} {}",
-            s.name,
-            if s.default { "on" } else { "off" },
-            s.doc
-        );
+        let on = if s.default { "on" } else { "off" };
+        say_wrapped(&format!("{:<22} {on}", s.name), 32, s.doc);
     }
     say!("\nmodel            what it computes, and what it leaves out");
+    let mut with_long = Vec::new();
     for m in hetsim::models() {
-        say!("{:<16} {}", m.name, m.doc);
+        let (short, rest) = m.doc.split_once("\n\n").unwrap_or((m.doc, ""));
+        say_wrapped(m.name, 17, short.trim());
+        if !rest.trim().is_empty() {
+            with_long.push(m.name);
+            if long {
+                for paragraph in rest.split("\n\n") {
+                    say_wrapped("", 17, paragraph.trim());
+                }
+            }
+        }
+    }
+    if !long && !with_long.is_empty() {
+        say!(
+            "\nThe long form of {}: hetsim systems --long (or systems/src/<model>/summary.txt)",
+            with_long.join(", ")
+        );
     }
 }
 

@@ -265,6 +265,26 @@ fn systems_lists_every_switch() {
 }
 
 #[test]
+fn systems_fits_a_terminal_and_keeps_the_long_forms_for_long() {
+    // Issue 56: the runtime's text was one line of 4,142 characters.
+    let o = hetsim(&["systems"], &repo());
+    let short = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(short.lines().all(|l| l.chars().count() <= 100), "{short}");
+    let runtime: Vec<&str> = short
+        .lines()
+        .skip_while(|l| !l.starts_with("runtime "))
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert!((1..=8).contains(&runtime.len()), "{runtime:?}");
+    assert!(short.contains("hetsim systems --long"), "{short}");
+    let o = hetsim(&["systems", "--long"], &repo());
+    let long = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(long.lines().all(|l| l.chars().count() <= 100));
+    // The long form's details are there, and only there.
+    assert!(long.contains("prefetch pins") && !short.contains("prefetch pins"));
+}
+
+#[test]
 fn validate_accepts_the_shipped_scenarios() {
     for f in [
         "scenarios/demo.ron",
