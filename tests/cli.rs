@@ -285,6 +285,43 @@ fn systems_fits_a_terminal_and_keeps_the_long_forms_for_long() {
 }
 
 #[test]
+fn gpus_per_node_set_alone_names_the_fields_that_must_follow() {
+    // Issue 56: `--set platform.node.gpus=8` on the halo what-if changed nothing (the job
+    // fixes 4 GPUs per node and 8 ranks) and said nothing.
+    let tmp = tempfile::tempdir().unwrap();
+    let halo = repo().join("scenarios/whatif/halo.ron");
+    let halo = halo.to_str().unwrap();
+    let o = hetsim(
+        &["run", halo, "--set", "platform.node.gpus=8", "--out", "o"],
+        tmp.path(),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("workload.Mpi.gpus_per_node = 4 and workload.Mpi.ranks = 8")
+            && e.contains("--set workload.Mpi.gpus_per_node=8 --set workload.Mpi.ranks=16"),
+        "{e}"
+    );
+    // With the job following (the README's six-GPU question), or the variant spelled out,
+    // it runs.
+    for sets in [
+        &[
+            "platform.node.gpus=6",
+            "workload.Mpi.gpus_per_node=6",
+            "workload.Mpi.ranks=12",
+        ][..],
+        &["platform.Cluster.node.gpus=4"][..],
+    ] {
+        let mut args = vec!["run", halo, "--quiet", "--out", "o"];
+        for s in sets {
+            args.extend(["--set", s]);
+        }
+        let o = hetsim(&args, tmp.path());
+        assert!(o.status.success(), "{sets:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
 fn validate_accepts_the_shipped_scenarios() {
     for f in [
         "scenarios/demo.ron",

@@ -11,7 +11,7 @@ use serde_json::Value;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::scenario::{PlatformSpec, Scenario};
+use crate::scenario::{PlatformSpec, Scenario, Workload};
 
 /// A scenario that cannot be used, and where the problem is.
 #[derive(Debug, Clone, PartialEq)]
@@ -116,6 +116,7 @@ pub fn parse_scenario_with(
     resolve_platform(&mut scenario, label, read)?;
     resolve_traces(&mut scenario, label, read)?;
     let mut scenario = apply_overrides(scenario, overrides)?;
+    check_gpus_followed(&scenario, overrides)?;
     check_name(&scenario.name).map_err(|e| LoadError::new(label, "name", e))?;
     let limit = match scenario.limits.max_memory {
         Some(b) if b.0 > 0.0 => b.0,
@@ -369,6 +370,54 @@ pub fn apply_overrides(scenario: Scenario, overrides: &[String]) -> Result<Scena
     let joined = format!("--set {}", overrides.join(" --set "));
     serde_path_to_error::deserialize(image)
         .map_err(|e| LoadError::new(joined, e.path().to_string(), e.into_inner().to_string()))
+}
+
+/// An override's field path without enum variant names (`platform.Cluster.node.gpus` is
+/// `platform.node.gpus`), as [`step_through_variant`] reads either.
+fn plain_path(override_text: &str) -> String {
+    let path = override_text
+        .split_once('=')
+        .map_or(override_text, |(p, _)| p);
+    path.trim()
+        .split('.')
+        .filter(|seg| !seg.starts_with(|c: char| c.is_ascii_uppercase()))
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// `--set platform.node.gpus=G` on a scenario whose MPI job fixes its GPUs per node in the
+/// file would change nothing the job uses: refused, naming the fields that must follow (issue
+/// 56). A node with more GPUs than the job uses is fine when the file or the command says so.
+fn check_gpus_followed(scenario: &Scenario, overrides: &[String]) -> Result<(), LoadError> {
+    let set: Vec<String> = overrides.iter().map(|o| plain_path(o)).collect();
+    let Some(gpus_set) = overrides
+        .iter()
+        .find(|o| plain_path(o) == "platform.node.gpus")
+    else {
+        return Ok(());
+    };
+    let PlatformSpec::Cluster(c) = &scenario.platform else {
+        return Ok(());
+    };
+    // In a mix, the other workloads may be the ones that use the new GPUs.
+    let Workload::Mpi(m) = &scenario.workload else {
+        return Ok(());
+    };
+    let gpus = c.node.gpus;
+    let followed = set.iter().any(|p| p == "workload.gpus_per_node");
+    let Some(per_node) = m.gpus_per_node.filter(|&p| p != gpus && !followed) else {
+        return Ok(());
+    };
+    let nodes = m.ranks.div_ceil(per_node.max(1));
+    Err(LoadError::new(
+        format!("--set {gpus_set}"),
+        "platform.node.gpus",
+        format!(
+            "the MPI job keeps workload.Mpi.gpus_per_node = {per_node} and workload.Mpi.ranks = {}, so it would run as before; set them too (e.g. --set workload.Mpi.gpus_per_node={gpus} --set workload.Mpi.ranks={})",
+            m.ranks,
+            nodes * gpus
+        ),
+    ))
 }
 
 /// An override value: JSON if it parses (numbers, booleans, lists, quoted strings), else text.
