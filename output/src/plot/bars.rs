@@ -4,7 +4,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{Figure, err, series_rgb, with_footnote};
+use super::{Figure, err, series_rgb, size, with_footnote};
 
 #[derive(Debug, Clone)]
 pub struct Bar {
@@ -51,7 +51,9 @@ impl Figure for BarChart {
         let mut chart = ChartBuilder::on(&area)
             .caption(
                 &self.title,
-                ("sans-serif", 22).into_font().style(FontStyle::Bold),
+                ("sans-serif", size::TITLE)
+                    .into_font()
+                    .style(FontStyle::Bold),
             )
             .margin(12)
             .x_label_area_size(50)
@@ -71,8 +73,8 @@ impl Figure for BarChart {
                 _ => String::new(),
             })
             .x_desc(&self.x_desc)
-            .label_style(("sans-serif", 14))
-            .axis_desc_style(("sans-serif", 15))
+            .label_style(("sans-serif", size::TEXT))
+            .axis_desc_style(("sans-serif", size::TEXT))
             .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(err)?;

@@ -5,7 +5,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{Figure, draw_title, err, series_rgb};
+use super::{Figure, draw_title, err, series_rgb, size};
 
 /// One question: its bars, left to right.
 #[derive(Debug, Clone)]
@@ -62,7 +62,9 @@ fn draw_panel<DB: DrawingBackend>(p: &Panel, area: &DrawingArea<DB, Shift>) -> R
     let mut chart = ChartBuilder::on(area)
         .caption(
             &p.title,
-            ("sans-serif", 17).into_font().style(FontStyle::Bold),
+            ("sans-serif", size::HEADING)
+                .into_font()
+                .style(FontStyle::Bold),
         )
         .margin(14)
         .x_label_area_size(34)
@@ -86,8 +88,8 @@ fn draw_panel<DB: DrawingBackend>(p: &Panel, area: &DrawingArea<DB, Shift>) -> R
                 .unwrap_or_default(),
             _ => String::new(),
         })
-        .label_style(("sans-serif", 14))
-        .axis_desc_style(("sans-serif", 14))
+        .label_style(("sans-serif", size::TEXT))
+        .axis_desc_style(("sans-serif", size::TEXT))
         .draw()
         .map_err(err)?;
     for (i, (_, value, text)) in p.bars.iter().enumerate() {
@@ -104,7 +106,7 @@ fn draw_panel<DB: DrawingBackend>(p: &Panel, area: &DrawingArea<DB, Shift>) -> R
         );
         bar.set_margin(0, 0, 30, 30);
         chart.draw_series(std::iter::once(bar)).map_err(err)?;
-        let style = ("sans-serif", 15).into_font().color(&BLACK).pos(
+        let style = ("sans-serif", size::TEXT).into_font().color(&BLACK).pos(
             plotters::style::text_anchor::Pos::new(
                 plotters::style::text_anchor::HPos::Center,
                 plotters::style::text_anchor::VPos::Bottom,

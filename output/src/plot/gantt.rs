@@ -13,7 +13,7 @@ use plotters::prelude::*;
 
 use hetsim_engine::record::{Recorder, ResId, ResourceKind};
 
-use super::{Figure, draw_title, err, other_rgb, state_colours, time_unit};
+use super::{Figure, draw_title, err, other_rgb, size, state_colours, time_unit};
 
 pub const MAX_ROWS: usize = 120;
 /// Link rows under compute rows: the busiest links only (all of them fill a fat-tree's chart).
@@ -270,7 +270,7 @@ impl Figure for Gantt {
             header
                 .draw_text(
                     name,
-                    &("sans-serif", 14).into_font().color(&BLACK),
+                    &("sans-serif", size::TEXT).into_font().color(&BLACK),
                     (x + 18, y),
                 )
                 .map_err(err)?;
@@ -286,7 +286,11 @@ impl Figure for Gantt {
             .y_label_area_size(self.label_w)
             .build_cartesian_2d(0.0..self.end_s / scale, (0..n - 1).into_segmented())
             .map_err(err)?;
-        let label_font = if self.row_h >= 20 { 14 } else { 11 };
+        let label_font = if self.row_h >= 20 {
+            size::TEXT
+        } else {
+            size::TINY
+        };
         chart
             .configure_mesh()
             .disable_y_mesh()
@@ -301,8 +305,8 @@ impl Figure for Gantt {
                 _ => String::new(),
             })
             .x_desc(format!("simulated time ({unit})"))
-            .x_label_style(("sans-serif", 14))
-            .axis_desc_style(("sans-serif", 15))
+            .x_label_style(("sans-serif", size::TEXT))
+            .axis_desc_style(("sans-serif", size::TEXT))
             .bold_line_style(RGBColor(225, 225, 225))
             .light_line_style(TRANSPARENT)
             .draw()

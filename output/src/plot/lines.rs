@@ -5,7 +5,7 @@ use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
-use super::{Figure, draw_title, err, series_rgb, with_footnote};
+use super::{Figure, draw_title, err, series_rgb, size, with_footnote};
 
 /// One line of a chart.
 #[derive(Debug, Clone)]
@@ -169,7 +169,9 @@ impl LineChart {
         let mut chart = ChartBuilder::on(&area)
             .caption(
                 &self.title,
-                ("sans-serif", 22).into_font().style(FontStyle::Bold),
+                ("sans-serif", size::TITLE)
+                    .into_font()
+                    .style(FontStyle::Bold),
             )
             .margin(12)
             .x_label_area_size(50)
@@ -182,8 +184,8 @@ impl LineChart {
             .y_label_formatter(&|v| si(*v))
             .x_desc(&self.x_desc)
             .y_desc(&self.y_desc)
-            .label_style(("sans-serif", 14))
-            .axis_desc_style(("sans-serif", 15))
+            .label_style(("sans-serif", size::TEXT))
+            .axis_desc_style(("sans-serif", size::TEXT))
             .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(err)?;
@@ -237,7 +239,7 @@ impl LineChart {
                     .draw(&Text::new(
                         s.label.clone(),
                         (38, y - 7),
-                        ("sans-serif", 13).into_font(),
+                        ("sans-serif", size::SMALL).into_font(),
                     ))
                     .map_err(err)?;
             }
@@ -247,7 +249,7 @@ impl LineChart {
                 .position(self.legend_corner())
                 .background_style(WHITE.mix(0.85))
                 .border_style(RGBColor(180, 180, 180))
-                .label_font(("sans-serif", 14))
+                .label_font(("sans-serif", size::TEXT))
                 .draw()
                 .map_err(err)?;
         }
@@ -366,12 +368,13 @@ impl Figure for Panels {
             mesh.y_labels(3)
                 .y_label_formatter(&|v| format!("{v:.0}"))
                 .y_desc(&self.y_desc)
-                .label_style(("sans-serif", 12))
-                .axis_desc_style(("sans-serif", 12))
+                .label_style(("sans-serif", size::SMALL))
+                .axis_desc_style(("sans-serif", size::SMALL))
                 .bold_line_style(RGBColor(225, 225, 225))
                 .light_line_style(TRANSPARENT);
             if last {
-                mesh.x_desc(&self.x_desc).x_label_style(("sans-serif", 14));
+                mesh.x_desc(&self.x_desc)
+                    .x_label_style(("sans-serif", size::TEXT));
             } else {
                 mesh.x_label_formatter(&|_| String::new());
             }
@@ -393,7 +396,7 @@ impl Figure for Panels {
             panel
                 .draw_text(
                     &s.label,
-                    &("sans-serif", 14)
+                    &("sans-serif", size::TEXT)
                         .into_font()
                         .style(FontStyle::Bold)
                         .color(&BLACK),

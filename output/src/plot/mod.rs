@@ -18,6 +18,17 @@ pub use bars::{Bar, BarChart};
 pub use gantt::Gantt;
 pub use lines::{LineChart, LineStyle, Panels, Series};
 
+/// Text sizes in pixels, all even: plotters draws each glyph from half the size plus its top
+/// edge, truncated to a whole pixel, so at an odd size a full stop sits a pixel above its
+/// digits' baseline and reads as a middle dot ("4·908 ms").
+pub(crate) mod size {
+    pub const TINY: u32 = 10;
+    pub const SMALL: u32 = 12;
+    pub const TEXT: u32 = 14;
+    pub const HEADING: u32 = 16;
+    pub const TITLE: u32 = 22;
+}
+
 /// Registers DejaVu Sans as plotters' `sans-serif` (once per process).
 pub fn ensure_fonts() {
     static FONTS: Once = Once::new();
@@ -80,12 +91,14 @@ fn draw_title<DB: DrawingBackend>(
     title: &str,
     notes: &[&str],
 ) -> Result<(), String> {
-    let bold = ("sans-serif", 22)
+    let bold = ("sans-serif", size::TITLE)
         .into_font()
         .style(FontStyle::Bold)
         .color(&BLACK);
     area.draw_text(title, &bold, (12, 8)).map_err(err)?;
-    let grey = ("sans-serif", 13).into_font().color(&RGBColor(80, 80, 80));
+    let grey = ("sans-serif", size::SMALL)
+        .into_font()
+        .color(&RGBColor(80, 80, 80));
     for (i, note) in notes.iter().enumerate() {
         area.draw_text(note, &grey, (12, 36 + 16 * i as i32))
             .map_err(err)?;
@@ -102,7 +115,9 @@ fn with_footnote<DB: DrawingBackend>(
         return Ok(root.clone());
     };
     let (top, rest) = root.split_vertically(root.dim_in_pixel().1 - 26);
-    let grey = ("sans-serif", 13).into_font().color(&RGBColor(80, 80, 80));
+    let grey = ("sans-serif", size::SMALL)
+        .into_font()
+        .color(&RGBColor(80, 80, 80));
     rest.draw_text(note, &grey, (12, 4)).map_err(err)?;
     Ok(top)
 }
