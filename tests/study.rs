@@ -22,7 +22,7 @@ fn study_dir(size_values: &str) -> tempfile::TempDir {
         Param(path: "workload.Flows[2].start", name: "c_start", values: Linear(from: 3, to: 4, step: 1)),
     ],
     variants: [Variant(name: "full"), Variant(name: "alone", disable: ["contention"])],
-    metrics: ["sim_time_s", "flows.max_completion_s"],
+    metrics: ["sim_time_s", "flows.max_duration_s"],
 )"#
     );
     std::fs::write(tmp.path().join("grid.ron"), study).unwrap();
@@ -44,7 +44,7 @@ fn a_two_by_three_by_two_grid_gives_twelve_rows_with_known_values() {
     let res = tmp.path().join("res");
     let rows = rows(&res);
     assert_eq!(rows.len(), 12);
-    // Columns: run, a_size, c_start, variant, disabled, seed, sim_time_s, max_completion, status.
+    // Columns: run, a_size, c_start, variant, disabled, seed, sim_time_s, max_duration, status.
     // Run 0: a = 1 GB, c at 3 s, full model: a and b share l0 until 2 s, c ends at 3.5 s.
     assert_eq!(rows[0][..6], ["0", "1GB", "3", "full", "", "0"]);
     assert_eq!(rows[0][6], "3.5");
@@ -60,7 +60,7 @@ fn a_two_by_three_by_two_grid_gives_twelve_rows_with_known_values() {
     for f in [
         "sim_time_s.png",
         "sim_time_s.svg",
-        "flows_max_completion_s.png",
+        "flows_max_duration_s.png",
         "ablation.png",
     ] {
         assert!(res.join(f).is_file(), "{f}");
@@ -361,7 +361,7 @@ fn a_study_no_run_of_which_can_succeed_is_an_error() {
         ),
         // A metric no summary holds: refused after run 0, before the others (issue 52).
         (
-            r#""flows.max_completion_s""#,
+            r#""flows.max_duration_s""#,
             r#""flows.max_complection_s""#,
             Some(2),
             "metrics: metric `flows.max_complection_s`",
@@ -396,12 +396,12 @@ fn a_study_whose_every_run_would_fail_the_same_way_is_refused_before_it_starts()
             "under variant `full` cannot load",
         ),
         (
-            r#"metrics: ["sim_time_s", "flows.max_completion_s"]"#,
+            r#"metrics: ["sim_time_s", "flows.max_duration_s"]"#,
             r#"metrics: ["sim_time_s", "flows.max_complection_s"]"#,
             "grid.ron: metrics: metric `flows.max_complection_s`: no `max_complection_s`",
         ),
         (
-            r#"metrics: ["sim_time_s", "flows.max_completion_s"]"#,
+            r#"metrics: ["sim_time_s", "flows.max_duration_s"]"#,
             r#"metrics: ["sim_time_s", "flows"]"#,
             "grid.ron: metrics: metric `flows` is not a number",
         ),

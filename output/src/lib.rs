@@ -78,6 +78,8 @@ pub fn report(world: &mut World, scenario: &str, seed: u64, stats: &RunStats) ->
         .iter()
         .map(|s| (s.name.to_string(), Value::Bool(s.on)))
         .collect();
+    // A flow's duration is its end less its start; its end (what `hetsim flows` prints as its
+    // completion time) is in flows.csv, and the last one is `last_end_s`.
     let durations: Vec<f64> = flows.iter().map(|f| f.end_s - f.start_s).collect();
     let summary = json!({
         "scenario": scenario,
@@ -90,8 +92,8 @@ pub fn report(world: &mut World, scenario: &str, seed: u64, stats: &RunStats) ->
         "flows": {
             "count": flows.len(),
             "bytes": flows.iter().map(|f| f.bytes).fold(0.0, |a, b| a + b),
-            "mean_completion_s": if durations.is_empty() { 0.0 } else { durations.iter().fold(0.0, |a, b| a + b) / durations.len() as f64 },
-            "max_completion_s": durations.iter().copied().fold(0.0, f64::max),
+            "mean_duration_s": if durations.is_empty() { 0.0 } else { durations.iter().fold(0.0, |a, b| a + b) / durations.len() as f64 },
+            "max_duration_s": durations.iter().copied().fold(0.0, f64::max),
             "last_end_s": flows.iter().map(|f| f.end_s).fold(0.0, f64::max),
         },
         "links": {

@@ -22,7 +22,7 @@ pub struct Study {
     /// Seeds to repeat each run with (empty: the base scenario's seed).
     #[serde(default)]
     pub seeds: Vec<u64>,
-    /// Dotted paths into each run's `summary.json`, e.g. `sim_time_s`, `flows.mean_completion_s`.
+    /// Dotted paths into each run's `summary.json`, e.g. `sim_time_s`, `flows.mean_duration_s`.
     pub metrics: Vec<String>,
     /// The parameter on the plots' x axis (default: the first).
     #[serde(default)]
