@@ -226,6 +226,26 @@ pub fn simulate_report(
     Ok(report)
 }
 
+/// The links whose bandwidth or latency differ between two scenarios' platforms, by name, in
+/// platform order: what a `--set` changed in the machine. Empty when either platform does not
+/// build (the run reports that error itself).
+pub fn changed_links(before: &Scenario, after: &Scenario) -> Vec<String> {
+    use hetsim_systems::platform::build::topology;
+    let (Ok(a), Ok(b)) = (topology(&before.platform), topology(&after.platform)) else {
+        return Vec::new();
+    };
+    let old: std::collections::HashMap<&str, (f64, hetsim_engine::SimTime)> = a
+        .links
+        .iter()
+        .map(|l| (l.name.as_str(), (l.bandwidth, l.latency)))
+        .collect();
+    b.links
+        .iter()
+        .filter(|l| old.get(l.name.as_str()) != Some(&(l.bandwidth, l.latency)))
+        .map(|l| l.name.clone())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

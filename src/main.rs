@@ -352,8 +352,12 @@ fn run(
         for line in hetsim::output::headline::lines(&report) {
             say!("{line}");
         }
-    }
-    if !quiet {
+        if !set.is_empty() {
+            let changed = hetsim::changed_links(&load(file, &[])?, &scenario);
+            if let Some(note) = hetsim::output::headline::set_note(&report, &changed) {
+                say!("{note}");
+            }
+        }
         print_written(&written);
     }
     Ok(())

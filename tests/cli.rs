@@ -1175,3 +1175,42 @@ fn trace_stats_shows_what_a_trace_holds_and_refuses_a_bad_line() {
         stderr(&o)
     );
 }
+
+/// "What if the NIC were 2x faster?" on the halo exchange: the result names the bound (the
+/// node's PCIe host bus, full whenever it carries anything) and says that the change missed
+/// it; doubling that bus instead moves the bound to the NIC.
+#[test]
+fn a_run_names_its_busiest_link_and_a_set_that_missed_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let halo = repo().join("scenarios/whatif/halo.ron");
+    let run = |set: &str| {
+        let o = hetsim(
+            &[
+                "run",
+                halo.to_str().unwrap(),
+                "--disable",
+                "record",
+                "--set",
+                set,
+            ],
+            tmp.path(),
+        );
+        assert!(o.status.success(), "{set}: {}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let nic = run("platform.node.nic.bandwidth=200Gb/s");
+    assert!(
+        nic.contains("whatif-halo: busiest link node[0].pcie, ")
+            && nic.contains("at 100.0 % while busy\n")
+            && nic.contains(
+                "--set changed 2 links (node[0].nic[0], node[1].nic[0]); none of them is the busiest link, node[0].pcie\n"
+            ),
+        "{nic}"
+    );
+    let bus = run("platform.node.pcie.bus=48GB/s");
+    assert!(
+        bus.contains("whatif-halo: busiest link node[0].nic[0], ")
+            && bus.contains("none of them is the busiest link, node[0].nic[0]\n"),
+        "the NIC becomes the bound once the bus is doubled: {bus}"
+    );
+}

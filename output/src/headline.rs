@@ -24,6 +24,12 @@ pub fn lines(report: &Report) -> Vec<String> {
     if let Some(c) = s.get("cuda") {
         out.extend(cuda(c).into_iter().map(|l| format!("{name}: {l}")));
     }
+    // What bounded communication: a faster link elsewhere would not have helped.
+    if let Some(l) =
+        busiest_link(report).filter(|_| s.get("mpi").is_some() || s.get("cuda").is_some())
+    {
+        out.push(format!("{name}: {}", bound(l, num(&s["sim_time_s"]))));
+    }
     if out.is_empty() {
         out.push(format!("{name}: {}", flows(report)));
     }
@@ -147,25 +153,92 @@ fn cuda(c: &Value) -> Vec<String> {
     out
 }
 
-/// `6 flows move 3.304 GB in 163.8 ms; busiest link node[0].nic[0]:up, 100.0 % used`.
-fn flows(report: &Report) -> String {
-    let f = &report.summary["flows"];
-    let busiest = report
+/// The busiest link: the highest mean utilisation (bytes over bandwidth x run time, in the
+/// busier direction), the first in platform order on a tie. The rule every picture and line
+/// that names "the busiest links" follows.
+pub fn busiest_link(report: &Report) -> Option<&crate::LinkRow> {
+    report
         .links
         .iter()
         .fold(None, |best: Option<&crate::LinkRow>, l| match best {
             Some(b) if b.mean_utilisation >= l.mean_utilisation => Some(b),
             _ => Some(l),
-        });
+        })
+}
+
+/// `busiest link node[0].pcie, 8.8 % used: busy 8.8 % of the run, at 100.0 % while busy`.
+/// A link near 100 % while busy bounded the transfers that crossed it; utilisation above
+/// 100 % means contention was switched off (every flow ran at full speed beside the others).
+fn bound(l: &crate::LinkRow, sim_time_s: f64) -> String {
+    let busy_share = if sim_time_s > 0.0 {
+        l.busy_s / sim_time_s
+    } else {
+        0.0
+    };
+    let while_busy = if l.busy_s > 0.0 {
+        l.mean_utilisation * sim_time_s / l.busy_s
+    } else {
+        0.0
+    };
+    format!(
+        "busiest link {}, {:.1} % used: busy {:.1} % of the run, at {:.1} % while busy{}",
+        l.link,
+        100.0 * l.mean_utilisation,
+        100.0 * busy_share,
+        100.0 * while_busy,
+        over_full(while_busy),
+    )
+}
+
+/// Why a link can be more than fully used.
+fn over_full(utilisation: f64) -> &'static str {
+    if utilisation > 1.001 {
+        " (over 100 %: contention is off, flows do not share bandwidth)"
+    } else {
+        ""
+    }
+}
+
+/// After a `--set` that changed the links `changed` (by name): a line when none of them is the
+/// busiest link, so that a change that could not help says so (`--set changed 2 links
+/// (node[0].nic[0], node[1].nic[0]); none of them is the busiest link, node[0].pcie`).
+pub fn set_note(report: &Report, changed: &[String]) -> Option<String> {
+    let busiest = busiest_link(report)?;
+    if changed.is_empty() || changed.contains(&busiest.link) {
+        return None;
+    }
+    const NAMED: usize = 3;
+    let mut names = changed
+        .iter()
+        .take(NAMED)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if changed.len() > NAMED {
+        names.push_str(&format!(" and {} more", changed.len() - NAMED));
+    }
+    Some(format!(
+        "{}: --set changed {} ({names}); none of them is the busiest link, {}",
+        report.scenario,
+        plural(changed.len(), "link"),
+        busiest.link,
+    ))
+}
+
+/// `6 flows move 3.304 GB in 163.8 ms; busiest link node[0].nic[0]:up, 100.0 % used`.
+fn flows(report: &Report) -> String {
+    let f = &report.summary["flows"];
+    let busiest = busiest_link(report);
     format!(
         "{} move {} in {}{}",
         plural(f["count"].as_u64().unwrap_or(0) as usize, "flow"),
         bytes(num(&f["bytes"])),
         seconds(num(&f["last_end_s"])),
         busiest.map_or(String::new(), |l| format!(
-            "; busiest link {}, {:.1} % used",
+            "; busiest link {}, {:.1} % used{}",
             l.link,
-            100.0 * l.mean_utilisation
+            100.0 * l.mean_utilisation,
+            over_full(l.mean_utilisation),
         )),
     )
 }
@@ -347,5 +420,71 @@ mod tests {
             l[1],
             "s: 8 GPUs end at 318.7 ms; per GPU at most 282.6 ms kernels, 24.20 ms copies, 47.60 ms NCCL"
         );
+    }
+
+    fn link(name: &str, busy_s: f64, mean_utilisation: f64) -> crate::LinkRow {
+        crate::LinkRow {
+            link: name.into(),
+            bytes: 1.0,
+            busy_s,
+            mean_utilisation,
+        }
+    }
+
+    #[test]
+    fn mpi_and_nccl_name_the_busiest_link_and_how_it_was_used() {
+        // The halo exchange's bound: the PCIe host bus, full whenever it carried anything
+        // (busy 3.387 ms of 38.59 ms at 8.778 % mean utilisation: 100 % while busy).
+        let mut s = base();
+        s["sim_time_s"] = json!(0.03859);
+        s["mpi"] = json!({"ranks": 8, "slowest_rank": {}, "paths": {}});
+        let mut r = report(s);
+        r.links = vec![
+            link("node[0].nic[0]", 0.003387, 0.08428),
+            link("node[0].pcie", 0.003387, 0.08777),
+            link("node[1].pcie", 0.003387, 0.08777),
+        ];
+        assert_eq!(
+            lines(&r)[1],
+            "s: busiest link node[0].pcie, 8.8 % used: busy 8.8 % of the run, at 100.0 % while busy"
+        );
+        let mut s = base();
+        s["cuda"] = json!({"gpus": 2, "nccl": [], "end_s": {"max": 1.0}});
+        s["sim_time_s"] = json!(2.0);
+        let mut r = report(s);
+        r.links = vec![link("nvlink", 1.0, 0.25)];
+        assert_eq!(
+            lines(&r)[1],
+            "s: busiest link nvlink, 25.0 % used: busy 50.0 % of the run, at 50.0 % while busy"
+        );
+    }
+
+    #[test]
+    fn a_link_over_full_says_contention_is_off() {
+        let mut r = report(base());
+        r.links = vec![link("nic", 0.1638432, 3.84)];
+        assert!(lines(&r)[0].ends_with(
+            "busiest link nic, 384.0 % used (over 100 %: contention is off, flows do not share bandwidth)"
+        ));
+    }
+
+    #[test]
+    fn a_task_graph_or_flows_alone_have_no_separate_bound_line() {
+        assert_eq!(lines(&report(base())).len(), 2);
+    }
+
+    #[test]
+    fn a_set_that_missed_the_busiest_link_says_so() {
+        let mut r = report(base());
+        r.links = vec![link("pcie", 1.0, 0.9), link("nic", 1.0, 0.5)];
+        let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            set_note(&r, &names(&["nic", "a", "b", "c"])).as_deref(),
+            Some(
+                "s: --set changed 4 links (nic, a, b and 1 more); none of them is the busiest link, pcie"
+            )
+        );
+        assert_eq!(set_note(&r, &names(&["nic", "pcie"])), None);
+        assert_eq!(set_note(&r, &[]), None);
     }
 }
