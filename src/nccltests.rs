@@ -324,6 +324,7 @@ pub fn chart(rows: &[Row], o: &Options) -> hetsim_output::plot::LineChart {
                     .map(|r| (r.bytes, r.busbw))
                     .collect(),
                 style: Default::default(),
+                gaps: Vec::new(),
             }
         })
         .collect();

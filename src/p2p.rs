@@ -255,6 +255,7 @@ pub fn charts(
                     .map(|r| (r.bytes, f(r)))
                     .collect(),
                 style: Default::default(),
+                gaps: Vec::new(),
             })
             .collect()
     };

@@ -367,6 +367,25 @@ pub fn summary(answers: &[Answer], disabled: &[String]) -> Value {
     summary
 }
 
+/// What each side of a question changed in its scenario file, as the command line says it:
+/// `HostCopy: --disable gpudirect`, `GPUDirect: the file as it is`.
+fn changes(q: &Question) -> Vec<String> {
+    let side = |v: &Variant| {
+        let flags: Vec<String> = v
+            .set
+            .iter()
+            .map(|s| format!("--set {s}"))
+            .chain(v.disable.iter().map(|d| format!("--disable {d}")))
+            .collect();
+        if flags.is_empty() {
+            format!("{}: the file as it is", v.label)
+        } else {
+            format!("{}: {}", v.label, flags.join(" "))
+        }
+    };
+    vec![side(&q.before), side(&q.after)]
+}
+
 /// The comparison picture: one panel per question, the two configurations side by side; the
 /// switches turned off in every run, if any, in its notes.
 pub fn chart(answers: &[Answer], disabled: &[String]) -> hetsim_output::plot::compare::Comparison {
@@ -393,6 +412,7 @@ pub fn chart(answers: &[Answer], disabled: &[String]) -> hetsim_output::plot::co
                 title: format!("{}: {:+.1} %", q.ask, a.change_pct()),
                 y_desc: format!("{quantity} ({unit})"),
                 bars: vec![bar(q.before.label, a.before), bar(q.after.label, a.after)],
+                changes: changes(q),
             }
         })
         .collect();

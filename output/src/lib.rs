@@ -6,6 +6,7 @@
 //! seed give byte-identical files (apart from `wall_s`). Files are written next to their final
 //! name and renamed only once all of them are complete: a failed write leaves no partial set.
 
+pub mod busiest;
 pub mod chrome;
 pub mod headline;
 pub mod intervals;
@@ -444,7 +445,7 @@ fn stage_record(
 /// How many links the utilisation picture shows.
 const BUSIEST_LINKS: usize = 8;
 
-/// Utilisation over time of the busiest links (by mean utilisation), from the `utilisation`
+/// Utilisation over time of the busiest links ([`busiest`]'s rule), from the `utilisation`
 /// counters; `None` when no link was sampled. With more samples than pixels, each pixel column
 /// shows the mean over its time span (the note says so).
 pub fn link_utilisation(rec: &Recorder, scenario: &str, width: u32) -> Option<plot::Panels> {
@@ -471,17 +472,12 @@ pub fn link_utilisation(rec: &Recorder, scenario: &str, width: u32) -> Option<pl
             pts.push((t, s.value));
         }
     }
-    let integral = |pts: &[(f64, f64)]| -> f64 {
-        pts.iter()
-            .enumerate()
-            .map(|(i, &(t, v))| v * (pts.get(i + 1).map_or(end, |p| p.0) - t))
-            .sum()
-    };
+    let load = busiest::loads(rec, end);
     let mut ranked: Vec<(usize, f64)> = series
         .iter()
         .enumerate()
         .filter(|(_, p)| !p.is_empty())
-        .map(|(i, p)| (i, integral(p)))
+        .map(|(i, _)| (i, load[i]))
         .collect();
     if ranked.is_empty() || end <= 0.0 {
         return None;
@@ -506,12 +502,14 @@ pub fn link_utilisation(rec: &Recorder, scenario: &str, width: u32) -> Option<pl
                 label: rec.resources()[i].name.clone(),
                 points: drawn.into_iter().map(|(t, v)| (t / scale, v)).collect(),
                 style: Default::default(),
+                gaps: Vec::new(),
             }
         })
         .collect();
     let mut note = format!(
-        "the {} busiest of {total} links by mean utilisation",
-        ranked.len()
+        "% of each link's bandwidth in use; the {} busiest of {total} links ({})",
+        ranked.len(),
+        busiest::RULE
     );
     if binned {
         note.push_str("; each pixel column shows the mean over its time span");
@@ -524,7 +522,7 @@ pub fn link_utilisation(rec: &Recorder, scenario: &str, width: u32) -> Option<pl
         title: format!("{scenario}: link utilisation"),
         note: Some(note),
         x_desc: format!("simulated time ({unit})"),
-        y_desc: "% used".to_string(),
+        y_unit: "%".to_string(),
         x_end: end / scale,
         // Headroom for the panel title above a full line.
         y_max: y_max * 1.3,

@@ -1,6 +1,6 @@
 //! A study's results: the table (`results.csv`), its plots (one per metric against the swept
 //! parameter, one line per variant and combination of the other parameters, averaged over
-//! seeds) and the ablation chart (each variant against the full model).
+//! seeds) and the ablation chart (each variant against the reference variant).
 //!
 //! The table is written the same way by `hetsim study` and by `hetsim merge` (which reads the
 //! shards' tables back), so a study split in shards and merged gives the same bytes.
@@ -180,6 +180,76 @@ fn unit_of(path: &str) -> Option<&'static str> {
     }
 }
 
+/// The unit an axis shows its values in: values are divided by `factor` (seconds to ms,
+/// B/s to GB/s, or the unit the study's values were written in, such as Gb/s or ns).
+#[derive(Debug, Clone, PartialEq)]
+struct Display {
+    factor: f64,
+    name: Option<String>,
+}
+
+impl Display {
+    /// A swept parameter: the unit its values are written in when they all say the same one
+    /// (`100Gb/s`, `10ns`; a bare `0` goes with any), else as for a metric.
+    fn for_values<'a>(values: impl Iterator<Item = &'a str> + Clone, unit: Option<&str>) -> Self {
+        let suffix = |v: &'a str| {
+            let v = v.trim();
+            let cut = v
+                .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E')))
+                .unwrap_or(v.len());
+            // An exponent's `e` followed by a letter is a unit (`1e`... is not a number).
+            v[cut..].trim()
+        };
+        let written: Vec<&str> = values
+            .clone()
+            .map(suffix)
+            .filter(|s| !s.is_empty())
+            .collect();
+        if let Some(first) = written.first()
+            && written.iter().all(|s| s == first)
+            && values.clone().all(|v| parse_any_quantity(v).is_some())
+            && let Some(factor) = parse_any_quantity(&format!("1{first}"))
+        {
+            return Display {
+                factor,
+                name: Some(first.to_string()),
+            };
+        }
+        let numbers: Vec<f64> = values.filter_map(parse_any_quantity).collect();
+        Self::for_metric(unit, numbers.into_iter())
+    }
+
+    /// A metric in SI base units: seconds in s, ms, µs or ns and rates and sizes with a
+    /// decimal prefix, so that the largest value reads between 1 and 1000.
+    fn for_metric(unit: Option<&str>, values: impl Iterator<Item = f64>) -> Self {
+        let top = values.map(f64::abs).fold(0.0, f64::max);
+        let Some(unit) = unit else {
+            return Display {
+                factor: 1.0,
+                name: None,
+            };
+        };
+        let (factor, prefix) = match unit {
+            "s" => {
+                let (f, name) = crate::headline::seconds_unit(top);
+                return Display {
+                    factor: f,
+                    name: Some(name.to_string()),
+                };
+            }
+            "B/s" | "B" | "Flop/s" => [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
+                .into_iter()
+                .find(|(f, _)| top >= *f)
+                .unwrap_or((1.0, "")),
+            _ => (1.0, ""),
+        };
+        Display {
+            factor,
+            name: Some(format!("{prefix}{unit}")),
+        }
+    }
+}
+
 /// An axis title: the name, then its unit and scale in brackets when there are any.
 fn axis_desc(name: &str, unit: Option<&str>, log: bool) -> String {
     match (unit, log) {
@@ -215,7 +285,8 @@ pub fn metric_chart(study: &Study, table: &StudyTable, metric: usize) -> Option<
     let param = study.params.get(xp)?;
     // Lines: variant x the other parameters' values; points: x -> mean over seeds.
     // (variant order, line order, label) -> x bits -> (x, values over seeds).
-    type Points = BTreeMap<u64, (f64, Vec<f64>)>;
+    // A value of None is a run that failed at that x.
+    type Points = BTreeMap<u64, (f64, Vec<Option<f64>>)>;
     let mut lines: BTreeMap<(usize, usize, String), (LineStyle, Points)> = BTreeMap::new();
     // With two or more other parameters, a line's colour follows the variant and all but the
     // last of them, its dashes the last one (e.g. colour per scheduler, dashes per memory cap).
@@ -231,9 +302,10 @@ pub fn metric_chart(study: &Study, table: &StudyTable, metric: usize) -> Option<
             .unwrap_or(usize::MAX)
     };
     for r in &table.rows {
-        let (Some(x), Some(y)) = (parse_any_quantity(&r.values[xp]), r.metrics[metric]) else {
+        let Some(x) = parse_any_quantity(&r.values[xp]) else {
             continue;
         };
+        let y = r.metrics[metric];
         let others: Vec<String> = study
             .params
             .iter()
@@ -275,21 +347,37 @@ pub fn metric_chart(study: &Study, table: &StudyTable, metric: usize) -> Option<
     if lines.is_empty() {
         return None;
     }
-    let series: Vec<Series> = lines
+    let x_unit = Display::for_values(
+        table.rows.iter().map(|r| r.values[xp].as_str()),
+        unit_of(&param.path),
+    );
+    let y_unit = Display::for_metric(
+        unit_of(&table.metrics[metric]),
+        table.rows.iter().filter_map(|r| r.metrics[metric]),
+    );
+    // A point is the mean over the seeds that ran; an x where every seed failed is a gap.
+    let mut series: Vec<Series> = lines
         .into_iter()
         .map(|((_, _, label), (style, pts))| {
-            let mut points: Vec<(f64, f64)> = pts
-                .into_values()
-                .filter_map(|(x, ys)| mean(&ys).map(|y| (x, y)))
-                .collect();
+            let mut points = Vec::new();
+            let mut gaps = Vec::new();
+            for (x, ys) in pts.into_values() {
+                let ok: Vec<f64> = ys.iter().flatten().copied().collect();
+                match mean(&ok) {
+                    Some(y) => points.push((x / x_unit.factor, y / y_unit.factor)),
+                    None => gaps.push(x / x_unit.factor),
+                }
+            }
             points.sort_by(|a, b| a.0.total_cmp(&b.0));
             Series {
                 label,
                 points,
                 style,
+                gaps,
             }
         })
         .collect();
+    series.retain(|s| !s.points.is_empty() || !s.gaps.is_empty());
     let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
     let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
     let (log_x, log_y) = (wants_log(xs), wants_log(ys));
@@ -309,12 +397,8 @@ pub fn metric_chart(study: &Study, table: &StudyTable, metric: usize) -> Option<
                 "one run per point".to_string()
             }
         )),
-        x_desc: axis_desc(param.label(), unit_of(&param.path), log_x),
-        y_desc: axis_desc(
-            &table.metrics[metric],
-            unit_of(&table.metrics[metric]),
-            log_y,
-        ),
+        x_desc: axis_desc(param.label(), x_unit.name.as_deref(), log_x),
+        y_desc: axis_desc(&table.metrics[metric], y_unit.name.as_deref(), log_y),
         log_x,
         log_y,
         markers: true,
@@ -387,7 +471,8 @@ pub fn ablation_chart(study: &Study, table: &StudyTable) -> Option<BarChart> {
     Some(BarChart {
         title: format!("{}: ablations against `{}`", study.name, reference.name),
         note: Some(format!(
-            "bar = {over} of (metric with the variant / metric of the full model - 1)"
+            "bar = {over} of (metric with the variant / metric with `{}` - 1)",
+            reference.name
         )),
         x_desc: format!("change against `{}` (%)", reference.name),
         groups: table.metrics.clone(),
@@ -502,5 +587,22 @@ mod tests {
                 ("off / b.ron / sim_time_s".to_string(), 100.0)
             ]
         );
+    }
+
+    #[test]
+    fn axes_show_values_in_the_unit_they_were_given_or_a_readable_one() {
+        let d = Display::for_values(["50Gb/s", "100Gb/s"].into_iter(), Some("B/s"));
+        assert_eq!((d.factor, d.name.as_deref()), (1.25e8, Some("Gb/s")));
+        let d = Display::for_values(["0", "10ns", "300ns"].into_iter(), Some("s"));
+        assert_eq!((d.factor, d.name.as_deref()), (1e-9, Some("ns")));
+        // Mixed units: the metric's rule, from the largest value (1 us).
+        let d = Display::for_values(["0", "10ns", "1us"].into_iter(), Some("s"));
+        assert_eq!((d.factor, d.name.as_deref()), (1e-6, Some("µs")));
+        let d = Display::for_metric(Some("s"), [0.004, 0.04].into_iter());
+        assert_eq!((d.factor, d.name.as_deref()), (1e-3, Some("ms")));
+        let d = Display::for_metric(Some("B/s"), [2.4e10].into_iter());
+        assert_eq!((d.factor, d.name.as_deref()), (1e9, Some("GB/s")));
+        let d = Display::for_values([1.0, 2.0].iter().map(|_| "4"), None);
+        assert_eq!((d.factor, d.name), (1.0, None));
     }
 }

@@ -58,7 +58,15 @@ impl Figure for BarChart {
             .margin(12)
             .x_label_area_size(50)
             .y_label_area_size(label_w.min(self.width / 2))
-            .build_cartesian_2d((lo - pad)..(hi + pad), (0..n - 1).into_segmented())
+            .build_cartesian_2d(
+                super::axis::Axis {
+                    lo: lo - pad,
+                    hi: hi + pad,
+                    log: false,
+                    ticks: super::axis::linear(lo - pad, hi + pad),
+                },
+                (0..n - 1).into_segmented(),
+            )
             .map_err(err)?;
         chart
             .configure_mesh()
@@ -72,6 +80,7 @@ impl Figure for BarChart {
                     .unwrap_or_default(),
                 _ => String::new(),
             })
+            .x_label_formatter(&|v| super::axis::label(*v))
             .x_desc(&self.x_desc)
             .label_style(("sans-serif", size::TEXT))
             .axis_desc_style(("sans-serif", size::TEXT))

@@ -15,6 +15,9 @@ pub struct Panel {
     pub y_desc: String,
     /// (label, value in the y unit, the value as the text on the bar).
     pub bars: Vec<(String, f64, String)>,
+    /// What each bar changed (`HostCopy: --disable gpudirect`), one line each, under the
+    /// title (wrapped to the panel's width).
+    pub changes: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -42,14 +45,72 @@ impl Figure for Comparison {
         draw_title(&header, &self.title, &notes)?;
         let rows = self.panels.len().div_ceil(COLUMNS).max(1);
         let areas = body.split_evenly((rows, COLUMNS));
+        // Every panel's head as tall as the tallest, so that the plots line up.
+        let w = areas.first().map_or(0, |a| a.dim_in_pixel().0);
+        let head_lines = self
+            .panels
+            .iter()
+            .map(|p| change_lines(p, w).len())
+            .max()
+            .unwrap_or(0);
         for (panel, area) in self.panels.iter().zip(areas) {
-            draw_panel(panel, &area)?;
+            draw_panel(panel, &area, head_lines)?;
         }
         Ok(())
     }
 }
 
-fn draw_panel<DB: DrawingBackend>(p: &Panel, area: &DrawingArea<DB, Shift>) -> Result<(), String> {
+/// A panel's change lines wrapped to `w` pixels (about 0.55 em per character).
+fn change_lines(p: &Panel, w: u32) -> Vec<String> {
+    let columns = ((w as f64 - 20.0) / (0.55 * size::SMALL as f64)).max(20.0) as usize;
+    p.changes
+        .iter()
+        .flat_map(|c| {
+            textwrap::wrap(c, columns)
+                .into_iter()
+                .map(|l| l.into_owned())
+        })
+        .collect()
+}
+
+fn draw_panel<DB: DrawingBackend>(
+    p: &Panel,
+    area: &DrawingArea<DB, Shift>,
+    head_lines: usize,
+) -> Result<(), String> {
+    // The title, then what each bar changed, centred under it.
+    let w = area.dim_in_pixel().0;
+    let lines = change_lines(p, w);
+    let (head, area) = area.split_vertically(40 + 16 * head_lines.max(lines.len()) as u32);
+    let centred = |px: u32, bold: bool| {
+        let font = ("sans-serif", px).into_font();
+        let font = if bold {
+            font.style(FontStyle::Bold)
+        } else {
+            font
+        };
+        font.color(&BLACK)
+            .pos(plotters::style::text_anchor::Pos::new(
+                plotters::style::text_anchor::HPos::Center,
+                plotters::style::text_anchor::VPos::Top,
+            ))
+    };
+    let mid = w as i32 / 2;
+    head.draw(&Text::new(
+        p.title.clone(),
+        (mid, 12),
+        centred(size::HEADING, true),
+    ))
+    .map_err(err)?;
+    for (k, line) in lines.iter().enumerate() {
+        head.draw(&Text::new(
+            line.clone(),
+            (mid, 36 + 16 * k as i32),
+            centred(size::SMALL, false),
+        ))
+        .map_err(err)?;
+    }
+    let area = &area;
     let n = p.bars.len().max(1) as i32;
     let top = p
         .bars
@@ -60,13 +121,8 @@ fn draw_panel<DB: DrawingBackend>(p: &Panel, area: &DrawingArea<DB, Shift>) -> R
     // Room above the tallest bar for its value.
     let y_max = if top > 0.0 { top * 1.25 } else { 1.0 };
     let mut chart = ChartBuilder::on(area)
-        .caption(
-            &p.title,
-            ("sans-serif", size::HEADING)
-                .into_font()
-                .style(FontStyle::Bold),
-        )
         .margin(14)
+        .margin_top(4)
         .x_label_area_size(34)
         .y_label_area_size(70)
         .build_cartesian_2d((0..n - 1).into_segmented(), 0.0..y_max)
@@ -136,6 +192,7 @@ mod tests {
                 ("HostCopy".into(), 2.4, "2.40 ms".into()),
                 ("GPUDirect".into(), 1.9, "1.90 ms".into()),
             ],
+            changes: vec!["HostCopy: --disable gpudirect".into()],
         };
         let c = Comparison {
             title: "what if".into(),
@@ -145,7 +202,12 @@ mod tests {
         };
         assert_eq!(c.size(), (1200, HEADER_H + 2 * PANEL_H));
         let svg = String::from_utf8(crate::plot::svg(&c).unwrap()).unwrap();
-        for text in ["GPUDirect", "2.40 ms", "what if"] {
+        for text in [
+            "GPUDirect",
+            "2.40 ms",
+            "what if",
+            "HostCopy: --disable gpudirect",
+        ] {
             assert!(svg.contains(text), "{text} drawn");
         }
     }

@@ -81,8 +81,18 @@ impl Gantt {
             .into_iter()
             .filter(|id| count[id.index()] > 0)
             .partition(|&id| is_link(id));
+        // Compute rows by busy time; links by the rule every picture follows.
         let busiest_first = |ids: &mut Vec<ResId>| {
             ids.sort_by(|a, b| busy[b.index()].total_cmp(&busy[a.index()]).then(a.cmp(b)))
+        };
+        let load = crate::busiest::loads(rec, end_s);
+        let busiest_links_first = |ids: &mut Vec<ResId>| {
+            ids.sort_by(|a, b| {
+                load[b.index()]
+                    .total_cmp(&load[a.index()])
+                    .then(busy[b.index()].total_cmp(&busy[a.index()]))
+                    .then(a.cmp(b))
+            })
         };
         let mut notes_rows = Vec::new();
         let mut shown = compute.clone();
@@ -106,12 +116,13 @@ impl Gantt {
             LINK_ROWS
         };
         let mut busiest_links = links.clone();
-        busiest_first(&mut busiest_links);
+        busiest_links_first(&mut busiest_links);
         if busiest_links.len() > link_cap {
             busiest_links.truncate(link_cap);
             notes_rows.push(format!(
-                "links: the {link_cap} busiest of {} (by busy time), busiest first",
-                links.len()
+                "links: the {link_cap} busiest of {} ({}), busiest first",
+                links.len(),
+                crate::busiest::RULE
             ));
         } else if !busiest_links.is_empty() {
             notes_rows.push(format!("links: all {}, busiest first", busiest_links.len()));
@@ -284,7 +295,15 @@ impl Figure for Gantt {
             .margin_bottom(10)
             .x_label_area_size(AXIS_H)
             .y_label_area_size(self.label_w)
-            .build_cartesian_2d(0.0..self.end_s / scale, (0..n - 1).into_segmented())
+            .build_cartesian_2d(
+                super::axis::Axis {
+                    lo: 0.0,
+                    hi: self.end_s / scale,
+                    log: false,
+                    ticks: super::axis::linear(0.0, self.end_s / scale),
+                },
+                (0..n - 1).into_segmented(),
+            )
             .map_err(err)?;
         let label_font = if self.row_h >= 20 {
             size::TEXT
@@ -304,6 +323,7 @@ impl Figure for Gantt {
                     .unwrap_or_default(),
                 _ => String::new(),
             })
+            .x_label_formatter(&|v| super::axis::label(*v))
             .x_desc(format!("simulated time ({unit})"))
             .x_label_style(("sans-serif", size::TEXT))
             .axis_desc_style(("sans-serif", size::TEXT))

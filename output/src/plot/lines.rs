@@ -1,10 +1,10 @@
 //! Line charts: a link's utilisation over time, a metric against a swept parameter.
 
 use plotters::coord::Shift;
-use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
+use super::axis::{self, Axis};
 use super::{Figure, draw_title, err, series_rgb, size, with_footnote};
 
 /// One line of a chart.
@@ -13,6 +13,9 @@ pub struct Series {
     pub label: String,
     pub points: Vec<(f64, f64)>,
     pub style: LineStyle,
+    /// x values where the line has no value (a run that failed): the line breaks there and
+    /// a cross on the x axis marks the place.
+    pub gaps: Vec<f64>,
 }
 
 /// How a line is drawn: its colour (the series' index when `None`) and dash pattern, so that
@@ -59,11 +62,17 @@ pub struct LineChart {
 }
 
 impl LineChart {
-    fn range(&self, pick: impl Fn(&(f64, f64)) -> f64, log: bool, pad: bool) -> (f64, f64) {
+    /// The values' span on one axis, as drawn: a log axis a little wider than the values; a
+    /// linear one from zero (or its lowest value, when negative) with 5 % above, and for x
+    /// 4 % on either side, so that no point sits on the frame.
+    fn range(&self, pick: impl Fn(&(f64, f64)) -> f64, log: bool, is_x: bool) -> (f64, f64) {
         let vals = self
             .series
             .iter()
-            .flat_map(|s| s.points.iter().map(&pick))
+            .flat_map(|s| {
+                let gaps = if is_x { s.gaps.clone() } else { Vec::new() };
+                s.points.iter().map(&pick).chain(gaps)
+            })
             .filter(|v| v.is_finite() && (!log || *v > 0.0));
         let (mut lo, mut hi) = vals.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
             (a.min(v), b.max(v))
@@ -75,31 +84,121 @@ impl LineChart {
             if hi <= lo {
                 (lo, hi) = (lo / 2.0, hi * 2.0);
             }
-            (lo / 1.2, hi * 1.2)
-        } else {
-            let lo = lo.min(0.0);
-            let pad = match (pad, hi > lo) {
-                (_, false) => 1.0,
-                (true, true) => (hi - lo) * 0.05,
-                (false, true) => 0.0,
-            };
-            (lo, hi + pad)
+            return (lo / 1.2, hi * 1.2);
         }
+        if is_x && hi == lo {
+            // One value: in the middle.
+            let d = if lo == 0.0 { 1.0 } else { lo.abs() / 2.0 };
+            return (lo - d, hi + d);
+        }
+        let lo = lo.min(0.0);
+        if hi <= lo {
+            hi = lo + 1.0;
+        }
+        let span = hi - lo;
+        if is_x {
+            (lo - 0.04 * span, hi + 0.04 * span)
+        } else {
+            (lo, hi + 0.05 * span)
+        }
+    }
+
+    /// Both axes with their ticks; x at the swept values when they are few.
+    fn axes(&self) -> (Axis, Axis) {
+        let (x0, x1) = self.range(|p| p.0, self.log_x, true);
+        let (y0, y1) = self.range(|p| p.1, self.log_y, false);
+        let xs: Vec<f64> = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.0).chain(s.gaps.iter().copied()))
+            .collect();
+        let pick = |lo: f64, hi: f64, log: bool| {
+            if log {
+                axis::log(lo, hi)
+            } else {
+                axis::linear(lo, hi)
+            }
+        };
+        let x_ticks = axis::at_values(&xs, x0, x1, self.log_x)
+            .filter(|_| self.markers)
+            .unwrap_or_else(|| pick(x0, x1, self.log_x));
+        (
+            Axis {
+                lo: x0,
+                hi: x1,
+                log: self.log_x,
+                ticks: x_ticks,
+            },
+            Axis {
+                lo: y0,
+                hi: y1,
+                log: self.log_y,
+                ticks: pick(y0, y1, self.log_y),
+            },
+        )
+    }
+
+    /// For each line, the earlier lines it runs on top of: (earlier line, points shared), so
+    /// that a line hidden under another is drawn dashed and the legend says where it is.
+    fn coincidences(&self) -> Vec<Vec<(usize, usize)>> {
+        let same = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs());
+        self.series
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                self.series[..i]
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(j, e)| {
+                        let n = s
+                            .points
+                            .iter()
+                            .filter(|p| e.points.iter().any(|q| same(p.0, q.0) && same(p.1, q.1)))
+                            .count();
+                        (n > 0).then_some((j, n))
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// A line's legend text and style: a line that lies on earlier ones for all its points
+    /// or for a stretch (two points or more) is dashed unlike them and says on which.
+    fn drawn_as(&self, i: usize, on: &[(usize, usize)]) -> (String, LineStyle) {
+        let s = &self.series[i];
+        let hidden: Vec<&(usize, usize)> = on.iter().filter(|(_, n)| *n >= 2).collect();
+        if hidden.is_empty() {
+            return (s.label.clone(), s.style);
+        }
+        let total = s.points.len();
+        let names: Vec<String> = hidden
+            .iter()
+            .map(|&&(j, n)| {
+                let name = &self.series[j].label;
+                if n == total {
+                    format!("on {name}")
+                } else {
+                    format!("on {name} at {n} of {total} points")
+                }
+            })
+            .collect();
+        let earlier_dash = hidden
+            .iter()
+            .map(|(j, _)| self.series[*j].style.dash % 3)
+            .max()
+            .unwrap_or(0);
+        let style = LineStyle {
+            dash: earlier_dash + 1,
+            ..s.style
+        };
+        (format!("{} ({})", s.label, names.join(", ")), style)
     }
 
     /// The place along the plot's edges where the legend hides the least: the fewest
     /// samples of the lines (their points, and 16 steps along each segment) inside a box of
     /// the legend's size. Corners before edge middles, upper right first, on a tie.
-    fn legend_corner(&self) -> SeriesLabelPosition {
-        let (x0, x1) = self.range(|p| p.0, self.log_x, false);
-        let (y0, y1) = self.range(|p| p.1, self.log_y, true);
-        let frac = |v: f64, lo: f64, hi: f64, log: bool| {
-            if log {
-                (v.ln() - lo.ln()) / (hi.ln() - lo.ln())
-            } else {
-                (v - lo) / (hi - lo)
-            }
-        };
+    fn legend_corner(&self) -> (SeriesLabelPosition, usize) {
+        let (xa, ya) = self.axes();
         // The plot is the figure less its margins, labels and title; a legend line is about
         // 20 px high and 7.5 px per character wide after a 50 px swatch.
         let (w, h) = (self.size.0 as f64 - 150.0, self.size.1 as f64 - 150.0);
@@ -124,7 +223,7 @@ impl LineChart {
                 .points
                 .iter()
                 .filter(|(a, b)| a.is_finite() && b.is_finite())
-                .map(|&(a, b)| (frac(a, x0, x1, self.log_x), frac(b, y0, y1, self.log_y)))
+                .map(|&(a, b)| (xa.fraction(a), ya.fraction(b)))
                 .collect();
             let samples = pts.windows(2).flat_map(|ab| {
                 (0..16).map(move |k| {
@@ -144,21 +243,27 @@ impl LineChart {
             }
         }
         let best = (0..corners.len()).min_by_key(|&i| hits[i]).unwrap_or(0);
-        corners[best].0.clone()
+        (corners[best].0.clone(), hits[best])
     }
 
-    fn draw_on<DB, X, Y>(&self, root: &DrawingArea<DB, Shift>, x: X, y: Y) -> Result<(), String>
-    where
-        DB: DrawingBackend,
-        X: AsRangedCoord<Value = f64>,
-        Y: AsRangedCoord<Value = f64>,
-        X::CoordDescType: ValueFormatter<f64>,
-        Y::CoordDescType: ValueFormatter<f64>,
-    {
+    fn draw_chart<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         root.fill(&WHITE).map_err(err)?;
-        let area = with_footnote(root, self.note.as_deref())?;
-        // Many lines: the legend gets its own column right of the plot instead of covering it.
-        let outside = self.series.len() > LEGEND_INSIDE_MAX;
+        let any_gaps = self.series.iter().any(|s| !s.gaps.is_empty());
+        let mut note = self.note.clone().unwrap_or_default();
+        if any_gaps {
+            if !note.is_empty() {
+                note.push_str("; ");
+            }
+            note.push_str("a cross on the x axis marks a run that failed (the line breaks there)");
+        }
+        let area = with_footnote(root, (!note.is_empty()).then_some(note.as_str()))?;
+        let on = self.coincidences();
+        let drawn: Vec<(String, LineStyle)> = (0..self.series.len())
+            .map(|i| self.drawn_as(i, &on[i]))
+            .collect();
+        // The legend goes inside where it hides no point or line, else in a column of its own.
+        let (corner, hidden) = self.legend_corner();
+        let outside = self.series.len() > LEGEND_INSIDE_MAX || hidden > 0;
         let (area, legend_area) = if outside {
             let w = area.dim_in_pixel().0 as i32;
             let (a, b) = area.split_horizontally(w - LEGEND_WIDTH);
@@ -166,6 +271,8 @@ impl LineChart {
         } else {
             (area, None)
         };
+        let (xa, ya) = self.axes();
+        let y_floor = ya.lo;
         let mut chart = ChartBuilder::on(&area)
             .caption(
                 &self.title,
@@ -174,14 +281,15 @@ impl LineChart {
                     .style(FontStyle::Bold),
             )
             .margin(12)
+            .margin_right(24)
             .x_label_area_size(50)
-            .y_label_area_size(70)
-            .build_cartesian_2d(x, y)
+            .y_label_area_size(80)
+            .build_cartesian_2d(xa, ya)
             .map_err(err)?;
         chart
             .configure_mesh()
-            .x_label_formatter(&|v| si(*v))
-            .y_label_formatter(&|v| si(*v))
+            .x_label_formatter(&|v| axis::label(*v))
+            .y_label_formatter(&|v| axis::label(*v))
             .x_desc(&self.x_desc)
             .y_desc(&self.y_desc)
             .label_style(("sans-serif", size::TEXT))
@@ -190,54 +298,69 @@ impl LineChart {
             .draw()
             .map_err(err)?;
         for (i, s) in self.series.iter().enumerate() {
-            let color = s.style.colour(i);
-            let pts: Vec<(f64, f64)> = s
-                .points
-                .iter()
-                .copied()
-                .filter(|(a, b)| {
-                    a.is_finite()
-                        && b.is_finite()
-                        && (!self.log_x || *a > 0.0)
-                        && (!self.log_y || *b > 0.0)
-                })
-                .collect();
-            let drawn = match s.style.dashes() {
-                None => chart
-                    .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-                    .map_err(err)?,
-                Some((dash, gap)) => chart
-                    .draw_series(DashedLineSeries::new(
-                        pts.clone(),
-                        dash,
-                        gap,
-                        color.stroke_width(2),
-                    ))
-                    .map_err(err)?,
+            let (label, style) = &drawn[i];
+            let style = *style;
+            let color = style.colour(i);
+            let ok = |(a, b): &(f64, f64)| {
+                a.is_finite()
+                    && b.is_finite()
+                    && (!self.log_x || *a > 0.0)
+                    && (!self.log_y || *b > 0.0)
             };
-            let style = s.style;
-            drawn
-                .label(&s.label)
-                .legend(move |(x, y)| legend_line(style, color, (x, y), 20));
+            let pts: Vec<(f64, f64)> = s.points.iter().copied().filter(ok).collect();
+            for (k, piece) in pieces(&pts, &s.gaps).into_iter().enumerate() {
+                let line = match style.dashes() {
+                    None => chart
+                        .draw_series(LineSeries::new(piece, color.stroke_width(2)))
+                        .map_err(err)?,
+                    Some((dash, gap)) => chart
+                        .draw_series(DashedLineSeries::new(
+                            piece,
+                            dash,
+                            gap,
+                            color.stroke_width(2),
+                        ))
+                        .map_err(err)?,
+                };
+                if k == 0 {
+                    line.label(label)
+                        .legend(move |(x, y)| legend_line(style, color, (x, y), 20));
+                }
+            }
             if self.markers {
+                // A line on top of another shows its points as rings around the other's dots.
+                let ring = style != s.style;
                 chart
-                    .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
+                    .draw_series(pts.iter().map(|&p| {
+                        if ring {
+                            Circle::new(p, 5, color.stroke_width(2))
+                        } else {
+                            Circle::new(p, 3, color.filled())
+                        }
+                    }))
                     .map_err(err)?;
             }
+            chart
+                .draw_series(
+                    s.gaps
+                        .iter()
+                        .map(|&x| Cross::new((x, y_floor), 6, color.stroke_width(2))),
+                )
+                .map_err(err)?;
         }
         if let Some(legend) = legend_area {
-            for (i, s) in self.series.iter().enumerate() {
+            for (i, (label, style)) in drawn.iter().enumerate() {
                 let y = 40 + 18 * i as i32;
-                let color = s.style.colour(i);
+                let color = style.colour(i);
                 legend
-                    .draw(&legend_line(s.style, color, (8, y), 24))
+                    .draw(&legend_line(*style, color, (8, y), 24))
                     .map_err(err)?;
                 legend
                     .draw(&Circle::new((20, y), 3, color.filled()))
                     .map_err(err)?;
                 legend
                     .draw(&Text::new(
-                        s.label.clone(),
+                        label.clone(),
                         (38, y - 7),
                         ("sans-serif", size::SMALL).into_font(),
                     ))
@@ -246,7 +369,7 @@ impl LineChart {
         } else if self.series.len() > 1 || self.series.iter().any(|s| !s.label.is_empty()) {
             chart
                 .configure_series_labels()
-                .position(self.legend_corner())
+                .position(corner)
                 .background_style(WHITE.mix(0.85))
                 .border_style(RGBColor(180, 180, 180))
                 .label_font(("sans-serif", size::TEXT))
@@ -263,15 +386,22 @@ impl Figure for LineChart {
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
-        let (x0, x1) = self.range(|p| p.0, self.log_x, false);
-        let (y0, y1) = self.range(|p| p.1, self.log_y, true);
-        match (self.log_x, self.log_y) {
-            (false, false) => self.draw_on(root, x0..x1, y0..y1),
-            (true, false) => self.draw_on(root, (x0..x1).log_scale(), y0..y1),
-            (false, true) => self.draw_on(root, x0..x1, (y0..y1).log_scale()),
-            (true, true) => self.draw_on(root, (x0..x1).log_scale(), (y0..y1).log_scale()),
-        }
+        self.draw_chart(root)
     }
+}
+
+/// The stretches of a line between its gaps (points sorted by x): a gap at x cuts the line
+/// between the points before and after it.
+fn pieces(points: &[(f64, f64)], gaps: &[f64]) -> Vec<Vec<(f64, f64)>> {
+    let mut out: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+    for (i, &p) in points.iter().enumerate() {
+        if i > 0 && gaps.iter().any(|&g| points[i - 1].0 < g && g < p.0) {
+            out.push(Vec::new());
+        }
+        out.last_mut().expect("one piece at least").push(p);
+    }
+    out.retain(|p| !p.is_empty());
+    out
 }
 
 /// Points of a piecewise-constant signal drawn as steps: each sample holds until the next.
@@ -324,7 +454,8 @@ pub struct Panels {
     pub title: String,
     pub note: Option<String>,
     pub x_desc: String,
-    pub y_desc: String,
+    /// The unit after each value on a strip's axis (`%`).
+    pub y_unit: String,
     pub x_end: f64,
     pub y_max: f64,
     pub series: Vec<Series>,
@@ -355,25 +486,43 @@ impl Figure for Panels {
             let h = PANEL_H + if last { PANELS_BOTTOM } else { 0 };
             let (panel, below) = area.split_vertically(h);
             area = below;
+            let x = Axis {
+                lo: 0.0,
+                hi: self.x_end,
+                log: false,
+                ticks: axis::linear(0.0, self.x_end),
+            };
+            // The strip's values say their unit (`100 %`): a rotated title beside each short
+            // strip would not fit.
+            let y = Axis {
+                lo: 0.0,
+                hi: self.y_max,
+                log: false,
+                ticks: axis::Ticks {
+                    major: axis::linear_about(0.0, self.y_max / 1.3, 2.5).major,
+                    minor: Vec::new(),
+                },
+            };
             let mut chart = ChartBuilder::on(&panel)
                 .margin_right(30)
                 .margin_top(6)
                 .x_label_area_size(if last { PANELS_BOTTOM } else { 0 })
                 .y_label_area_size(70)
-                .build_cartesian_2d(0.0..self.x_end, 0.0..self.y_max)
+                .build_cartesian_2d(x, y)
                 .map_err(err)?;
             // Major lines only, the same on every strip: a minor grid in a short strip is so
             // dense it reads as hatching.
+            let y_unit = self.y_unit.clone();
+            let y_label = move |v: &f64| format!("{} {y_unit}", axis::label(*v));
             let mut mesh = chart.configure_mesh();
-            mesh.y_labels(3)
-                .y_label_formatter(&|v| format!("{v:.0}"))
-                .y_desc(&self.y_desc)
+            mesh.y_label_formatter(&y_label)
                 .label_style(("sans-serif", size::SMALL))
                 .axis_desc_style(("sans-serif", size::SMALL))
                 .bold_line_style(RGBColor(225, 225, 225))
                 .light_line_style(TRANSPARENT);
             if last {
                 mesh.x_desc(&self.x_desc)
+                    .x_label_formatter(&|v| axis::label(*v))
                     .x_label_style(("sans-serif", size::TEXT));
             } else {
                 mesh.x_label_formatter(&|_| String::new());
@@ -408,32 +557,6 @@ impl Figure for Panels {
     }
 }
 
-/// A number with an SI prefix, short enough for an axis label (`3.13G`, `250m`, `0`).
-pub fn si(v: f64) -> String {
-    if v == 0.0 || !v.is_finite() {
-        return format!("{v}");
-    }
-    const PREFIXES: [(f64, &str); 10] = [
-        (1e12, "T"),
-        (1e9, "G"),
-        (1e6, "M"),
-        (1e3, "k"),
-        (1.0, ""),
-        (1e-3, "m"),
-        (1e-6, "µ"),
-        (1e-9, "n"),
-        (1e-12, "p"),
-        (1e-15, "f"),
-    ];
-    let (scale, prefix) = PREFIXES
-        .iter()
-        .copied()
-        .find(|(s, _)| v.abs() >= *s * 0.9995)
-        .unwrap_or((1e-15, "f"));
-    let x = v / scale;
-    format!("{}{prefix}", super::trim_zeros(&format!("{x:.3}")))
-}
-
 /// A legend's sample of a line: `len` pixels from `at`, in the line's colour and dashes
 /// (a solid line is one dash as long as the sample).
 fn legend_line(
@@ -448,15 +571,71 @@ fn legend_line(
 
 #[cfg(test)]
 mod tests {
-    use super::si;
+    use super::*;
+
+    fn series(label: &str, points: &[(f64, f64)]) -> Series {
+        Series {
+            label: label.into(),
+            points: points.to_vec(),
+            style: LineStyle::default(),
+            gaps: Vec::new(),
+        }
+    }
+
+    fn chart(series: Vec<Series>) -> LineChart {
+        LineChart {
+            title: "t".into(),
+            note: None,
+            x_desc: "x".into(),
+            y_desc: "y".into(),
+            log_x: false,
+            log_y: false,
+            markers: true,
+            series,
+            size: (1200, 720),
+        }
+    }
 
     #[test]
-    fn si_labels() {
-        assert_eq!(si(3.125e9), "3.125G");
-        assert_eq!(si(5e10), "50G");
-        assert_eq!(si(0.25), "250m");
-        assert_eq!(si(1.0), "1");
-        assert_eq!(si(0.0), "0");
-        assert_eq!(si(-2e-6), "-2µ");
+    fn a_gap_breaks_the_line_between_its_neighbours() {
+        let pts = [(1.0, 1.0), (2.0, 2.0), (4.0, 4.0), (8.0, 8.0)];
+        assert_eq!(
+            pieces(&pts, &[3.0]),
+            vec![pts[..2].to_vec(), pts[2..].to_vec()]
+        );
+        assert_eq!(pieces(&pts, &[0.5, 9.0]), vec![pts.to_vec()]);
+    }
+
+    #[test]
+    fn a_line_on_top_of_another_is_dashed_and_says_where() {
+        let c = chart(vec![
+            series("ring", &[(1.0, 5.0), (2.0, 6.0), (4.0, 7.0)]),
+            series("auto", &[(1.0, 5.0), (2.0, 6.0), (4.0, 9.0)]),
+            series("tree", &[(1.0, 5.0), (2.0, 8.0), (4.0, 9.5)]),
+        ]);
+        let on = c.coincidences();
+        let (label, style) = c.drawn_as(1, &on[1]);
+        assert_eq!(label, "auto (on ring at 2 of 3 points)");
+        assert_eq!(style.dash, 1);
+        // One shared point is a crossing, not a hidden line.
+        assert_eq!(c.drawn_as(2, &on[2]).0, "tree");
+        let c = chart(vec![series("a", &[(1.0, 1.0)]), series("b", &[(1.0, 1.0)])]);
+        assert_eq!(c.drawn_as(1, &c.coincidences()[1]).0, "b");
+        let c = chart(vec![
+            series("a", &[(1.0, 1.0), (2.0, 2.0)]),
+            series("b", &[(1.0, 1.0), (2.0, 2.0)]),
+        ]);
+        assert_eq!(c.drawn_as(1, &c.coincidences()[1]).0, "b (on a)");
+    }
+
+    #[test]
+    fn no_point_sits_on_the_frame() {
+        let c = chart(vec![series("a", &[(100.0, 1.0)])]);
+        let (x, _) = c.axes();
+        assert!(x.lo < 100.0 && x.hi > 100.0 && (x.fraction(100.0) - 0.5).abs() < 1e-12);
+        let c = chart(vec![series("a", &[(1.0, 1.0), (6.0, 2.0)])]);
+        let (x, _) = c.axes();
+        assert!(x.fraction(6.0) < 0.99 && x.fraction(0.0) > 0.01);
+        assert_eq!(x.ticks.major, [1.0, 6.0], "the swept values are the ticks");
     }
 }

@@ -1,6 +1,7 @@
 //! Pictures with plotters, pure Rust: the DejaVu fonts are registered from bytes (no
 //! fontconfig), and every figure is drawn once per backend (SVG text, PNG file).
 
+pub mod axis;
 pub mod bars;
 pub mod compare;
 pub mod gantt;
