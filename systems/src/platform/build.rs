@@ -34,9 +34,8 @@ pub fn starpu_explicit(m: &hetsim_schema::scenario::StarpuMachine) -> Result<Exp
         .get(&name)
         .ok_or_else(|| format!("platform.StarpuMachine: {name} was not read"))?;
     let p = platform::parse(text).map_err(|e| format!("{file}: {e}"))?;
-    // PCI link ids hold ':' (`PCI:0000:03:00.0 down`), which link references read as a
-    // direction: use '.' instead.
-    let id = |s: &str| s.replace(':', ".");
+    let names = readable_link_names(&p);
+    let id = |s: &str| names.get(s).cloned().unwrap_or_else(|| s.to_string());
     Ok(Explicit {
         links: p
             .links
@@ -59,6 +58,54 @@ pub fn starpu_explicit(m: &hetsim_schema::scenario::StarpuMachine) -> Result<Exp
             })
             .collect(),
     })
+}
+
+/// Names for a StarPU platform's links that say what they serve. hwloc names PCI links by
+/// bus address (`PCI:0000:[00-07] through`, `PCI:0000:02:00.0 up`); hetsim names them by the
+/// devices whose routes to `RAM` cross them, keeping the bridge's bus range where two bridges
+/// could serve the same devices: `PCIe bridge [00-07] (CUDA0+CUDA1) through`, `PCIe CUDA0
+/// up`. Other links keep their ids (`Host`, `RAM-CUDA0`). Any ':' left becomes '.', since
+/// link references read ':' as a direction; a name that would be taken twice keeps its id.
+fn readable_link_names(p: &hetsim_schema::starpu::platform::Platform) -> HashMap<String, String> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut served: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for r in &p.routes {
+        let device = match (r.src.as_str(), r.dst.as_str()) {
+            ("RAM", d) | (d, "RAM") if d != "RAM" => d,
+            _ => continue,
+        };
+        for l in &r.links {
+            served.entry(l.as_str()).or_default().insert(device);
+        }
+    }
+    let readable = |id: &str| -> Option<String> {
+        let rest = id.strip_prefix("PCI:")?;
+        let (address, side) = rest.rsplit_once(' ')?;
+        let devices: Vec<&str> = served.get(id)?.iter().copied().collect();
+        let devices = devices.join("+");
+        Some(match address.find('[') {
+            Some(at) => format!("PCIe bridge {} ({devices}) {side}", &address[at..]),
+            None => format!("PCIe {devices} {side}"),
+        })
+    };
+    let mut names: HashMap<String, String> = p
+        .links
+        .iter()
+        .map(|l| {
+            let name = readable(&l.id).unwrap_or_else(|| l.id.clone());
+            (l.id.clone(), name.replace(':', "."))
+        })
+        .collect();
+    let mut count: HashMap<String, usize> = HashMap::default();
+    for n in names.values() {
+        *count.entry(n.clone()).or_default() += 1;
+    }
+    for (id, name) in names.iter_mut() {
+        if count[name.as_str()] > 1 {
+            *name = id.replace(':', ".");
+        }
+    }
+    names
 }
 
 fn positive(path: &str, bw: Bandwidth) -> Result<f64, String> {
@@ -464,5 +511,85 @@ mod tests {
         assert_eq!(t.route(a, b).unwrap().hops.len(), 12);
         let e = platform(&text.replace("810", "811")).unwrap_err();
         assert!(e.contains("do not fit"), "{e}");
+    }
+
+    #[test]
+    fn starpu_pci_links_are_named_by_the_devices_they_serve() {
+        use hetsim_schema::starpu::platform::{Link, Platform, Route};
+        let link = |id: &str| Link {
+            id: id.into(),
+            bandwidth: 1e9,
+            latency: 0.0,
+        };
+        let route = |src: &str, dst: &str, links: &[&str]| Route {
+            src: src.into(),
+            dst: dst.into(),
+            links: links.iter().map(|l| l.to_string()).collect(),
+            symmetrical: false,
+        };
+        // attila's shape: a root bridge above two GPUs, each behind its own bridge; a
+        // third GPU behind two bridges; one bridge no route crosses.
+        let p = Platform {
+            version: 3,
+            hosts: Vec::new(),
+            links: [
+                "Host",
+                "PCI:0000:[00-07] through",
+                "PCI:0000:[02-02] up",
+                "PCI:0000:02:00.0 up",
+                "PCI:0000:[03-03] up",
+                "PCI:0000:[80-84] up",
+                "PCI:0000:[84-84] up",
+                "PCI:0000:[90-91] up",
+            ]
+            .map(link)
+            .to_vec(),
+            routes: vec![
+                route(
+                    "CUDA0",
+                    "RAM",
+                    &[
+                        "PCI:0000:02:00.0 up",
+                        "PCI:0000:[02-02] up",
+                        "PCI:0000:[00-07] through",
+                        "Host",
+                    ],
+                ),
+                route(
+                    "CUDA1",
+                    "RAM",
+                    &["PCI:0000:[03-03] up", "PCI:0000:[00-07] through", "Host"],
+                ),
+                route(
+                    "RAM",
+                    "CUDA2",
+                    &["Host", "PCI:0000:[80-84] up", "PCI:0000:[84-84] up"],
+                ),
+                route("CUDA0", "CUDA1", &["PCI:0000:[90-91] up"]),
+            ],
+        };
+        let names = readable_link_names(&p);
+        let name = |id: &str| names[id].as_str();
+        assert_eq!(name("Host"), "Host");
+        assert_eq!(
+            name("PCI:0000:[00-07] through"),
+            "PCIe bridge [00-07] (CUDA0+CUDA1) through"
+        );
+        assert_eq!(
+            name("PCI:0000:[02-02] up"),
+            "PCIe bridge [02-02] (CUDA0) up"
+        );
+        assert_eq!(name("PCI:0000:02:00.0 up"), "PCIe CUDA0 up");
+        // Two bridges serve CUDA2 alone: their bus ranges tell them apart.
+        assert_eq!(
+            name("PCI:0000:[80-84] up"),
+            "PCIe bridge [80-84] (CUDA2) up"
+        );
+        assert_eq!(
+            name("PCI:0000:[84-84] up"),
+            "PCIe bridge [84-84] (CUDA2) up"
+        );
+        // Crossed only between GPUs: its id, without the ':' that reads as a direction.
+        assert_eq!(name("PCI:0000:[90-91] up"), "PCI.0000.[90-91] up");
     }
 }
