@@ -104,7 +104,7 @@ enum Command {
         /// Paths of device buffers to measure (repeatable; default both).
         #[arg(long, value_enum)]
         mode: Vec<hetsim::p2p::Mode>,
-        /// Smallest size (1, 64K, 16M, 1MiB).
+        /// Smallest size: 1, 64K, 16M, 1G (binary, as OSU writes them; also 64KiB), 64KB (decimal).
         #[arg(short = 'b', default_value = "1")]
         begin: String,
         /// Largest size.
@@ -123,7 +123,7 @@ enum Command {
         /// The collective, as nccl-tests' binary names it.
         #[arg(long, short = 'o', value_enum, default_value = "all_reduce")]
         op: hetsim::nccltests::OpArg,
-        /// Smallest size (8, 64K, 16M, 1G: binary multiples).
+        /// Smallest size: 8, 64K, 16M, 1G (binary, as nccl-tests writes them; also 64KiB), 64KB (decimal).
         #[arg(short = 'b', default_value = "8")]
         begin: String,
         /// Largest size.
@@ -160,11 +160,17 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Check a scenario without running it.
+    /// Check a scenario without running it: the file, its includes, the overrides and
+    /// switches, the platform and the workload's endpoints.
     Validate {
+        /// A RON scenario file, e.g. scenarios/demo.ron.
         scenario: PathBuf,
+        /// Override a field as `hetsim run` would, e.g. --set platform.nodes=4 (repeatable).
         #[arg(long = "set", value_name = "PATH=VALUE")]
         set: Vec<String>,
+        /// Switch a model component off as `hetsim run` would (repeatable; see `hetsim systems`).
+        #[arg(long, value_name = "NAME")]
+        disable: Vec<String>,
     },
     /// What time-independent traces hold, before running them: message sizes, partners,
     /// bytes per phase, collectives, computation.
@@ -182,7 +188,10 @@ enum Command {
     },
     /// Solve a flow case (JSON) and print each flow's completion time in seconds.
     Flows {
+        /// A flow case (JSON, SI units): links {id, bandwidth, latency, sharing} and flows
+        /// {id, route: [link ids], size, start}, as `hetsim flowgen` writes them.
         case: PathBuf,
+        /// Switch a model component off, e.g. --disable contention (repeatable).
         #[arg(long, value_name = "NAME")]
         disable: Vec<String>,
         /// Print the run's and the max-min solver's work counters on stderr.
@@ -191,10 +200,13 @@ enum Command {
     },
     /// Print a random flow case (JSON) made like the reference performance inputs.
     Flowgen {
+        /// How many flows.
         #[arg(long, default_value_t = 10_000)]
         flows: usize,
+        /// How many links the flows' routes are drawn from.
         #[arg(long, default_value_t = 2_000)]
         links: usize,
+        /// Seed of the random draws (same seed, same case).
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Spread starts over this many seconds (0: all at once).
@@ -219,7 +231,11 @@ fn main() -> ExitCode {
             disable,
             quiet,
         } => run(scenario.as_deref(), out, &set, disable, quiet),
-        Command::Validate { scenario, set } => validate(&scenario, &set),
+        Command::Validate {
+            scenario,
+            set,
+            disable,
+        } => validate(&scenario, &set, disable),
         Command::TraceStats { files } => hetsim::tracestats::stats(&files).map(|s| {
             print!("{}", hetsim::tracestats::report(&s));
         }),
@@ -568,10 +584,15 @@ fn print_written(written: &[PathBuf]) {
     }
 }
 
-fn validate(file: &Path, set: &[String]) -> Result<(), Error> {
+fn validate(file: &Path, set: &[String], disable: Vec<String>) -> Result<(), Error> {
     let scenario = load(file, set)?;
-    // Building the platform and routing the workload finds unknown endpoints and bad figures.
-    let mut app = hetsim::build_app(&scenario, &RunOptions::default())?;
+    // Building the platform and routing the workload finds unknown endpoints and bad figures;
+    // building with the switches finds unknown switch names.
+    let opts = RunOptions {
+        disable,
+        progress: false,
+    };
+    let mut app = hetsim::build_app(&scenario, &opts)?;
     let world = app.world_mut();
     world.run_schedule(hetsim::engine::SimStartup);
     let errors = std::mem::take(&mut world.resource_mut::<hetsim::engine::SimErrors>().0);

@@ -12,7 +12,6 @@ use std::path::Path;
 use hetsim_schema::load::parse_scenario;
 use hetsim_schema::mpi::ProgramSpec;
 use hetsim_schema::scenario::{OutputSpec, Scenario, Workload};
-use hetsim_schema::units::parse_any_quantity;
 
 use crate::{Error, RunOptions, simulate_report};
 
@@ -44,22 +43,10 @@ pub struct Row {
     pub bandwidth_mbps: f64,
 }
 
-/// Reads a size as OSU writes them (`1`, `64K`, `16M`, `1G`: binary multiples) or with any
-/// hetsim unit (`64KiB`, `1MB`).
+/// Reads a size as scenarios do ([`hetsim_schema::units::parse_size`]): `1`, `64K`, `16M`,
+/// `1G` (binary, as OSU and nccl-tests write them), `64KiB`, `1MB` (decimal).
 pub fn parse_size(text: &str) -> Result<f64, String> {
-    let t = text.trim();
-    let (num, mult) = match t.chars().last() {
-        Some('K') | Some('k') => (&t[..t.len() - 1], 1024.0),
-        Some('M') => (&t[..t.len() - 1], 1024.0 * 1024.0),
-        Some('G') => (&t[..t.len() - 1], 1024.0 * 1024.0 * 1024.0),
-        _ => (t, 1.0),
-    };
-    num.parse::<f64>()
-        .ok()
-        .map(|v| v * mult)
-        .or_else(|| parse_any_quantity(t))
-        .filter(|v| v.is_finite() && *v >= 0.0)
-        .ok_or_else(|| format!("`{text}` is not a size (e.g. 1, 64K, 16M, 1MiB)"))
+    hetsim_schema::units::parse_size(text).map_err(|e| e.to_string())
 }
 
 /// The most sizes a sweep may measure (OSU and nccl-tests sweeps hold a few dozen).

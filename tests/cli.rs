@@ -1214,3 +1214,22 @@ fn a_run_names_its_busiest_link_and_a_set_that_missed_it() {
         "the NIC becomes the bound once the bus is doubled: {bus}"
     );
 }
+
+/// `validate` takes the switches `run` takes, and refuses an unknown one as `run` does.
+#[test]
+fn validate_checks_switches_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = repo().join("scenarios/demo.ron");
+    let demo = demo.to_str().unwrap();
+    ok(&hetsim(
+        &["validate", demo, "--disable", "contention"],
+        tmp.path(),
+    ));
+    let o = hetsim(&["validate", demo, "--disable", "nosuch"], tmp.path());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--disable nosuch: unknown switch"),
+        "{}",
+        stderr(&o)
+    );
+}

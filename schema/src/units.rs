@@ -3,7 +3,9 @@
 //! Each quantity deserialises from a bare number (SI base unit: bytes, seconds, bytes per second)
 //! or from a string with a unit (`"12.5GB/s"`, `"100Gb/s"`, `"2us"`, `"16GiB"`, `"0.07ns/B"`).
 //! Decimal prefixes are powers of 1000, binary ones (`Ki`, `Mi`, `Gi`, `Ti`) powers of 1024;
-//! a lower-case `b` means bits. Each serialises back to the bare SI number, so a scenario
+//! a lower-case `b` means bits. A size may also end in a bare `K`, `M`, `G` or `T`, as OSU and
+//! nccl-tests write sizes (`64K`, `16M`): those are binary (`64K` = 64 KiB), while `64KB` is
+//! decimal. The same rules read sizes everywhere: scenarios, `p2p -b/-e`, `nccl-tests -b/-e`. Each serialises back to the bare SI number, so a scenario
 //! survives a round trip through any serde format.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer, de};
@@ -138,12 +140,25 @@ fn parse_time(text: &str) -> Result<f64, UnitError> {
     Ok(value * mult)
 }
 
-fn parse_size(text: &str) -> Result<f64, UnitError> {
+/// Bytes per unit of a bare benchmark suffix (`64K`, `16M`, `1G`, `1T`): binary, as OSU and
+/// nccl-tests mean them.
+fn bare_binary(unit: &str) -> Option<f64> {
+    Some(match unit {
+        "K" | "k" => 1024.0,
+        "M" => 1048576.0,
+        "G" => 1073741824.0,
+        "T" => 1099511627776.0,
+        _ => return None,
+    })
+}
+
+/// A size in bytes: `4096`, `64KB` (decimal), `64KiB` or `64K` (binary), `1Gb` (bits).
+pub fn parse_size(text: &str) -> Result<f64, UnitError> {
     let (value, unit) = split_number(text)?;
-    let mult = size_unit(unit).ok_or_else(|| {
+    let mult = bare_binary(unit).or_else(|| size_unit(unit)).ok_or_else(|| {
         unit_error(
             text,
-            "expected a size such as \"4096\", \"64KB\" or \"16GiB\"",
+            "expected a size such as \"4096\", \"64KB\" (decimal), \"64KiB\" or \"64K\" (binary)",
         )
     })?;
     let bytes = value * mult;
@@ -401,6 +416,12 @@ mod tests {
         assert_eq!(Bytes::parse("16GiB").unwrap().0, 17179869184.0);
         assert_eq!(Bytes::parse("64KB").unwrap().0, 64000.0);
         assert_eq!(Bytes::parse("4096").unwrap().0, 4096.0);
+        // As OSU and nccl-tests write sizes: a bare prefix is binary.
+        assert_eq!(Bytes::parse("64K").unwrap().0, 65536.0);
+        assert_eq!(Bytes::parse("16M").unwrap().0, 16777216.0);
+        assert_eq!(Bytes::parse("1T").unwrap().0, 1099511627776.0);
+        assert_eq!(Bytes::parse("1kB").unwrap().0, 1000.0);
+        assert!(Bytes::parse("1X").is_err());
         assert!((PerByte::parse("0.07ns/B").unwrap().0 - 0.07e-9).abs() < 1e-24);
         assert!((PerByte::parse("0.07ns").unwrap().0 - 0.07e-9).abs() < 1e-24);
     }
