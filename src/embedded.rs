@@ -15,7 +15,6 @@ pub const FILES: &[(&str, &str)] = files!(
     "scenarios/whatif/halo.ron",
     "scenarios/whatif/allreduce.ron",
     "scenarios/whatif/cholesky.ron",
-    "scenarios/platforms/demo-2node.ron",
     "scenarios/machines/bus/attila.platform.xml",
     "scenarios/machines/bus/attila.bandwidth",
     "scenarios/machines/bus/attila.latency",

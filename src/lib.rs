@@ -246,6 +246,26 @@ pub fn changed_links(before: &Scenario, after: &Scenario) -> Vec<String> {
         .collect()
 }
 
+/// A benchmark's `--platform`: a platform file (`File("lassen.ron")`, read from its folder,
+/// which is returned), or when no such file exists, a shipped platform's name
+/// (`--platform lassen`: `Named("lassen")`).
+pub fn platform_arg(path: &std::path::Path) -> Result<(String, std::path::PathBuf), Error> {
+    let text = path.to_string_lossy();
+    if !path.exists()
+        && let Some(name) = hetsim_schema::shipped::platform(&text).map(|_| text.to_string())
+    {
+        return Ok((format!("Named({name:?})"), std::path::PathBuf::from(".")));
+    }
+    let file = path
+        .file_name()
+        .ok_or_else(|| Error::Input(format!("--platform {}: not a file", path.display())))?;
+    let dir = path.parent().unwrap_or(std::path::Path::new("."));
+    Ok((
+        format!("File({:?})", file.to_string_lossy()),
+        dir.to_path_buf(),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -92,7 +92,7 @@ enum Command {
     },
     /// Point-to-point latency and bandwidth between two GPUs (OSU-style tables, CSV, plots).
     P2p {
-        /// A platform file, e.g. scenarios/platforms/lassen.ron.
+        /// A platform file (scenarios/platforms/lassen.ron) or a shipped platform's name (lassen).
         #[arg(long)]
         platform: PathBuf,
         /// The sending GPU, e.g. node[0].gpu[0].
@@ -135,7 +135,7 @@ enum Command {
         /// GPUs in the communicator: the platform's first ones, node by node.
         #[arg(short = 'g', default_value_t = 8)]
         gpus: u32,
-        /// A platform file, e.g. scenarios/platforms/dgx-a100.ron.
+        /// A platform file (scenarios/platforms/dgx-a100.ron) or a shipped platform's name (dgx-a100).
         #[arg(long)]
         platform: PathBuf,
         /// Override a platform field, e.g. --set platform.nodes=128 (repeatable).

@@ -9,7 +9,7 @@
 //! same simulated time; data are not computed, so #wrong is N/A (as with `-c 0`).
 
 use rayon::prelude::*;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use hetsim_schema::budget;
 use hetsim_schema::cuda::{Algo, Coll, CudaOp, CudaSpec, NcclCall, NcclSpec, Proto};
@@ -99,16 +99,11 @@ pub fn buffer(op: Coll, size: f64, n: u32) -> (f64, u64) {
 
 /// The scenario of every measurement, read once.
 fn base_scenario(o: &Options) -> Result<Scenario, Error> {
-    let file = o
-        .platform
-        .file_name()
-        .ok_or_else(|| Error::Input(format!("--platform {}: not a file", o.platform.display())))?;
+    let (platform, dir) = crate::platform_arg(&o.platform)?;
     let text = format!(
-        r#"Scenario(name: "nccl-tests", platform: File({:?}), workload: Cuda(program: []))"#,
-        file.to_string_lossy()
+        r#"Scenario(name: "nccl-tests", platform: {platform}, workload: Cuda(program: []))"#
     );
-    let dir = o.platform.parent().unwrap_or(Path::new("."));
-    let mut scenario = parse_scenario(&text, "nccl-tests", dir, &o.set)
+    let mut scenario = parse_scenario(&text, "nccl-tests", &dir, &o.set)
         .map_err(|e| Error::Input(format!("--platform: {e}")))?;
     scenario.output = OutputSpec::tables_only();
     Ok(scenario)

@@ -7,7 +7,6 @@
 //! gives the figure that OSU's averaged loops approach.
 
 use rayon::prelude::*;
-use std::path::Path;
 
 use hetsim_schema::load::parse_scenario;
 use hetsim_schema::mpi::ProgramSpec;
@@ -91,24 +90,16 @@ pub struct P2pOptions {
 
 /// The scenario of every measurement, read once: two ranks on the two GPUs, no program yet.
 fn base_scenario(opts: &P2pOptions) -> Result<Scenario, Error> {
-    let file = opts.platform.file_name().ok_or_else(|| {
-        Error::Input(format!(
-            "--platform {}: not a file",
-            opts.platform.display()
-        ))
-    })?;
+    let (platform, dir) = crate::platform_arg(&opts.platform)?;
     let text = format!(
         r#"Scenario(
             name: "p2p",
-            platform: File({:?}),
+            platform: {platform},
             workload: Mpi(ranks: 2, placement: Explicit([{:?}, {:?}]), program: TraceText([])),
         )"#,
-        file.to_string_lossy(),
-        opts.from,
-        opts.to,
+        opts.from, opts.to,
     );
-    let dir = opts.platform.parent().unwrap_or(Path::new("."));
-    let mut scenario = parse_scenario(&text, "p2p", dir, &[])
+    let mut scenario = parse_scenario(&text, "p2p", &dir, &[])
         .map_err(|e| Error::Input(format!("--platform: {e}")))?;
     scenario.output = OutputSpec::tables_only();
     Ok(scenario)

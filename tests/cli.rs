@@ -1116,7 +1116,7 @@ fn budgets_are_checked_before_work_and_inputs_are_regular_files() {
     std::fs::write(
         tmp.path().join("dev.ron"),
         std::fs::read_to_string(&demo).unwrap().replace(
-            r#"File("platforms/demo-2node.ron")"#,
+            r#"Named("demo-2node")"#,
             r#"File("/dev/zero")"#,
         ),
     )
@@ -1231,5 +1231,55 @@ fn validate_checks_switches_too() {
         stderr(&o).contains("--disable nosuch: unknown switch"),
         "{}",
         stderr(&o)
+    );
+}
+
+/// A shipped scenario copied to another folder still runs (it names its platform), a copied
+/// `File(...)` include that breaks says how to name the shipped platform, and the benchmarks
+/// take a platform's name.
+#[test]
+fn shipped_platforms_are_found_by_name_from_any_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let halo = std::fs::read_to_string(repo().join("scenarios/whatif/halo.ron")).unwrap();
+    assert!(halo.contains(r#"platform: Named("demo-2node")"#));
+    std::fs::write(tmp.path().join("halo.ron"), &halo).unwrap();
+    let out = ok(&hetsim(&["run", "halo.ron", "-q"], tmp.path()));
+    assert!(out.is_empty());
+    let broken = halo.replace(
+        r#"Named("demo-2node")"#,
+        r#"File("../platforms/demo-2node.ron")"#,
+    );
+    // In a folder of its own, so that `../platforms/` is surely not there.
+    std::fs::create_dir(tmp.path().join("mine")).unwrap();
+    std::fs::write(tmp.path().join("mine/broken.ron"), broken).unwrap();
+    let o = hetsim(&["validate", "mine/broken.ron"], tmp.path());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o)
+            .contains(r#"`demo-2node` is a shipped platform: write platform: Named("demo-2node")"#),
+        "{}",
+        stderr(&o)
+    );
+    let unknown = halo.replace(r#"Named("demo-2node")"#, r#"Named("dgx-z900")"#);
+    std::fs::write(tmp.path().join("unknown.ron"), unknown).unwrap();
+    let o = hetsim(&["validate", "unknown.ron"], tmp.path());
+    assert!(stderr(&o).contains("no shipped platform `dgx-z900`; expected one of demo-2node, "));
+    let table = ok(&hetsim(
+        &[
+            "nccl-tests",
+            "--platform",
+            "dgx-a100",
+            "-e",
+            "64K",
+            "-n",
+            "1",
+            "--out",
+            "nt",
+        ],
+        tmp.path(),
+    ));
+    assert!(
+        table.contains("simulated by hetsim on dgx-a100 (8 GPUs)"),
+        "{table}"
     );
 }

@@ -9,6 +9,7 @@ pub mod load;
 pub mod mpi;
 pub mod pace;
 pub mod scenario;
+pub mod shipped;
 pub mod starpu;
 pub mod study;
 pub mod tasks;

@@ -331,18 +331,39 @@ fn join_path(prefix: &str, path: &str) -> String {
     }
 }
 
-/// Replaces `platform: File("...")` by the platform that file describes.
+/// Replaces `platform: File("...")` or `Named("...")` by the platform it describes.
 fn resolve_platform(
     scenario: &mut Scenario,
     label: &str,
     read: &ReadInclude<'_>,
 ) -> Result<(), LoadError> {
-    let PlatformSpec::File(name) = &scenario.platform else {
-        return Ok(());
+    let (file, text) = match &scenario.platform {
+        PlatformSpec::File(name) => read(name).map_err(|e| {
+            // A scenario copied away from its platform: say how to name a shipped one.
+            let hint = crate::shipped::by_file_name(name).map_or(String::new(), |n| {
+                format!(
+                    "; `{n}` is a shipped platform: write platform: Named(\"{n}\") to use it from any folder"
+                )
+            });
+            LoadError::new(label, "platform", format!("{e}{hint}"))
+        })?,
+        PlatformSpec::Named(name) => {
+            let text = crate::shipped::platform(name).ok_or_else(|| {
+                LoadError::new(
+                    label,
+                    "platform",
+                    format!(
+                        "no shipped platform `{name}`; expected one of {}",
+                        crate::shipped::names()
+                    ),
+                )
+            })?;
+            (format!("<shipped platform {name}>"), text.to_string())
+        }
+        _ => return Ok(()),
     };
-    let (file, text) = read(name).map_err(|e| LoadError::new(label, "platform", e))?;
     let platform: PlatformSpec = from_ron(&text, &file, "platform")?;
-    if matches!(platform, PlatformSpec::File(_)) {
+    if matches!(platform, PlatformSpec::File(_) | PlatformSpec::Named(_)) {
         return Err(LoadError::new(
             file,
             "platform",

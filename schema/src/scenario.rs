@@ -52,6 +52,9 @@ pub struct NetworkModel {
 pub enum PlatformSpec {
     /// A platform file, relative to the scenario file (`File("platforms/lassen.ron")`).
     File(String),
+    /// A platform hetsim ships, by name (`Named("lassen")`): the files under
+    /// `scenarios/platforms/`, built into the binary, so the scenario works from any folder.
+    Named(String),
     Cluster(Box<Cluster>),
     Explicit(Explicit),
     /// A machine StarPU calibrated: its bus files and codelet models under `dir`

@@ -15,7 +15,9 @@ use super::topology::*;
 /// Builds the tables of a platform.
 pub fn topology(spec: &PlatformSpec) -> Result<Topology, String> {
     match spec {
-        PlatformSpec::File(f) => Err(format!("platform: the include `{f}` was not resolved")),
+        PlatformSpec::File(f) | PlatformSpec::Named(f) => {
+            Err(format!("platform: the include `{f}` was not resolved"))
+        }
         PlatformSpec::Cluster(c) => cluster(c),
         PlatformSpec::Explicit(e) => explicit(e),
         PlatformSpec::StarpuMachine(m) => explicit(&starpu_explicit(m)?),
