@@ -1115,10 +1115,9 @@ fn budgets_are_checked_before_work_and_inputs_are_regular_files() {
     // A platform file that is a device is refused at once (it used to be read forever).
     std::fs::write(
         tmp.path().join("dev.ron"),
-        std::fs::read_to_string(&demo).unwrap().replace(
-            r#"Named("demo-2node")"#,
-            r#"File("/dev/zero")"#,
-        ),
+        std::fs::read_to_string(&demo)
+            .unwrap()
+            .replace(r#"Named("demo-2node")"#, r#"File("/dev/zero")"#),
     )
     .unwrap();
     if std::path::Path::new("/dev/zero").exists() {
