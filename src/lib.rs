@@ -251,10 +251,8 @@ pub fn changed_links(before: &Scenario, after: &Scenario) -> Vec<String> {
 /// (`--platform lassen`: `Named("lassen")`).
 pub fn platform_arg(path: &std::path::Path) -> Result<(String, std::path::PathBuf), Error> {
     let text = path.to_string_lossy();
-    if !path.exists()
-        && let Some(name) = hetsim_schema::shipped::platform(&text).map(|_| text.to_string())
-    {
-        return Ok((format!("Named({name:?})"), std::path::PathBuf::from(".")));
+    if !path.exists() && hetsim_schema::shipped::platform(&text).is_some() {
+        return Ok((format!("Named({text:?})"), std::path::PathBuf::from(".")));
     }
     let file = path
         .file_name()

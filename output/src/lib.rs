@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
 use hetsim_components::{Flow, FlowDone, Link, LinkUsage};
-use hetsim_engine::record::{Recorder, ResourceKind};
+use hetsim_engine::record::Recorder;
 use hetsim_engine::{RunStats, Switches};
 use hetsim_schema::scenario::OutputSpec;
 use hetsim_systems::cuda::CudaReport;
@@ -449,10 +449,6 @@ const BUSIEST_LINKS: usize = 8;
 /// counters; `None` when no link was sampled. With more samples than pixels, each pixel column
 /// shows the mean over its time span (the note says so).
 pub fn link_utilisation(rec: &Recorder, scenario: &str, width: u32) -> Option<plot::Panels> {
-    let counter = rec
-        .counters()
-        .iter()
-        .position(|c| c.name == "utilisation")? as u32;
     let end = rec
         .intervals()
         .iter()
@@ -461,16 +457,14 @@ pub fn link_utilisation(rec: &Recorder, scenario: &str, width: u32) -> Option<pl
         .max()?
         .as_secs_f64();
     let mut series: Vec<Vec<(f64, f64)>> = vec![Vec::new(); rec.resources().len()];
-    for s in rec.samples() {
-        if s.counter.0 == counter && rec.resource_info(s.resource).kind == ResourceKind::Link {
-            let pts = &mut series[s.resource.index()];
-            let t = s.at.as_secs_f64();
-            // The last sample at one instant holds.
-            if pts.last().is_some_and(|p: &(f64, f64)| p.0 == t) {
-                pts.pop();
-            }
-            pts.push((t, s.value));
+    for s in busiest::utilisation_samples(rec) {
+        let pts = &mut series[s.resource.index()];
+        let t = s.at.as_secs_f64();
+        // The last sample at one instant holds.
+        if pts.last().is_some_and(|p: &(f64, f64)| p.0 == t) {
+            pts.pop();
         }
+        pts.push((t, s.value));
     }
     let load = busiest::loads(rec, end);
     let mut ranked: Vec<(usize, f64)> = series

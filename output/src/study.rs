@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use hetsim_schema::study::Study;
-use hetsim_schema::units::parse_any_quantity;
+use hetsim_schema::units::{parse_any_quantity, split_number};
 
 use crate::plot::{Bar, BarChart, LineChart, LineStyle, Series};
 
@@ -192,17 +192,9 @@ impl Display {
     /// A swept parameter: the unit its values are written in when they all say the same one
     /// (`100Gb/s`, `10ns`; a bare `0` goes with any), else as for a metric.
     fn for_values<'a>(values: impl Iterator<Item = &'a str> + Clone, unit: Option<&str>) -> Self {
-        let suffix = |v: &'a str| {
-            let v = v.trim();
-            let cut = v
-                .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E')))
-                .unwrap_or(v.len());
-            // An exponent's `e` followed by a letter is a unit (`1e`... is not a number).
-            v[cut..].trim()
-        };
         let written: Vec<&str> = values
             .clone()
-            .map(suffix)
+            .filter_map(|v| split_number(v).ok().map(|(_, unit)| unit))
             .filter(|s| !s.is_empty())
             .collect();
         if let Some(first) = written.first()
@@ -237,10 +229,7 @@ impl Display {
                     name: Some(name.to_string()),
                 };
             }
-            "B/s" | "B" | "Flop/s" => [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
-                .into_iter()
-                .find(|(f, _)| top >= *f)
-                .unwrap_or((1.0, "")),
+            "B/s" | "B" | "Flop/s" => crate::plot::axis::si_prefix(top),
             _ => (1.0, ""),
         };
         Display {

@@ -28,8 +28,9 @@ fn unit_error(text: &str, why: impl Into<String>) -> UnitError {
     }
 }
 
-/// Splits `"12.5GB/s"` into `(12.5, "GB/s")`.
-fn split_number(text: &str) -> Result<(f64, &str), UnitError> {
+/// Splits `"12.5GB/s"` into `(12.5, "GB/s")` (an `e` is an exponent only before a digit or
+/// sign, so `5EB` is 5 exabytes).
+pub fn split_number(text: &str) -> Result<(f64, &str), UnitError> {
     let t = text.trim();
     let end = t
         .char_indices()

@@ -134,6 +134,16 @@ pub struct Axis {
 }
 
 impl Axis {
+    /// An axis over `[lo, hi]` with round ticks, on a log scale when `log`.
+    pub fn new(lo: f64, hi: f64, log: bool) -> Axis {
+        let ticks = if log {
+            self::log(lo, hi)
+        } else {
+            linear(lo, hi)
+        };
+        Axis { lo, hi, log, ticks }
+    }
+
     /// Where `v` lies along the axis, from 0 at `lo` to 1 at `hi`.
     pub fn fraction(&self, v: f64) -> f64 {
         if self.log {
@@ -178,10 +188,7 @@ pub fn label(v: f64) -> String {
     }
     let a = v.abs();
     if a >= 1e4 {
-        let (scale, prefix) = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
-            .into_iter()
-            .find(|(s, _)| a >= *s)
-            .unwrap_or((1e3, "k"));
+        let (scale, prefix) = si_prefix(a);
         return format!("{}{prefix}", plain(v / scale));
     }
     if a < 1e-3 {
@@ -190,6 +197,15 @@ pub fn label(v: f64) -> String {
         return format!("{}e{exp}", super::trim_zeros(mantissa));
     }
     plain(v)
+}
+
+/// The largest decimal prefix (k, M, G, T) at most `top`: (its factor, its letter); (1, "")
+/// below 1000.
+pub fn si_prefix(top: f64) -> (f64, &'static str) {
+    [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
+        .into_iter()
+        .find(|(f, _)| top >= *f)
+        .unwrap_or((1.0, ""))
 }
 
 /// Four significant digits, trailing zeros trimmed.

@@ -59,12 +59,7 @@ impl Figure for BarChart {
             .x_label_area_size(50)
             .y_label_area_size(label_w.min(self.width / 2))
             .build_cartesian_2d(
-                super::axis::Axis {
-                    lo: lo - pad,
-                    hi: hi + pad,
-                    log: false,
-                    ticks: super::axis::linear(lo - pad, hi + pad),
-                },
+                super::axis::Axis::new(lo - pad, hi + pad, false),
                 (0..n - 1).into_segmented(),
             )
             .map_err(err)?;

@@ -296,12 +296,7 @@ impl Figure for Gantt {
             .x_label_area_size(AXIS_H)
             .y_label_area_size(self.label_w)
             .build_cartesian_2d(
-                super::axis::Axis {
-                    lo: 0.0,
-                    hi: self.end_s / scale,
-                    log: false,
-                    ticks: super::axis::linear(0.0, self.end_s / scale),
-                },
+                super::axis::Axis::new(0.0, self.end_s / scale, false),
                 (0..n - 1).into_segmented(),
             )
             .map_err(err)?;

@@ -112,30 +112,11 @@ impl LineChart {
             .iter()
             .flat_map(|s| s.points.iter().map(|p| p.0).chain(s.gaps.iter().copied()))
             .collect();
-        let pick = |lo: f64, hi: f64, log: bool| {
-            if log {
-                axis::log(lo, hi)
-            } else {
-                axis::linear(lo, hi)
-            }
-        };
-        let x_ticks = axis::at_values(&xs, x0, x1, self.log_x)
-            .filter(|_| self.markers)
-            .unwrap_or_else(|| pick(x0, x1, self.log_x));
-        (
-            Axis {
-                lo: x0,
-                hi: x1,
-                log: self.log_x,
-                ticks: x_ticks,
-            },
-            Axis {
-                lo: y0,
-                hi: y1,
-                log: self.log_y,
-                ticks: pick(y0, y1, self.log_y),
-            },
-        )
+        let mut x = Axis::new(x0, x1, self.log_x);
+        if let Some(ticks) = axis::at_values(&xs, x0, x1, self.log_x).filter(|_| self.markers) {
+            x.ticks = ticks;
+        }
+        (x, Axis::new(y0, y1, self.log_y))
     }
 
     /// For each line, the earlier lines it runs on top of: (earlier line, points shared), so
@@ -197,8 +178,7 @@ impl LineChart {
     /// The place along the plot's edges where the legend hides the least: the fewest
     /// samples of the lines (their points, and 16 steps along each segment) inside a box of
     /// the legend's size. Corners before edge middles, upper right first, on a tie.
-    fn legend_corner(&self) -> (SeriesLabelPosition, usize) {
-        let (xa, ya) = self.axes();
+    fn legend_corner(&self, xa: &Axis, ya: &Axis) -> (SeriesLabelPosition, usize) {
         // The plot is the figure less its margins, labels and title; a legend line is about
         // 20 px high and 7.5 px per character wide after a 50 px swatch.
         let (w, h) = (self.size.0 as f64 - 150.0, self.size.1 as f64 - 150.0);
@@ -262,7 +242,8 @@ impl LineChart {
             .map(|i| self.drawn_as(i, &on[i]))
             .collect();
         // The legend goes inside where it hides no point or line, else in a column of its own.
-        let (corner, hidden) = self.legend_corner();
+        let (xa, ya) = self.axes();
+        let (corner, hidden) = self.legend_corner(&xa, &ya);
         let outside = self.series.len() > LEGEND_INSIDE_MAX || hidden > 0;
         let (area, legend_area) = if outside {
             let w = area.dim_in_pixel().0 as i32;
@@ -271,7 +252,6 @@ impl LineChart {
         } else {
             (area, None)
         };
-        let (xa, ya) = self.axes();
         let y_floor = ya.lo;
         let mut chart = ChartBuilder::on(&area)
             .caption(
@@ -486,12 +466,7 @@ impl Figure for Panels {
             let h = PANEL_H + if last { PANELS_BOTTOM } else { 0 };
             let (panel, below) = area.split_vertically(h);
             area = below;
-            let x = Axis {
-                lo: 0.0,
-                hi: self.x_end,
-                log: false,
-                ticks: axis::linear(0.0, self.x_end),
-            };
+            let x = Axis::new(0.0, self.x_end, false);
             // The strip's values say their unit (`100 %`): a rotated title beside each short
             // strip would not fit.
             let y = Axis {
