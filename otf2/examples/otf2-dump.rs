@@ -30,11 +30,26 @@ fn run(path: &str, only: Option<u64>) -> otf2::Result<()> {
     Ok(())
 }
 
-fn line(loc: u64, e: &otf2::Event) -> String {
+/// One event as a line: `KIND LOCATION TIME fields | attr ID VALUE ...`.
+pub fn line(loc: u64, e: &otf2::Event) -> String {
     let (kind, fields) = describe(&e.kind);
-    format!("{kind} {loc} {} {fields}", e.time)
+    let mut line = format!("{kind} {loc} {} {fields}", e.time)
         .trim_end()
-        .to_string()
+        .to_string();
+    for (id, v) in &e.attributes {
+        line += &format!(" | attr {id} {}", value(v));
+    }
+    line
+}
+
+/// An attribute value as otf2-print writes it (references as their ids).
+pub fn value(v: &otf2::AttributeValue) -> String {
+    match v {
+        otf2::AttributeValue::Unsigned(u) => u.to_string(),
+        otf2::AttributeValue::Signed(i) => i.to_string(),
+        otf2::AttributeValue::Float(f) => f.to_string(),
+        otf2::AttributeValue::Ref { id, .. } => id.to_string(),
+    }
 }
 
 fn undefined(v: u32) -> String {

@@ -43,6 +43,23 @@ fn normalise(attrs: &str) -> String {
     words.join(" ").replace(" ,", ",")
 }
 
+/// `("hetsim::gpu_buffer" <0>; UINT8; 1), ...` as ` | attr 0 1`, one per attribute.
+fn attributes(list: &str) -> String {
+    list.split(')')
+        .filter(|a| a.contains(';'))
+        .map(|a| {
+            let parts: Vec<&str> = a.split(';').collect();
+            let id = parts[0]
+                .rsplit('<')
+                .next()
+                .unwrap()
+                .trim_end_matches('>')
+                .trim();
+            format!(" | attr {id} {}", parts[parts.len() - 1].trim())
+        })
+        .collect()
+}
+
 fn official(archive: &Path, loc: u64) -> Vec<String> {
     let out = Command::new("otf2-print")
         .arg("-L")
@@ -66,6 +83,11 @@ fn official(archive: &Path, loc: u64) -> Vec<String> {
         if !started || l.trim().is_empty() || l.starts_with("===") {
             continue;
         }
+        if let Some(list) = l.trim().strip_prefix("ADDITIONAL ATTRIBUTES:") {
+            let last = lines.last_mut().expect("attributes follow an event");
+            *last = format!("{last}{}", attributes(list));
+            continue;
+        }
         let mut w = l.split_whitespace();
         let (kind, loc, time) = (w.next().unwrap(), w.next().unwrap(), w.next().unwrap());
         let rest: Vec<&str> = w.collect();
@@ -80,12 +102,7 @@ fn ours(archive: &Path, loc: u64) -> Vec<String> {
     let mut r = a.events(loc).unwrap();
     let mut lines = Vec::new();
     while let Some(e) = r.next_event().unwrap() {
-        let (kind, fields) = dump::describe(&e.kind);
-        lines.push(
-            format!("{kind} {loc} {} {fields}", e.time)
-                .trim_end()
-                .to_string(),
-        );
+        lines.push(dump::line(loc, &e));
     }
     lines
 }
