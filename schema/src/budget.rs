@@ -298,7 +298,7 @@ fn mpi_messages(m: &MpiSpec) -> Option<(String, f64)> {
                 .sum();
             Some(("program".into(), messages))
         }
-        ProgramSpec::Trace(_) => None,
+        ProgramSpec::Trace(_) | ProgramSpec::Otf2(_) => None,
     }
 }
 

@@ -101,7 +101,33 @@ pub fn parse_scenario(
             .map(|text| (file.display().to_string(), text))
             .map_err(|e| format!("`{}`: {e}", file.display()))
     };
-    parse_scenario_with(text, label, &read, overrides)
+    let mut scenario = parse_scenario_with(text, label, &read, overrides)?;
+    resolve_archives(&mut scenario, label, base)?;
+    Ok(scenario)
+}
+
+/// Makes OTF2 archive paths relative to the scenario's folder, and checks they are there.
+fn resolve_archives(scenario: &mut Scenario, label: &str, base: &Path) -> Result<(), LoadError> {
+    for (path, part) in scenario.workload.parts_mut() {
+        let crate::scenario::Workload::Mpi(mpi) = part else {
+            continue;
+        };
+        if let crate::mpi::ProgramSpec::Otf2(p) = &mut mpi.program {
+            let file = base.join(&p.path);
+            if !file.is_file() {
+                return Err(LoadError::new(
+                    label,
+                    format!("{path}.program.Otf2.path"),
+                    format!(
+                        "`{}`: no such OTF2 anchor file (expected the archive's traces.otf2)",
+                        file.display()
+                    ),
+                ));
+            }
+            p.path = file.display().to_string();
+        }
+    }
+    Ok(())
 }
 
 /// Parses scenario text, reading platform includes through `read` (name -> (label, text)),

@@ -15,6 +15,10 @@ pub struct MpiSpec {
     #[serde(default)]
     pub gpus_per_node: Option<u32>,
     pub program: ProgramSpec,
+    /// The speed of a trace's `compute` actions (flops), e.g. `"1Gf"` to replay a SimGrid TI
+    /// trace as SMPI does at `smpi/host-speed:1Gf` (default: each rank's GPU peak).
+    #[serde(default)]
+    pub compute_speed: Option<crate::units::FlopRate>,
     #[serde(default)]
     pub protocol: ProtocolSpec,
     #[serde(default)]
@@ -110,6 +114,101 @@ pub enum ProgramSpec {
     TraceText(Vec<(String, String)>),
     /// A synthetic application with the message profile of a known code.
     Generator(Generator),
+    /// An OTF2 archive (Score-P), replayed with TraceR's semantics: `Otf2("traces.otf2")` or
+    /// `Otf2(path: "traces.otf2", compute_scale: 0.5, buffers: (...))`.
+    Otf2(Otf2Program),
+}
+
+/// An OTF2 archive as a rank program, and how to read it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Otf2Program {
+    /// The anchor file (`traces.otf2`), relative to the scenario file.
+    pub path: String,
+    /// Compute times of the trace are multiplied by this (0.5: processors twice as fast).
+    pub compute_scale: f64,
+    /// Which point-to-point messages use GPU buffers.
+    pub buffers: GpuBuffers,
+}
+
+/// Where the buffers of a trace's point-to-point calls live (so GPUDirect applies or not).
+/// The most specific rule wins: the record's attribute, then its region (MPI call), then its
+/// communicator, then `default`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuBuffers {
+    /// Every call's buffers, unless a rule below says otherwise (the study's setting: GPU).
+    #[serde(default)]
+    pub default: Buffers,
+    /// By communicator name (`"MPI_COMM_WORLD"`, `"Comm 3"` ...).
+    #[serde(default, deserialize_with = "crate::unique::map")]
+    pub comms: std::collections::BTreeMap<String, Buffers>,
+    /// By the MPI call's region name (`"MPI_Isend"` ...).
+    #[serde(default, deserialize_with = "crate::unique::map")]
+    pub regions: std::collections::BTreeMap<String, Buffers>,
+    /// An OTF2 attribute on the message record: integer 1 (or any nonzero) is GPU memory, 0
+    /// host memory. A tool writes it with the OTF2 writer as an attribute of this name.
+    #[serde(default = "gpu_attribute")]
+    pub attribute: String,
+}
+
+/// The OTF2 attribute hetsim reads a buffer's location from.
+pub const GPU_ATTRIBUTE: &str = "hetsim::gpu_buffer";
+
+fn gpu_attribute() -> String {
+    GPU_ATTRIBUTE.to_string()
+}
+
+impl Default for GpuBuffers {
+    fn default() -> Self {
+        GpuBuffers {
+            default: Buffers::Device,
+            comms: Default::default(),
+            regions: Default::default(),
+            attribute: gpu_attribute(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Otf2Program {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Full {
+            path: String,
+            #[serde(default = "one")]
+            compute_scale: f64,
+            #[serde(default)]
+            buffers: GpuBuffers,
+        }
+        fn one() -> f64 {
+            1.0
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            Path(String),
+            Full(Full),
+        }
+        let full = match Form::deserialize(d)? {
+            Form::Path(path) => Full {
+                path,
+                compute_scale: 1.0,
+                buffers: GpuBuffers::default(),
+            },
+            Form::Full(f) => f,
+        };
+        if !(full.compute_scale.is_finite() && full.compute_scale >= 0.0) {
+            return Err(serde::de::Error::custom(format!(
+                "compute_scale: expected a finite factor of zero or more, got {}",
+                full.compute_scale
+            )));
+        }
+        Ok(Otf2Program {
+            path: full.path,
+            compute_scale: full.compute_scale,
+            buffers: full.buffers,
+        })
+    }
 }
 
 /// Synthetic applications after the four of the TraceR-CODES GPUDirect study, shaped by the

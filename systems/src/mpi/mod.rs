@@ -49,6 +49,7 @@ mod effects;
 pub mod generators;
 mod matching;
 mod message;
+pub mod otf2;
 pub mod program;
 mod protocol;
 mod rank;

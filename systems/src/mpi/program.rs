@@ -129,6 +129,13 @@ pub enum Op {
     },
     Wait,
     Waitall,
+    /// Waits for the oldest outstanding request of this kind: an isend to `peer` (`send`) or
+    /// an irecv from `peer`, with `tag` (SMPI's `wait SRC DST TAG`, OTF2's completions).
+    WaitFor {
+        send: bool,
+        peer: i64,
+        tag: i64,
+    },
     Coll(Coll),
     /// An NCCL collective over every rank's GPU (the k-th NCCL call of each rank is one call).
     Nccl {
@@ -148,7 +155,7 @@ impl Op {
             Op::Send { .. } => "send",
             Op::Recv { .. } => "recv",
             Op::Sendrecv { .. } => "sendrecv",
-            Op::Wait => "wait",
+            Op::Wait | Op::WaitFor { .. } => "wait",
             Op::Waitall => "waitall",
             Op::Coll(c) => c.name(),
             Op::Nccl { .. } => "nccl",
@@ -181,6 +188,34 @@ impl Program {
             None => self.source.to_string(),
         }
     }
+}
+
+/// Checks that every `WaitFor` of a program names a request that is outstanding when the
+/// rank reaches it (a rank's requests do not depend on timing, so this is known before the run).
+pub fn check_waits(p: &Program) -> Result<(), String> {
+    let mut outstanding: Vec<(bool, i64, i64)> = Vec::new();
+    for (i, s) in p.steps.iter().enumerate() {
+        match s.op {
+            Op::Isend { dst, tag, .. } => outstanding.push((true, dst as i64, tag)),
+            Op::Irecv { src, tag, .. } => outstanding.push((false, src, tag)),
+            Op::Wait => {
+                outstanding.pop();
+            }
+            Op::Waitall => outstanding.clear(),
+            Op::WaitFor { send, peer, tag } => {
+                let Some(k) = outstanding.iter().position(|&o| o == (send, peer, tag)) else {
+                    let what = if send { "an isend to" } else { "an irecv from" };
+                    return Err(format!(
+                        "{}: waits for {what} {peer} with tag {tag}, but no such request is outstanding",
+                        p.at(i)
+                    ));
+                };
+                outstanding.remove(k);
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// How many ranks trace texts are for: one per file when there are several, else the

@@ -352,6 +352,16 @@ impl Job {
                 let all = std::mem::take(&mut self.ranks[r as usize].outstanding);
                 !self.block_on(r, all, now)
             }
+            Op::WaitFor { send, peer, tag } => {
+                let rank = &mut self.ranks[r as usize];
+                let found = rank.outstanding.iter().position(|&q| {
+                    let w = rank.reqs[q as usize].what;
+                    w.send == send && w.peer == peer && w.tag == tag
+                });
+                // `program::check_waits` made sure the request is there.
+                let req = found.map(|k| rank.outstanding.remove(k));
+                !req.is_some_and(|req| self.block_on(r, vec![req], now))
+            }
             Op::Nccl { op, bytes, root } => {
                 self.enter_nccl(r, call_of(op, bytes, root), now);
                 false

@@ -33,16 +33,39 @@ pub fn build(
             generators::check(g).map_err(|e| format!("workload.Mpi.{e}"))?;
             generators::generate(g, cfg.ranks)
         }
+        ProgramSpec::Otf2(spec) => {
+            let read =
+                super::otf2::read(spec).map_err(|e| format!("workload.Mpi.program.Otf2: {e}"))?;
+            if read.programs.len() != cfg.ranks as usize {
+                return Err(format!(
+                    "workload.Mpi.ranks: {} ranks, but the archive `{}` has {} MPI ranks",
+                    cfg.ranks,
+                    spec.path,
+                    read.programs.len()
+                ));
+            }
+            read.programs
+        }
         ProgramSpec::Trace(_) => {
             return Err("workload.Mpi.program: trace files were not read by the loader".into());
         }
     };
+    for p in &programs {
+        program::check_waits(p).map_err(|e| format!("workload.Mpi.program: {e}"))?;
+    }
+    // The speed of a program's `compute` flops: the scenario's, OTF2's conversion rate, or
+    // the rank's GPU.
+    let compute_speed = cfg.compute_speed.map(|s| s.0).or(match cfg.program {
+        ProgramSpec::Otf2(_) => Some(super::otf2::FLOPS_PER_SECOND),
+        _ => None,
+    });
     check_collectives_agree(&programs).map_err(|e| format!("workload.Mpi.program: {e}"))?;
     let ranks: Vec<RankRt> = placed
         .iter()
         .zip(programs)
         .map(|(&(node, gpu), program)| {
-            let speed = speeds.get(&(node, gpu)).copied().unwrap_or(1e12);
+            let speed =
+                compute_speed.unwrap_or_else(|| speeds.get(&(node, gpu)).copied().unwrap_or(1e12));
             check_compute_times(&program, speed)?;
             Ok(RankRt::new(program, node, gpu, speed))
         })

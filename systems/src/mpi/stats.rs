@@ -123,7 +123,11 @@ impl TraceStats {
                     in_phase = true;
                     false
                 }
-                Op::Recv { .. } | Op::Irecv { .. } | Op::Wait | Op::Waitall => {
+                Op::Recv { .. }
+                | Op::Irecv { .. }
+                | Op::Wait
+                | Op::Waitall
+                | Op::WaitFor { .. } => {
                     in_phase = true;
                     false
                 }
