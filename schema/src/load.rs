@@ -295,7 +295,7 @@ fn resolve_traces(
                     "expected at least one trace file",
                 ));
             }
-            let texts = files
+            let mut texts = files
                 .iter()
                 .enumerate()
                 .map(|(i, f)| {
@@ -303,10 +303,49 @@ fn resolve_traces(
                         .map_err(|e| LoadError::new(label, format!("{path}.program.Trace[{i}]"), e))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
+            // SMPI's `-trace-ti` index: one file per rank, listed relative to the index.
+            if let [(_, text)] = texts.as_slice()
+                && let Some(listed) = index_entries(text)
+            {
+                let dir = Path::new(&files[0]).parent().unwrap_or(Path::new(""));
+                texts = listed
+                    .iter()
+                    .map(|entry| {
+                        read(&dir.join(entry).display().to_string()).map_err(|e| {
+                            LoadError::new(
+                                label,
+                                format!("{path}.program.Trace[0]"),
+                                format!("a file the index lists: {e}"),
+                            )
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+            }
             mpi.program = ProgramSpec::TraceText(texts);
         }
     }
     Ok(())
+}
+
+/// The files an SMPI trace index lists (one path per line, as `smpirun -trace-ti` writes
+/// it), or None when the text is a trace itself (its lines start with a rank).
+fn index_entries(text: &str) -> Option<Vec<&str>> {
+    let entries: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    let is_path = |l: &&str| {
+        let mut words = l.split_whitespace();
+        let first = words.next().unwrap_or("");
+        words.next().is_none()
+            && first
+                .trim_start_matches("rank")
+                .trim_start_matches('p')
+                .parse::<i64>()
+                .is_err()
+    };
+    (!entries.is_empty() && entries.iter().all(is_path)).then_some(entries)
 }
 
 /// Deserialises RON text, reporting the field path and position of the first error.

@@ -19,6 +19,11 @@ pub struct MpiSpec {
     /// trace as SMPI does at `smpi/host-speed:1Gf` (default: each rank's GPU peak).
     #[serde(default)]
     pub compute_speed: Option<crate::units::FlopRate>,
+    /// Where a trace's point-to-point buffers are when its lines do not say (`host` or
+    /// `device` at the end of a line): on the GPU by default; `Host` for traces of CPU
+    /// programs, such as SMPI's.
+    #[serde(default)]
+    pub buffers: Buffers,
     #[serde(default)]
     pub protocol: ProtocolSpec,
     #[serde(default)]
@@ -116,7 +121,7 @@ pub enum ProgramSpec {
     Generator(Generator),
     /// An OTF2 archive (Score-P), replayed with TraceR's semantics: `Otf2("traces.otf2")` or
     /// `Otf2(path: "traces.otf2", compute_scale: 0.5, buffers: (...))`.
-    Otf2(Otf2Program),
+    Otf2(Box<Otf2Program>),
 }
 
 /// An OTF2 archive as a rank program, and how to read it.

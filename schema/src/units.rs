@@ -122,10 +122,11 @@ fn parse_flop_rate(text: &str) -> Result<f64, UnitError> {
     let (value, unit) = split_number(text)?;
     let (mult, base) = prefix(unit);
     match base {
-        "" | "Flop/s" | "flop/s" | "FLOPS" | "Flops" | "F/s" => Ok(value * mult),
+        // `f` as SimGrid writes host speeds (`1Gf`).
+        "" | "Flop/s" | "flop/s" | "FLOPS" | "Flops" | "F/s" | "f" => Ok(value * mult),
         _ => Err(unit_error(
             text,
-            "expected a compute rate such as \"15.7TFlop/s\"",
+            "expected a compute rate such as \"15.7TFlop/s\" or \"1Gf\"",
         )),
     }
 }

@@ -54,6 +54,7 @@ pub mod program;
 mod protocol;
 mod rank;
 mod setup;
+pub mod smpi;
 pub mod stats;
 
 use bevy_app::{App, Plugin};

@@ -242,8 +242,18 @@ pub fn trace_ranks(texts: &[(String, String)]) -> Result<u32, String> {
     Ok(ranks)
 }
 
-/// Reads TI trace texts into one program per rank; errors name the file and line.
+/// Reads TI trace texts into one program per rank; errors name the file and line. Buffers
+/// are on the GPU where a line does not say.
 pub fn parse_traces(texts: &[(String, String)], ranks: u32) -> Result<Vec<Program>, String> {
+    parse_traces_with(texts, ranks, Loc::Device)
+}
+
+/// As [`parse_traces`], with buffers at `default` where a line does not say.
+pub fn parse_traces_with(
+    texts: &[(String, String)],
+    ranks: u32,
+    default: Loc,
+) -> Result<Vec<Program>, String> {
     let mut programs: Vec<Program> = (0..ranks)
         .map(|r| Program {
             source: std::sync::Arc::from(if texts.len() > 1 {
@@ -262,6 +272,7 @@ pub fn parse_traces(texts: &[(String, String)], ranks: u32) -> Result<Vec<Progra
             texts.len()
         ));
     }
+    let mut ctx = vec![RankCtx::default(); ranks as usize];
     for (i, (label, text)) in texts.iter().enumerate() {
         for (n, line) in text.lines().enumerate() {
             let at = format!("{label}:{}", n + 1);
@@ -269,13 +280,14 @@ pub fn parse_traces(texts: &[(String, String)], ranks: u32) -> Result<Vec<Progra
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            let (rank, op) = parse_line(line, ranks).map_err(|e| format!("{at}: {e}: `{line}`"))?;
+            let (rank, ops) = parse_line(line, ranks, default, &mut ctx)
+                .map_err(|e| format!("{at}: {e}: `{line}`"))?;
             if per_rank && rank != i as u32 {
                 return Err(format!(
                     "{at}: this is rank {i}'s file but the line is for rank {rank}"
                 ));
             }
-            if let Some(op) = op {
+            for op in ops {
                 programs[rank as usize].steps.push(Step {
                     op,
                     line: n as u32 + 1,
@@ -312,37 +324,76 @@ fn rank_of(word: Option<&str>, what: &str, ranks: u32, any: bool) -> Result<i64,
     Ok(r)
 }
 
-/// Parses `[TAG] BYTES [LOC]` (what follows a peer).
-fn tag_bytes_loc(rest: &[&str]) -> Result<(i64, f64, Loc), String> {
+/// Parses `[TAG] COUNT [DATATYPE] [LOC]` (what follows a peer): a count of `unit` bytes, or
+/// of an SMPI datatype.
+fn tag_bytes_loc(rest: &[&str], unit: f64, default: Loc) -> Result<(i64, f64, Loc), String> {
     let (loc, rest) = match rest.last() {
         Some(&"host") => (Loc::Host, &rest[..rest.len() - 1]),
         Some(&"device") => (Loc::Device, &rest[..rest.len() - 1]),
-        _ => (Loc::Device, rest),
+        _ => (default, rest),
+    };
+    let tag_of = |tag: &str| -> Result<i64, String> {
+        tag.parse()
+            .map_err(|_| format!("tag `{tag}` is not a number"))
     };
     match rest {
-        [bytes] => Ok((0, number(Some(bytes), "size")?, loc)),
-        [tag, bytes] => {
-            let tag: i64 = tag
-                .parse()
-                .map_err(|_| format!("tag `{tag}` is not a number"))?;
-            Ok((tag, number(Some(bytes), "size")?, loc))
-        }
+        [bytes] => Ok((0, number(Some(bytes), "size")? * unit, loc)),
+        [tag, bytes] => Ok((tag_of(tag)?, number(Some(bytes), "size")? * unit, loc)),
+        [tag, count, datatype] => Ok((
+            tag_of(tag)?,
+            number(Some(count), "count")? * super::smpi::datatype_size(datatype)?,
+            loc,
+        )),
         [] => Err("missing size".into()),
         _ => Err("too many fields".into()),
     }
 }
 
-fn parse_line(line: &str, ranks: u32) -> Result<(u32, Option<Op>), String> {
+/// A rank's reading state: the unit of counts without a datatype (bytes; doubles after an
+/// SMPI `init` with an argument), and how many collectives it expanded so far.
+#[derive(Debug, Clone, Copy)]
+struct RankCtx {
+    unit: f64,
+    expanded: u64,
+}
+
+impl Default for RankCtx {
+    fn default() -> Self {
+        RankCtx {
+            unit: 1.0,
+            expanded: 0,
+        }
+    }
+}
+
+fn parse_line(
+    line: &str,
+    ranks: u32,
+    loc: Loc,
+    ctx: &mut [RankCtx],
+) -> Result<(u32, Vec<Op>), String> {
     let words: Vec<&str> = line.split_whitespace().collect();
     let rank = rank_of(words.first().copied(), "rank", ranks, false)? as u32;
-    let action = words.get(1).ok_or("missing action")?.to_ascii_lowercase();
+    let original = *words.get(1).ok_or("missing action")?;
+    let action = original.to_ascii_lowercase();
+    let me = &mut ctx[rank as usize];
     let f = Fields {
         action: &action,
         args: &words[2..],
         ranks,
+        unit: me.unit,
+        me: rank,
+        loc,
     };
     let op = match f.action {
-        "init" | "finalize" | "comm_size" | "comm_split" | "comm_dup" => None,
+        "init" => {
+            // SMPI: an `init` with an argument makes doubles the default datatype.
+            if !f.args.is_empty() {
+                me.unit = 8.0;
+            }
+            None
+        }
+        "finalize" | "comm_size" | "comm_split" | "comm_dup" | "test" => None,
         "compute" => {
             f.at_most(1)?;
             Some(Op::Compute {
@@ -355,13 +406,129 @@ fn parse_line(line: &str, ranks: u32) -> Result<(u32, Option<Op>), String> {
                 secs: number(f.arg(0), "seconds")?,
             })
         }
+        "sendrecv" if original == "sendRecv" => Some(smpi_sendrecv(&f)?),
         "send" | "isend" | "recv" | "irecv" | "sendrecv" | "wait" | "waitall" => {
             Some(point_to_point(&f)?)
+        }
+        "gather" | "scatter" | "gatherv" | "scatterv" | "alltoallv" | "allgatherv"
+            if expands(&f) =>
+        {
+            let tag = super::smpi::expanded_tag(me.expanded);
+            me.expanded += 1;
+            return Ok((rank, expanded(&f, tag)?));
         }
         nccl if nccl.starts_with("nccl_") => Some(nccl_call(&f, &nccl[5..])?),
         _ => Some(Op::Coll(collective(&f)?)),
     };
-    Ok((rank, op))
+    Ok((rank, op.into_iter().collect()))
+}
+
+/// Whether a v-collective line is SMPI's (per-rank counts, expanded into point-to-point),
+/// not hetsim's `allgatherv SEND RECV` (an allgather).
+fn expands(f: &Fields) -> bool {
+    let p = f.ranks as usize;
+    match f.action {
+        "allgatherv" => p > 1 && (f.args.len() == p + 1 || f.args.len() == p + 3),
+        _ => true,
+    }
+}
+
+/// SMPI's gather, scatter and v-collectives as their linear point-to-point exchange.
+fn expanded(f: &Fields, tag: i64) -> Result<Vec<Op>, String> {
+    use super::smpi::{all_to_all, rooted};
+    let p = f.ranks as usize;
+    let counts = |from: usize, n: usize, what: &str| -> Result<Vec<f64>, String> {
+        (from..from + n).map(|i| number(f.arg(i), what)).collect()
+    };
+    // Trailing datatype ids: (send type, receive type) sizes.
+    let types = |at: usize| -> Result<(f64, f64), String> {
+        match (f.arg(at), f.arg(at + 1)) {
+            (None, _) => Ok((f.unit, f.unit)),
+            (Some(s), Some(r)) => Ok((
+                super::smpi::datatype_size(s)?,
+                super::smpi::datatype_size(r)?,
+            )),
+            (Some(s), None) => {
+                let s = super::smpi::datatype_size(s)?;
+                Ok((s, s))
+            }
+        }
+    };
+    let too_many = |n: usize| f.at_most(n);
+    Ok(match f.action {
+        "gather" | "scatter" => {
+            too_many(5)?;
+            let (sc, rc) = (
+                number(f.arg(0), "send count")?,
+                number(f.arg(1), "receive count")?,
+            );
+            let root = f.root(2)?;
+            let (st, rt) = types(3)?;
+            let to_root = f.action == "gather";
+            let each = if to_root { sc * st } else { rc * rt };
+            rooted(f.me, root, &vec![each; p], to_root, tag)
+        }
+        "gatherv" => {
+            too_many(p + 4)?;
+            let sc = number(f.arg(0), "send count")?;
+            let rcs = counts(1, p, "receive count")?;
+            let root = f.root(p + 1)?;
+            let (st, rt) = types(p + 2)?;
+            let mut bytes: Vec<f64> = rcs.iter().map(|c| c * rt).collect();
+            bytes[f.me as usize] = sc * st;
+            rooted(f.me, root, &bytes, true, tag)
+        }
+        "scatterv" => {
+            too_many(p + 4)?;
+            let scs = counts(0, p, "send count")?;
+            let rc = number(f.arg(p), "receive count")?;
+            let root = f.root(p + 1)?;
+            let (st, rt) = types(p + 2)?;
+            let mut bytes: Vec<f64> = scs.iter().map(|c| c * st).collect();
+            bytes[f.me as usize] = rc * rt;
+            rooted(f.me, root, &bytes, false, tag)
+        }
+        "allgatherv" => {
+            too_many(p + 3)?;
+            let sc = number(f.arg(0), "send count")?;
+            let rcs = counts(1, p, "receive count")?;
+            let (st, rt) = types(p + 1)?;
+            let recv: Vec<f64> = rcs.iter().map(|c| c * rt).collect();
+            all_to_all(f.me, &vec![sc * st; p], &recv, tag)
+        }
+        _ => {
+            // alltoallv SEND_SIZE SEND_COUNTS.. RECV_SIZE RECV_COUNTS.. [STYPE RTYPE]
+            too_many(2 * p + 4)?;
+            number(f.arg(0), "send buffer size")?;
+            let scs = counts(1, p, "send count")?;
+            number(f.arg(p + 1), "receive buffer size")?;
+            let rcs = counts(p + 2, p, "receive count")?;
+            let (st, rt) = types(2 * p + 2)?;
+            let send: Vec<f64> = scs.iter().map(|c| c * st).collect();
+            let recv: Vec<f64> = rcs.iter().map(|c| c * rt).collect();
+            all_to_all(f.me, &send, &recv, tag)
+        }
+    })
+}
+
+/// SMPI's `sendRecv SEND_COUNT DST RECV_COUNT SRC [SEND_TYPE RECV_TYPE]`.
+fn smpi_sendrecv(f: &Fields) -> Result<Op, String> {
+    f.at_most(6)?;
+    let (st, rt) = match (f.arg(4), f.arg(5)) {
+        (Some(s), Some(r)) => (
+            super::smpi::datatype_size(s)?,
+            super::smpi::datatype_size(r)?,
+        ),
+        (None, None) => (f.unit, f.unit),
+        _ => return Err("give both datatypes, or neither".into()),
+    };
+    Ok(Op::Sendrecv {
+        sbytes: number(f.arg(0), "send count")? * st,
+        dst: rank_of(f.arg(1), "destination", f.ranks, false)? as u32,
+        rbytes: number(f.arg(2), "receive count")? * rt,
+        src: rank_of(f.arg(3), "source", f.ranks, true)?,
+        loc: f.loc,
+    })
 }
 
 /// A line's action and the fields after it, for a program of `ranks` ranks.
@@ -369,6 +536,12 @@ struct Fields<'a> {
     action: &'a str,
     args: &'a [&'a str],
     ranks: u32,
+    /// The size of a count without a datatype.
+    unit: f64,
+    /// The line's rank.
+    me: u32,
+    /// Where buffers are when the line does not say.
+    loc: Loc,
 }
 
 impl Fields<'_> {
@@ -394,7 +567,16 @@ impl Fields<'_> {
 
     /// The tag, size and buffer location after field 0.
     fn tag_bytes_loc(&self) -> Result<(i64, f64, Loc), String> {
-        tag_bytes_loc(self.args.get(1..).unwrap_or(&[]))
+        tag_bytes_loc(self.args.get(1..).unwrap_or(&[]), self.unit, self.loc)
+    }
+
+    /// A size: a count in field `i` times the datatype in field `t` (or the default unit).
+    fn sized(&self, i: usize, t: usize, what: &str) -> Result<f64, String> {
+        let unit = match self.arg(t) {
+            Some(id) => super::smpi::datatype_size(id)?,
+            None => self.unit,
+        };
+        Ok(number(self.arg(i), what)? * unit)
     }
 }
 
@@ -441,11 +623,40 @@ fn point_to_point(f: &Fields) -> Result<Op, String> {
             }
         }
         "sendrecv" => sendrecv(f)?,
+        "wait" if f.args.is_empty() => Op::Wait,
         "wait" => {
-            f.at_most(0)?;
-            Op::Wait
+            // SMPI: `wait SRC DST TAG`, the request between those ranks with that tag.
+            f.at_most(3)?;
+            let src = rank_of(f.arg(0), "source", ranks, true)?;
+            let dst = rank_of(f.arg(1), "destination", ranks, false)?;
+            let tag = f
+                .arg(2)
+                .ok_or("missing tag")?
+                .parse::<i64>()
+                .map_err(|_| "tag is not a number".to_string())?;
+            if src == f.me as i64 {
+                Op::WaitFor {
+                    send: true,
+                    peer: dst,
+                    tag,
+                }
+            } else if dst == f.me as i64 {
+                Op::WaitFor {
+                    send: false,
+                    peer: src,
+                    tag,
+                }
+            } else {
+                return Err(format!(
+                    "rank {} waits for a request between ranks {src} and {dst}",
+                    f.me
+                ));
+            }
         }
-        _ => Op::Waitall,
+        _ => {
+            f.at_most(1)?;
+            Op::Waitall
+        }
     })
 }
 
@@ -454,7 +665,8 @@ fn sendrecv(f: &Fields) -> Result<Op, String> {
     let ranks = f.ranks;
     f.at_most(5)?;
     let loc = match f.arg(4) {
-        None | Some("device") => Loc::Device,
+        None => f.loc,
+        Some("device") => Loc::Device,
         Some("host") => Loc::Host,
         Some(w) => return Err(format!("buffer location `{w}` is not host or device")),
     };
@@ -467,52 +679,78 @@ fn sendrecv(f: &Fields) -> Result<Op, String> {
     })
 }
 
-/// An MPI collective, or the error of an unknown action.
+/// An MPI collective, or the error of an unknown action. Counts are bytes, or elements of
+/// the SMPI datatypes that end SMPI's lines.
 fn collective(f: &Fields) -> Result<Coll, String> {
+    let p = f.ranks as usize;
     Ok(match f.action {
         "barrier" => {
             f.at_most(0)?;
             Coll::Barrier
         }
         "bcast" => {
-            f.at_most(2)?;
+            // bcast COUNT [ROOT [TYPE]]
+            f.at_most(3)?;
             Coll::Bcast {
-                bytes: number(f.arg(0), "size")?,
+                bytes: f.sized(0, 2, "size")?,
                 root: f.root(1)?,
             }
         }
         "reduce" => {
-            f.at_most(3)?;
+            // reduce COUNT FLOPS [ROOT [TYPE]]
+            f.at_most(4)?;
             Coll::Reduce {
-                bytes: number(f.arg(0), "size")?,
+                bytes: f.sized(0, 3, "size")?,
                 flops: number(f.arg(1), "computation")?,
                 root: f.root(2)?,
             }
         }
         "allreduce" => {
-            f.at_most(2)?;
+            // allreduce COUNT FLOPS [TYPE]
+            f.at_most(3)?;
             Coll::Allreduce {
-                bytes: number(f.arg(0), "size")?,
+                bytes: f.sized(0, 2, "size")?,
                 flops: number(f.arg(1), "computation")?,
             }
         }
         "allgather" | "allgatherv" => {
-            f.at_most(2)?;
-            number(f.arg(0), "send size")?;
+            // allgather SEND RECV [SEND_TYPE RECV_TYPE]: RECV per rank.
+            f.at_most(4)?;
+            f.sized(0, 2, "send size")?;
             Coll::Allgather {
-                bytes: number(f.arg(1).or(f.arg(0)), "receive size")?,
+                bytes: if f.arg(1).is_some() {
+                    f.sized(1, 3, "receive size")?
+                } else {
+                    f.sized(0, 2, "receive size")?
+                },
             }
         }
         "alltoall" => {
-            f.at_most(2)?;
+            // alltoall SEND RECV [SEND_TYPE RECV_TYPE]: SEND per destination.
+            f.at_most(4)?;
             Coll::Alltoall {
-                bytes: number(f.arg(0), "send size")?,
+                bytes: f.sized(0, 2, "send size")?,
+            }
+        }
+        "reducescatter" | "reduce_scatter" if p > 1 && f.args.len() > 2 => {
+            // SMPI: reducescatter RECV_COUNTS.. FLOPS [TYPE]
+            f.at_most(p + 2)?;
+            let unit = match f.arg(p + 1) {
+                Some(t) => super::smpi::datatype_size(t)?,
+                None => f.unit,
+            };
+            let counts = (0..p)
+                .map(|i| number(f.arg(i), "receive count"))
+                .collect::<Result<Vec<f64>, String>>()?;
+            Coll::ReduceScatter {
+                bytes: counts.iter().sum::<f64>() * unit,
+                flops: number(f.arg(p), "computation")?,
             }
         }
         "reducescatter" | "reduce_scatter" => {
             f.at_most(2)?;
             Coll::ReduceScatter {
-                bytes: number(f.arg(0), "size")?,
+                bytes: number(f.arg(0), "size")? * f.unit,
                 flops: number(f.arg(1).or(Some("0")), "computation")?,
             }
         }

@@ -27,8 +27,10 @@ pub fn build(
     }
     let placed = place(cfg, nodes, gpus)?;
     let programs = match &cfg.program {
-        ProgramSpec::TraceText(texts) => program::parse_traces(texts, cfg.ranks)
-            .map_err(|e| format!("workload.Mpi.program: {e}"))?,
+        ProgramSpec::TraceText(texts) => {
+            program::parse_traces_with(texts, cfg.ranks, loc_of(cfg.buffers))
+                .map_err(|e| format!("workload.Mpi.program: {e}"))?
+        }
         ProgramSpec::Generator(g) => {
             generators::check(g).map_err(|e| format!("workload.Mpi.{e}"))?;
             generators::generate(g, cfg.ranks)
@@ -50,8 +52,10 @@ pub fn build(
             return Err("workload.Mpi.program: trace files were not read by the loader".into());
         }
     };
-    for p in &programs {
+    let mut programs = programs;
+    for p in &mut programs {
         program::check_waits(p).map_err(|e| format!("workload.Mpi.program: {e}"))?;
+        expanded_buffers(p, cfg.collectives.buffers);
     }
     // The speed of a program's `compute` flops: the scenario's, OTF2's conversion rate, or
     // the rank's GPU.
@@ -87,6 +91,29 @@ pub fn build(
         .collect();
     let msgs = Messages::new(cfg.protocol.clone(), ends, nodes as usize, switches);
     Ok(Job::new(ranks, msgs, policy, cfg.protocol.call_overhead.0))
+}
+
+fn loc_of(b: Buffers) -> Loc {
+    match b {
+        Buffers::Device => Loc::Device,
+        Buffers::Host => Loc::Host,
+    }
+}
+
+/// Collectives expanded into point-to-point steps when read (SMPI's gather, scatter and
+/// v-collectives) keep their buffers where the collectives' setting says.
+fn expanded_buffers(p: &mut program::Program, buffers: Buffers) {
+    let at = loc_of(buffers);
+    for s in &mut p.steps {
+        match &mut s.op {
+            program::Op::Isend { tag, loc, .. } | program::Op::Irecv { tag, loc, .. }
+                if super::smpi::is_expanded_tag(*tag) =>
+            {
+                *loc = at;
+            }
+            _ => {}
+        }
+    }
 }
 
 /// The collective policy of the scenario; unknown names are errors with their field.
