@@ -4,6 +4,7 @@
 //! [`Scenario`] (engine, platform, network and workload plugins), runs it, and reports.
 //! The CLI (`src/main.rs`) is a client of these functions.
 
+pub mod convert;
 pub mod embedded;
 pub mod flowcase;
 pub mod nccltests;

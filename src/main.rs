@@ -172,13 +172,22 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         disable: Vec<String>,
     },
-    /// What time-independent traces hold, before running them: message sizes, partners,
-    /// bytes per phase, collectives, computation.
+    /// What traces hold, before running them: message sizes, partners, bytes per phase,
+    /// collectives, computation.
     #[command(name = "trace-stats")]
     TraceStats {
-        /// One trace with every rank's lines, or one file per rank (rank order).
+        /// One time-independent trace with every rank's lines, one file per rank (rank
+        /// order), SMPI's index file, or an OTF2 archive's anchor file (traces.otf2).
         #[arg(required = true)]
         files: Vec<PathBuf>,
+    },
+    /// Turn an OTF2 archive into SimGrid's time-independent trace: an index file and one
+    /// file per rank, which `smpirun -replay` and hetsim's `Trace([...])` both read.
+    Convert {
+        /// The archive's anchor file (traces.otf2).
+        input: PathBuf,
+        /// The index file to write (e.g. out/app.txt); rank files go to out/app.txt_files/.
+        output: PathBuf,
     },
     /// List the switches (model components that --disable can turn off) and the models.
     Systems {
@@ -236,8 +245,14 @@ fn main() -> ExitCode {
             set,
             disable,
         } => validate(&scenario, &set, disable),
-        Command::TraceStats { files } => hetsim::tracestats::stats(&files).map(|s| {
+        Command::TraceStats { files } => hetsim::tracestats::stats(&files).map(|(s, note)| {
             print!("{}", hetsim::tracestats::report(&s));
+            if let Some(note) = note {
+                println!("{note}");
+            }
+        }),
+        Command::Convert { input, output } => hetsim::convert::convert(&input, &output).map(|r| {
+            print!("{r}");
         }),
         Command::Study {
             study,

@@ -11,20 +11,54 @@ use hetsim_systems::mpi::stats::{TraceStats, bucket_range, summarise};
 
 use crate::Error;
 
-/// Reads the traces (one file with every rank's lines, or one file per rank) and
-/// summarises them.
-pub fn stats(files: &[PathBuf]) -> Result<TraceStats, Error> {
-    let texts = files
-        .iter()
-        .map(|f| {
-            std::fs::read_to_string(f)
-                .map(|t| (f.display().to_string(), t))
-                .map_err(|e| Error::Input(format!("{}: {e}", f.display())))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+/// Reads the traces (one file with every rank's lines, one file per rank, SMPI's index of
+/// per-rank files, or an OTF2 archive's anchor file) and summarises them; OTF2 archives add
+/// a line on what they hold.
+pub fn stats(files: &[PathBuf]) -> Result<(TraceStats, Option<String>), Error> {
+    if let [f] = files
+        && f.extension().is_some_and(|e| e == "otf2")
+    {
+        let spec = hetsim_schema::mpi::Otf2Program {
+            path: f.display().to_string(),
+            compute_scale: 1.0,
+            buffers: Default::default(),
+        };
+        let read = hetsim_systems::mpi::otf2::read(&spec, hetsim_schema::mpi::Buffers::Device)
+            .map_err(Error::Input)?;
+        let skipped: Vec<String> = read
+            .skipped
+            .iter()
+            .map(|(k, n)| format!("{n} of {k}"))
+            .collect();
+        let note = format!(
+            "OTF2: {} events read; computation is the time between MPI calls, counted as flops at 1 Gflop/s; not replayed: {}",
+            read.events,
+            if skipped.is_empty() {
+                "none".to_string()
+            } else {
+                skipped.join(", ")
+            }
+        );
+        return Ok((summarise(&read.programs), Some(note)));
+    }
+    let read = |f: &PathBuf| {
+        hetsim_schema::load::read_input(f)
+            .map(|t| (f.display().to_string(), t))
+            .map_err(|e| Error::Input(format!("{}: {e}", f.display())))
+    };
+    let mut texts = files.iter().map(read).collect::<Result<Vec<_>, _>>()?;
+    if let [(_, text)] = texts.as_slice()
+        && let Some(listed) = hetsim_schema::load::index_entries(text)
+    {
+        let dir = files[0].parent().map(PathBuf::from).unwrap_or_default();
+        texts = listed
+            .iter()
+            .map(|e| read(&dir.join(e)))
+            .collect::<Result<Vec<_>, _>>()?;
+    }
     let ranks = trace_ranks(&texts).map_err(Error::Input)?;
     let programs = parse_traces(&texts, ranks).map_err(Error::Input)?;
-    Ok(summarise(&programs))
+    Ok((summarise(&programs), None))
 }
 
 /// The report `hetsim trace-stats` prints.

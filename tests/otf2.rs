@@ -33,7 +33,7 @@ fn reference() -> PathBuf {
 fn scenario(platform: &str, ranks: u32, program: &str, extra: &str) -> Result<Scenario, Error> {
     let platform = root().join("tests/data/scenarios/otf2").join(platform);
     let text = format!(
-        r#"Scenario(name: "otf2-test", platform: File({:?}), workload: Mpi(ranks: {ranks}, program: {program}, protocol: (eager_limit: "1GiB"), {extra}))"#,
+        r#"Scenario(name: "otf2-test", platform: File({:?}), workload: Mpi(ranks: {ranks}, program: {program}, buffers: Host, protocol: (eager_limit: "1GiB"), {extra}))"#,
         platform.display().to_string()
     );
     let mut s = parse_scenario(&text, "test", Path::new("."), &[])
@@ -51,10 +51,7 @@ fn summary(s: &Scenario) -> Result<serde_json::Value, Error> {
 }
 
 fn host(name: &str, extra: &str) -> String {
-    format!(
-        r#"Otf2(path: {:?}, buffers: (default: Host){extra})"#,
-        archive(name)
-    )
+    format!(r#"Otf2(path: {:?}{extra})"#, archive(name))
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -179,10 +176,7 @@ fn stencil4d_replays_on_the_twins_of_tracers_networks() {
     }
     for ranks in [32u32, 64] {
         let path = dir.join(format!("traces-{ranks}/traces.otf2"));
-        let program = format!(
-            r#"Otf2(path: {:?}, buffers: (default: Host))"#,
-            path.display().to_string()
-        );
+        let program = format!(r#"Otf2(path: {:?})"#, path.display().to_string());
         for platform in ["simplenet-64.ron", "fattree-64.ron"] {
             let s = scenario(
                 platform,
@@ -217,4 +211,120 @@ fn stencil4d_replays_on_the_twins_of_tracers_networks() {
             );
         }
     }
+}
+
+/// Runs `hetsim run` on a scenario text written to `dir/NAME.ron`; the output folder.
+fn run_cli(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let file = dir.join(format!("{name}.ron"));
+    std::fs::write(&file, text).unwrap();
+    let out = dir.join(format!("out-{name}"));
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_hetsim"))
+        .args(["run", "-q", "--out"])
+        .arg(&out)
+        .arg(&file)
+        .status()
+        .unwrap();
+    assert!(status.success(), "{name}");
+    out
+}
+
+/// Every output file of two runs, equal byte for byte but for the wall-clock time.
+fn same_outputs(a: &Path, b: &Path) -> usize {
+    let mut names: Vec<_> = std::fs::read_dir(a)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    for n in &names {
+        let (x, y) = (
+            std::fs::read(a.join(n)).unwrap(),
+            std::fs::read(b.join(n)).unwrap(),
+        );
+        let strip = |v: Vec<u8>| -> Vec<u8> {
+            String::from_utf8_lossy(&v)
+                .lines()
+                .filter(|l| !l.contains("\"wall_s\""))
+                .collect::<Vec<_>>()
+                .join("\n")
+                .into_bytes()
+        };
+        assert!(
+            x == y || strip(x) == strip(y),
+            "{} differs between the archive's run and its conversion's",
+            n.to_string_lossy()
+        );
+    }
+    names.len()
+}
+
+#[test]
+fn a_run_on_an_archive_and_on_its_conversion_to_simgrid_ti_write_the_same_outputs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let platform = root().join("tests/data/scenarios/otf2/simplenet-64.ron");
+    let mut cases: Vec<(String, u32)> = vec![
+        (archive("pingpong-compute"), 2),
+        (archive("nonblocking"), 4),
+        (archive("collectives"), 4),
+    ];
+    let stencil = reference().join("stencil4d/traces-32/traces.otf2");
+    if stencil.exists() {
+        cases.push((stencil.display().to_string(), 32));
+    } else {
+        eprintln!(
+            "the stencil4d case skipped: {} is not there",
+            stencil.display()
+        );
+    }
+    for (i, (path, ranks)) in cases.iter().enumerate() {
+        let dir = tmp.path().join(format!("case{i}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_hetsim"))
+            .args(["convert", path])
+            .arg(dir.join("ti.txt"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let common = r#"buffers: Host, collectives: (select: Tracer, buffers: Host), protocol: (eager_limit: "1GiB")"#;
+        let scenario = |program: &str| {
+            format!(
+                r#"Scenario(name: "conv", platform: File({:?}), workload: Mpi(ranks: {ranks}, program: {program}, {common}))"#,
+                platform.display().to_string()
+            )
+        };
+        let a = run_cli(&dir, "archive", &scenario(&format!("Otf2({path:?})")));
+        let b = run_cli(
+            &dir,
+            "converted",
+            &scenario(r#"Trace(["ti.txt"]), compute_speed: "1Gf""#),
+        );
+        assert!(same_outputs(&a, &b) >= 10, "{path}");
+    }
+}
+
+#[test]
+fn trace_stats_reads_an_archive() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hetsim"))
+        .args(["trace-stats", &archive("pingpong-compute")])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("point-to-point: 20 messages, 20 MiB in all"),
+        "{text}"
+    );
+    // 10 us before each of a rank's 10 sends: 1e5 flops at 1 Gflop/s per rank.
+    assert!(
+        text.contains("computation per rank: 1.000e5 flops mean"),
+        "{text}"
+    );
+    assert!(text.contains("OTF2: "), "{text}");
 }

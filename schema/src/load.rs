@@ -329,7 +329,7 @@ fn resolve_traces(
 
 /// The files an SMPI trace index lists (one path per line, as `smpirun -trace-ti` writes
 /// it), or None when the text is a trace itself (its lines start with a rank).
-fn index_entries(text: &str) -> Option<Vec<&str>> {
+pub fn index_entries(text: &str) -> Option<Vec<&str>> {
     let entries: Vec<&str> = text
         .lines()
         .map(str::trim)

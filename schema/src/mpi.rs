@@ -135,15 +135,12 @@ pub struct Otf2Program {
     pub buffers: GpuBuffers,
 }
 
-/// Where the buffers of a trace's point-to-point calls live (so GPUDirect applies or not).
-/// The most specific rule wins: the record's attribute, then its region (MPI call), then its
-/// communicator, then `default`.
+/// Where the buffers of an OTF2 trace's point-to-point calls live (so GPUDirect applies or
+/// not). The most specific rule wins: the record's attribute, then its region (MPI call),
+/// then its communicator, then the workload's `buffers` (GPU unless it says `Host`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GpuBuffers {
-    /// Every call's buffers, unless a rule below says otherwise (the study's setting: GPU).
-    #[serde(default)]
-    pub default: Buffers,
     /// By communicator name (`"MPI_COMM_WORLD"`, `"Comm 3"` ...).
     #[serde(default, deserialize_with = "crate::unique::map")]
     pub comms: std::collections::BTreeMap<String, Buffers>,
@@ -166,7 +163,6 @@ fn gpu_attribute() -> String {
 impl Default for GpuBuffers {
     fn default() -> Self {
         GpuBuffers {
-            default: Buffers::Device,
             comms: Default::default(),
             regions: Default::default(),
             attribute: gpu_attribute(),

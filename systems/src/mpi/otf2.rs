@@ -21,7 +21,8 @@
 //!   that are not the whole world are errors: hetsim does not replay them.
 //! - **Buffers.** A message's buffer is on the GPU or in host memory by the most specific of:
 //!   the record's attribute ([`GpuBuffers::attribute`], an integer, nonzero for GPU), the MPI
-//!   call's region name, the communicator's name, the default (GPU, the study's setting).
+//!   call's region name, the communicator's name, the workload's `buffers` (GPU by default,
+//!   the study's setting).
 //!
 //! Compute is written as flops at [`FLOPS_PER_SECOND`], the speed the ranks of an OTF2
 //! program run at, so that a conversion to SimGrid TI replays identically (SMPI at
@@ -49,8 +50,9 @@ pub struct Otf2Programs {
     pub events: u64,
 }
 
-/// Reads every rank's program of the archive `spec.path`.
-pub fn read(spec: &Otf2Program) -> Result<Otf2Programs, String> {
+/// Reads every rank's program of the archive `spec.path`; buffers are at `default` where no
+/// rule of `spec.buffers` says otherwise.
+pub fn read(spec: &Otf2Program, default: Buffers) -> Result<Otf2Programs, String> {
     let archive = Archive::open(&spec.path).map_err(|e| e.to_string())?;
     let world = World::of(&archive.defs)?;
     let gpu_attribute = archive
@@ -71,6 +73,7 @@ pub fn read(spec: &Otf2Program) -> Result<Otf2Programs, String> {
             defs: &archive.defs,
             world: &world,
             buffers: &spec.buffers,
+            default,
             gpu_attribute,
             ticks: archive.defs.clock.resolution.max(1) as f64,
             scale: spec.compute_scale,
@@ -205,6 +208,7 @@ struct Reader<'a> {
     defs: &'a Definitions,
     world: &'a World,
     buffers: &'a GpuBuffers,
+    default: Buffers,
     gpu_attribute: Option<u32>,
     ticks: f64,
     scale: f64,
@@ -262,7 +266,7 @@ impl Reader<'_> {
         let b = by_attribute
             .or(by_region)
             .or(by_comm)
-            .unwrap_or(self.buffers.default);
+            .unwrap_or(self.default);
         match b {
             Buffers::Device => Loc::Device,
             Buffers::Host => {

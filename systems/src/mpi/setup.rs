@@ -36,8 +36,8 @@ pub fn build(
             generators::generate(g, cfg.ranks)
         }
         ProgramSpec::Otf2(spec) => {
-            let read =
-                super::otf2::read(spec).map_err(|e| format!("workload.Mpi.program.Otf2: {e}"))?;
+            let read = super::otf2::read(spec, cfg.buffers)
+                .map_err(|e| format!("workload.Mpi.program.Otf2: {e}"))?;
             if read.programs.len() != cfg.ranks as usize {
                 return Err(format!(
                     "workload.Mpi.ranks: {} ranks, but the archive `{}` has {} MPI ranks",
