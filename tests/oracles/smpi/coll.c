@@ -2,7 +2,8 @@
  *
  *   coll OP BYTES [ROOT]
  *
- * OP is pingpong, bcast, reduce, allreduce, allgather, alltoall, reduce_scatter or barrier.
+ * OP is pingpong, bcast, reduce, reduce_int, allreduce, allgather, alltoall, reduce_scatter
+ * or barrier. reduce_int reduces BYTES / 4 MPI_INTs: SMPI's `rab` reduce refuses MPI_CHAR.
  * BYTES follows hetsim's trace grammar: the vector for bcast, reduce, allreduce and
  * reduce_scatter (split in p blocks of BYTES/p, which must be whole), what each rank
  * contributes for allgather, what each rank sends each peer for alltoall, the message for
@@ -48,6 +49,8 @@ int main(int argc, char **argv)
     MPI_Bcast(a, n, MPI_CHAR, root, MPI_COMM_WORLD);
   } else if (!strcmp(op, "reduce")) {
     MPI_Reduce(a, b, n, MPI_CHAR, MPI_SUM, root, MPI_COMM_WORLD);
+  } else if (!strcmp(op, "reduce_int")) {
+    MPI_Reduce(a, b, n / 4, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD);
   } else if (!strcmp(op, "allreduce")) {
     MPI_Allreduce(a, b, n, MPI_CHAR, MPI_SUM, MPI_COMM_WORLD);
   } else if (!strcmp(op, "allgather")) {

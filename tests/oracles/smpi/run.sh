@@ -35,7 +35,8 @@ grep -v '^#' cases.txt | grep -E -- "$filter" | while read -r op salgo halgo ran
                     [ "$n" -eq 0 ] && continue
                 fi
                 [ "$op" = barrier ] && [ "$n" != 8 ] && continue
-                algo=(); [ "$salgo" != - ] && algo=(--cfg=smpi/$op:$salgo)
+                # reduce_int is a reduce (of MPI_INT) to SMPI.
+                algo=(); [ "$salgo" != - ] && algo=(--cfg=smpi/${op%_int}:$salgo)
                 # SMPI's own algorithm may refuse a case (a truncated receive): left out.
                 t=$(smpirun -np "$p" -platform "$platform.xml" -hostfile "$tmp/hosts" "${cfg[@]}" \
                     "${algo[@]}" "$tmp/coll" "$op" "$n" 2>"$tmp/err" | awk -v op="$op" '$1 == op {print $4}') || true

@@ -1,5 +1,5 @@
-//! Reduce: binomial tree, binary tree (TraceR), or Rabenseifner (MPICH's
-//! reduce_scatter_gather).
+//! Reduce: binomial tree, binary tree (TraceR), Rabenseifner (MPICH's
+//! reduce_scatter_gather), or Rabenseifner's original (SMPI's `rab`).
 
 use super::Steps;
 use super::fold::{Split, doubling_step, halving};
@@ -11,6 +11,7 @@ pub(super) fn reduce(s: &mut Steps, algo: Algo, bytes: f64, root: u32) {
     match algo {
         Algo::BinaryTree => binary_reduce(s, root, bytes),
         Algo::Rabenseifner => reduce_scatter_gather(s, root, bytes),
+        Algo::Rab => rab(s, root, bytes),
         _ => binomial_reduce(s, root, bytes),
     }
 }
@@ -108,6 +109,96 @@ fn reduce_scatter_gather(s: &mut Steps, root: u32, bytes: f64) {
             send_idx = recv_idx;
         }
         mask >>= 1;
+    }
+}
+
+/// Rabenseifner's reduce of 1997 as SimGrid's SMPI implements it (reduce-rab.cpp), counts
+/// in bytes. With q the largest power of two up to p and r = p - q: each even rank below 2r
+/// exchanges halves with the odd rank above it (sending the upper half, keeping the lower)
+/// and then receives the reduced upper half back; the q remaining ranks halve the vector
+/// with partners at distance 1, 2, 4 ... (the lower rank of a pair keeps the lower part);
+/// an odd root below 2r first gets virtual rank 0's block. The gather then runs from the
+/// largest distance down, and in every round **every** rank sends or receives: a rank whose
+/// bit differs from the root's sends its part of that level, even when it already sent
+/// (SMPI's loop has no exit), so stale blocks cross the network beside the useful ones and
+/// share links with them. That is what SMPI measures, and what this replays.
+fn rab(s: &mut Steps, root: u32, bytes: f64) {
+    let (me, p) = (s.me, s.p);
+    let q = prev_pow2(p);
+    let levels = q.trailing_zeros() as usize;
+    let r = p - q;
+    let half = (bytes / 2.0).floor();
+    if me < 2 * r {
+        if me % 2 == 0 {
+            s.exchange(me + 1, bytes - half, me + 1, half);
+            s.reduce(half);
+            s.recv(me + 1, bytes - half);
+        } else {
+            s.exchange(me - 1, half, me - 1, bytes - half);
+            s.reduce(bytes - half);
+            s.send(me - 1, bytes - half);
+        }
+    }
+    let old = |v: u32| if v < r { 2 * v } else { v + r };
+    let mut virt = (me >= 2 * r || me % 2 == 0).then(|| if me < 2 * r { me / 2 } else { me - r });
+    // Per level: (lower part's size, upper part's size) of the vector this rank halves.
+    let mut parts: Vec<(f64, f64)> = Vec::with_capacity(levels);
+    let mut count = bytes;
+    if let Some(v) = virt {
+        for idx in 0..levels {
+            let base = 1u32 << idx;
+            let (lower, upper) = ((count / 2.0).floor(), count - (count / 2.0).floor());
+            parts.push((lower, upper));
+            if (v / base) % 2 == 0 {
+                s.exchange(old(v + base), upper, old(v + base), lower);
+                count = lower;
+            } else {
+                s.exchange(old(v - base), lower, old(v - base), upper);
+                count = upper;
+            }
+            s.reduce(count);
+        }
+    }
+    let odd_root = root < 2 * r && root % 2 == 1;
+    let vroot = if odd_root {
+        0
+    } else if root < 2 * r {
+        root / 2
+    } else {
+        root - r
+    };
+    if odd_root {
+        if me == 0 {
+            s.send(root, count);
+            virt = None;
+        }
+        if me == root {
+            // The root takes virtual rank 0's place: its parts are the lower halves.
+            let mut c = bytes;
+            parts = (0..levels)
+                .map(|_| {
+                    let lower = (c / 2.0).floor();
+                    let part = (lower, c - lower);
+                    c = lower;
+                    part
+                })
+                .collect();
+            s.recv(0, c);
+            virt = Some(0);
+        }
+    }
+    let Some(v) = virt else { return };
+    let peer = |x: u32| if x == vroot { root } else { old(x) };
+    for idx in (0..levels).rev() {
+        let base = 1u32 << idx;
+        let (lower, upper) = parts[idx];
+        let even = (v / base) % 2 == 0;
+        let partner = if even { v + base } else { v - base };
+        if (v & base) != (vroot & base) {
+            s.send(peer(partner), if even { lower } else { upper });
+        } else {
+            s.recv(peer(partner), if even { upper } else { lower });
+        }
     }
 }
 
