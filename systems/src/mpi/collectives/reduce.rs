@@ -149,7 +149,7 @@ fn rab(s: &mut Steps, root: u32, bytes: f64) {
             let base = 1u32 << idx;
             let (lower, upper) = ((count / 2.0).floor(), count - (count / 2.0).floor());
             parts.push((lower, upper));
-            if (v / base) % 2 == 0 {
+            if (v / base).is_multiple_of(2) {
                 s.exchange(old(v + base), upper, old(v + base), lower);
                 count = lower;
             } else {
@@ -192,7 +192,7 @@ fn rab(s: &mut Steps, root: u32, bytes: f64) {
     for idx in (0..levels).rev() {
         let base = 1u32 << idx;
         let (lower, upper) = parts[idx];
-        let even = (v / base) % 2 == 0;
+        let even = (v / base).is_multiple_of(2);
         let partner = if even { v + base } else { v - base };
         if (v & base) != (vroot & base) {
             s.send(peer(partner), if even { lower } else { upper });
