@@ -26,6 +26,7 @@ mod chunks;
 mod defs;
 mod events;
 mod local;
+pub mod write;
 
 use std::path::{Path, PathBuf};
 

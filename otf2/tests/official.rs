@@ -165,3 +165,79 @@ fn own_archives_decode_as_otf2_print_reads_them() {
     }
     assert!(checked >= 4, "the committed archives are there ({checked})");
 }
+
+/// A ring of sends and receives with collectives, as the crate's writer writes it.
+fn written(dir: &Path, ranks: u32, rounds: u64, chunk: u64) -> PathBuf {
+    use otf2::EventKind as E;
+    use otf2::write::{ArchiveWriter, MpiDefinitions};
+    let defs = MpiDefinitions {
+        ranks,
+        resolution: 1_000_000_000,
+        regions: vec!["MPI_Send".into(), "MPI_Recv".into(), "MPI_Allreduce".into()],
+    };
+    let mut w = ArchiveWriter::create(dir, defs, chunk).unwrap();
+    for r in 0..ranks {
+        let mut t = 1000u64;
+        let mut ev = Vec::new();
+        let mut at = |k| {
+            t += 37;
+            ev.push((t, k));
+        };
+        for i in 0..rounds {
+            let (right, left) = ((r + 1) % ranks, (r + ranks - 1) % ranks);
+            at(E::Enter { region: 0 });
+            at(E::MpiSend {
+                receiver: right,
+                comm: 0,
+                tag: (i % 5) as u32,
+                length: 4096 + i,
+            });
+            at(E::Leave { region: 0 });
+            at(E::Enter { region: 1 });
+            at(E::MpiRecv {
+                sender: left,
+                comm: 0,
+                tag: (i % 5) as u32,
+                length: 4096 + i,
+            });
+            at(E::Leave { region: 1 });
+            if i % 100 == 0 {
+                at(E::Enter { region: 2 });
+                at(E::MpiCollectiveBegin);
+                at(E::MpiCollectiveEnd {
+                    op: otf2::CollectiveOp::Allreduce,
+                    comm: 0,
+                    root: u32::MAX,
+                    sent: 8 * ranks as u64,
+                    received: 8 * ranks as u64,
+                });
+                at(E::Leave { region: 2 });
+            }
+        }
+        w.events(r, ev).unwrap();
+    }
+    w.finish().unwrap()
+}
+
+#[test]
+fn archives_the_crate_writes_read_back_and_as_otf2_print_reads_them() {
+    let tmp = std::env::temp_dir().join(format!("otf2-written-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    // The smallest chunks OTF2 takes: 5,000 rounds span two.
+    let anchor = written(&tmp, 3, 5000, 256 * 1024);
+    let a = otf2::Archive::open(&anchor).unwrap();
+    assert_eq!(a.defs.locations.len(), 3);
+    assert_eq!(a.defs.locations[0].events, 30_200);
+    if have_otf2_print() {
+        assert_eq!(check_archive(&anchor), 3 * 30_200);
+    } else {
+        eprintln!("otf2-print not there: only read back");
+        let mut r = a.events(1).unwrap();
+        let mut n = 0;
+        while r.next_event().unwrap().is_some() {
+            n += 1;
+        }
+        assert_eq!(n, 30_200);
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+}
