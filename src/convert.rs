@@ -30,7 +30,12 @@ pub fn convert(input: &Path, output: &Path) -> Result<String, Error> {
         compute_scale: 1.0,
         buffers: Default::default(),
     };
-    let read = otf2::read(&spec, hetsim_schema::mpi::Buffers::Device).map_err(Error::Input)?;
+    let read = otf2::read(
+        &spec,
+        hetsim_schema::mpi::Buffers::Device,
+        &Default::default(),
+    )
+    .map_err(Error::Input)?;
     let ranks = read.programs.len() as u32;
     let texts = read
         .programs

@@ -23,8 +23,12 @@ pub fn stats(files: &[PathBuf]) -> Result<(TraceStats, Option<String>), Error> {
             compute_scale: 1.0,
             buffers: Default::default(),
         };
-        let read = hetsim_systems::mpi::otf2::read(&spec, hetsim_schema::mpi::Buffers::Device)
-            .map_err(Error::Input)?;
+        let read = hetsim_systems::mpi::otf2::read(
+            &spec,
+            hetsim_schema::mpi::Buffers::Device,
+            &Default::default(),
+        )
+        .map_err(Error::Input)?;
         let skipped: Vec<String> = read
             .skipped
             .iter()

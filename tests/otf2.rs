@@ -124,6 +124,30 @@ fn nonblocking_requests_collectives_and_sub_communicator_messages_replay() {
 }
 
 #[test]
+fn a_sub_communicator_keeps_its_ranks_and_tags_and_runs_its_collectives() {
+    // World ranks 1, 3 and 5 form a communicator: a message on it from its rank 2 (world 5)
+    // to its rank 0 (world 1), and an allreduce over it; forced recursive doubling on 3 ranks
+    // (fold, one exchange, unfold): 4 messages. Then a world barrier: dissemination on 6
+    // ranks, 6 x 3 messages. With the world message 0 -> 1: 1 + 1 + 4 + 18.
+    let s = summary(
+        &scenario(
+            "simplenet-64.ron",
+            6,
+            &host("subcomm", ""),
+            r#"collectives: (select: Tracer, force: {"allreduce": "recursive_doubling", "barrier": "dissemination"}, buffers: Host)"#,
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(s["mpi"]["messages"], 24, "{}", s["mpi"]);
+    // Bytes: 64 KiB + 16 KiB, 8 KiB in each of the allreduce's 4 messages.
+    assert_eq!(
+        s["mpi"]["bytes"].as_f64().unwrap(),
+        (64.0 + 16.0 + 4.0 * 8.0) * 1024.0
+    );
+}
+
+#[test]
 fn the_rank_count_must_match_the_archive() {
     let e = summary(&scenario("simplenet-64.ron", 3, &host("pingpong", ""), "").unwrap())
         .unwrap_err()

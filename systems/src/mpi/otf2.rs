@@ -17,8 +17,9 @@
 //!   received, reduce the bytes sent, allreduce the bytes sent over the communicator size,
 //!   alltoall(v) the bytes sent per destination, allgather(v) the bytes received per rank,
 //!   reduce_scatter(_block) the bytes sent (the whole vector), barrier. Collectives on
-//!   MPI_COMM_SELF are nothing. Gather, scatter, scans and collectives on communicators
-//!   that are not the whole world are errors: hetsim does not replay them.
+//!   MPI_COMM_SELF are nothing; on a smaller communicator they become their point-to-point
+//!   steps among its ranks (the algorithm the scenario's collectives choose for its size),
+//!   in its own tag space. Gather, scatter and scans are errors: hetsim does not replay them.
 //! - **Buffers.** A message's buffer is on the GPU or in host memory by the most specific of:
 //!   the record's attribute ([`GpuBuffers::attribute`], an integer, nonzero for GPU), the MPI
 //!   call's region name, the communicator's name, the workload's `buffers` (GPU by default,
@@ -31,9 +32,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use hetsim_schema::mpi::{Buffers, GpuBuffers, Otf2Program};
+use hetsim_schema::mpi::{Buffers, CollectiveSpec, GpuBuffers, Otf2Program};
 use otf2::{Archive, CollectiveOp, Definitions, EventKind};
 
+use super::collectives::{self, Policy};
 use super::program::{Coll, Loc, Op, Program, Step};
 
 /// The flop rate compute gaps are expressed in (1 Gflop/s, SimGrid's usual host speed).
@@ -51,8 +53,14 @@ pub struct Otf2Programs {
 }
 
 /// Reads every rank's program of the archive `spec.path`; buffers are at `default` where no
-/// rule of `spec.buffers` says otherwise.
-pub fn read(spec: &Otf2Program, default: Buffers) -> Result<Otf2Programs, String> {
+/// rule of `spec.buffers` says otherwise; collectives on communicators smaller than the world
+/// are expanded with the algorithms `collectives` chooses.
+pub fn read(
+    spec: &Otf2Program,
+    default: Buffers,
+    collectives: &CollectiveSpec,
+) -> Result<Otf2Programs, String> {
+    let policy = super::setup::policy_of(collectives)?;
     let archive = Archive::open(&spec.path).map_err(|e| e.to_string())?;
     let world = World::of(&archive.defs)?;
     let gpu_attribute = archive
@@ -77,6 +85,9 @@ pub fn read(spec: &Otf2Program, default: Buffers) -> Result<Otf2Programs, String
             gpu_attribute,
             ticks: archive.defs.clock.resolution.max(1) as f64,
             scale: spec.compute_scale,
+            me: rank as u32,
+            policy: &policy,
+            comm_calls: HashMap::new(),
             steps: Vec::new(),
             last: None,
             entered: false,
@@ -212,6 +223,11 @@ struct Reader<'a> {
     gpu_attribute: Option<u32>,
     ticks: f64,
     scale: f64,
+    /// This rank's world rank.
+    me: u32,
+    policy: &'a Policy,
+    /// Collectives so far per communicator smaller than the world.
+    comm_calls: HashMap<u32, u64>,
     /// Steps, `None` where a cancelled request was dropped.
     steps: Vec<Option<Step>>,
     /// The time of the rank's previous record (ticks).
@@ -501,17 +517,29 @@ impl Reader<'_> {
         if ranks.len() <= 1 {
             return Ok(());
         }
-        if Some(comm) != w.world_comm {
-            return Err(format!(
-                "{} on communicator {comm} (`{}`, {} of {} ranks): hetsim replays collectives on MPI_COMM_WORLD only",
-                op.name(),
-                name(comm),
-                ranks.len(),
-                w.locations.len()
-            ));
-        }
+        let world = Some(comm) == w.world_comm;
+        let me = if world {
+            self.me
+        } else {
+            ranks.iter().position(|&r| r == self.me).ok_or_else(|| {
+                format!(
+                    "{} on communicator {comm} (`{}`), which this rank is not in",
+                    op.name(),
+                    name(comm)
+                )
+            })? as u32
+        };
         let p = ranks.len() as f64;
-        let root_rank = || w.world_rank(comm, root);
+        // Roots are communicator ranks: the world's for a world collective.
+        let root_rank = || {
+            if root as usize >= ranks.len() {
+                Err(format!("root {root} is not a rank of communicator {comm}"))
+            } else if world {
+                w.world_rank(comm, root)
+            } else {
+                Ok(root)
+            }
+        };
         let coll = match op {
             CollectiveOp::Barrier => Coll::Barrier,
             CollectiveOp::Bcast => Coll::Bcast {
@@ -544,7 +572,67 @@ impl Reader<'_> {
                 ));
             }
         };
-        self.push(Op::Coll(coll), n);
+        if world {
+            self.push(Op::Coll(coll), n);
+            return Ok(());
+        }
+        // A smaller communicator: the collective's point-to-point steps among its ranks, in
+        // the communicator's own tag space, expanded as the policy chooses.
+        let seq = self.comm_calls.entry(comm).or_default();
+        let ops = collectives::expand(coll, me, ranks.len() as u32, *seq, self.policy);
+        *seq += 1;
+        let shift = (comm as i64 + 1) << 36;
+        let ranks = ranks.clone();
+        for op in ops {
+            let op = match op {
+                Op::Isend {
+                    dst,
+                    tag,
+                    bytes,
+                    loc,
+                } => Op::Isend {
+                    dst: ranks[dst as usize],
+                    tag: tag - shift,
+                    bytes,
+                    loc,
+                },
+                Op::Send {
+                    dst,
+                    tag,
+                    bytes,
+                    loc,
+                } => Op::Send {
+                    dst: ranks[dst as usize],
+                    tag: tag - shift,
+                    bytes,
+                    loc,
+                },
+                Op::Irecv {
+                    src,
+                    tag,
+                    bytes,
+                    loc,
+                } => Op::Irecv {
+                    src: ranks[src as usize] as i64,
+                    tag: tag - shift,
+                    bytes,
+                    loc,
+                },
+                Op::Recv {
+                    src,
+                    tag,
+                    bytes,
+                    loc,
+                } => Op::Recv {
+                    src: ranks[src as usize] as i64,
+                    tag: tag - shift,
+                    bytes,
+                    loc,
+                },
+                other => other,
+            };
+            self.push(op, n);
+        }
         Ok(())
     }
 

@@ -36,7 +36,7 @@ pub fn build(
             generators::generate(g, cfg.ranks)
         }
         ProgramSpec::Otf2(spec) => {
-            let read = super::otf2::read(spec, cfg.buffers)
+            let read = super::otf2::read(spec, cfg.buffers, &cfg.collectives)
                 .map_err(|e| format!("workload.Mpi.program.Otf2: {e}"))?;
             if read.programs.len() != cfg.ranks as usize {
                 return Err(format!(
@@ -117,7 +117,7 @@ fn expanded_buffers(p: &mut program::Program, buffers: Buffers) {
 }
 
 /// The collective policy of the scenario; unknown names are errors with their field.
-fn policy_of(spec: &CollectiveSpec) -> Result<collectives::Policy, String> {
+pub(super) fn policy_of(spec: &CollectiveSpec) -> Result<collectives::Policy, String> {
     let force = spec
         .force
         .iter()
