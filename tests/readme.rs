@@ -126,6 +126,7 @@ fn run_command(cmd: &str, dir: &Path) {
         "systems",
         "validate",
         "trace-stats",
+        "convert",
         "merge",
         "flows",
         "p2p",

@@ -6,7 +6,8 @@ a COMM_LOCATIONS group of every location, MPI_COMM_WORLD over a COMM_GROUP of ev
 MPI_COMM_SELF, and sub-communicators over COMM_GROUPs of world ranks. Timestamps are
 nanoseconds (timer resolution 1e9), so the gaps hetsim replays are exact.
 
-Usage: /usr/bin/python3 tools/otf2-archives.py [OUT_DIR]   (default tests/data/otf2)
+Usage: /usr/bin/python3 tools/otf2-archives.py [OUT_DIR]   (default tests/data/otf2; the
+ring of `nonblocking` also goes to scenarios/traces/otf2-ring/, the shipped example)
 """
 import os
 import shutil
@@ -128,10 +129,10 @@ def pingpong(out, name, compute_ns):
     a.close()
 
 
-def nonblocking(out):
+def nonblocking(out, name="nonblocking"):
     """A ring of 4: Irecv from the left, Isend to the right, Waitall; an MPI_Test that
     fails before a wait; a cancelled receive; MPI_Wait on one request."""
-    a = Archive(out, "nonblocking", 4)
+    a = Archive(out, name, 4)
     n = 4
     for r in range(n):
         a.init(r)
@@ -316,6 +317,9 @@ def main():
     pingpong(out, "pingpong", 0)
     pingpong(out, "pingpong-compute", 10_000)
     nonblocking(out)
+    # The shipped example (scenarios/mpi-otf2.ron) is the same ring.
+    nonblocking(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scenarios",
+                             "traces"), "otf2-ring")
     collectives(out)
     gather(out)
     subcomm(out)
