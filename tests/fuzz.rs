@@ -176,15 +176,26 @@ fn trace() -> impl Strategy<Value = String> {
         "alltoall",
         "reduce_scatter",
         "sendrecv",
+        // SMPI's dialect (smpirun -trace-ti).
+        "sendRecv",
+        "test",
+        "gather",
+        "scatter",
+        "gatherv",
+        "scatterv",
+        "allgatherv",
+        "alltoallv",
+        "reducescatter",
         "frobnicate",
     ]);
     let arg = prop_oneof![
         4 => (0u32..3).prop_map(|v| v.to_string()),
+        1 => prop::sample::select(vec!["6", "0", "57", "99", "-1"]).prop_map(String::from),
         2 => number(),
         1 => Just("device".to_string()),
         1 => Just("host".to_string()),
     ];
-    let line = (0u32..3, op, prop::collection::vec(arg, 0..4))
+    let line = (0u32..3, op, prop::collection::vec(arg, 0..7))
         .prop_map(|(r, op, args)| format!("{r} {op} {}", args.join(" ")));
     prop::collection::vec(line, 0..12).prop_map(|l| l.join("\n"))
 }
@@ -269,6 +280,50 @@ proptest! {
         }
     }
 
+    /// OTF2 archives with bytes flipped anywhere (anchor, definitions, local definitions,
+    /// events): refused with a message, or replayed to a finite end.
+    #[test]
+    fn a_flipped_otf2_archive_is_refused_or_runs_to_a_finite_end(
+        file in prop::sample::select(vec!["traces.otf2", "traces.def", "traces/0.def", "traces/0.evt", "traces/2.evt"]),
+        flips in prop::collection::vec((any::<usize>(), any::<u8>()), 1..4),
+    ) {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/otf2/nonblocking");
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        std::fs::create_dir_all(dir.join("traces")).unwrap();
+        for f in ["traces.otf2", "traces.def"] {
+            std::fs::copy(src.join(f), dir.join(f)).unwrap();
+        }
+        for r in 0..4 {
+            for ext in ["def", "evt"] {
+                let f = format!("traces/{r}.{ext}");
+                std::fs::copy(src.join(&f), dir.join(&f)).unwrap();
+            }
+        }
+        let target = dir.join(file);
+        let mut bytes = std::fs::read(&target).unwrap();
+        for &(at, x) in &flips {
+            let i = at % bytes.len();
+            bytes[i] ^= x.max(1);
+        }
+        std::fs::write(&target, bytes).unwrap();
+        let text = format!(
+            "Scenario(name: \"o\", platform: {}, workload: Mpi(ranks: 4, program: Otf2({:?})), limits: (max_events: 100000))",
+            PLATFORM.replace("nodes: 2", "nodes: 4"),
+            dir.join("traces.otf2").display().to_string()
+        );
+        let Ok(s) = parse_scenario(&text, "o.ron", Path::new("."), &[]) else {
+            return Ok(());
+        };
+        match hetsim::simulate_report(&s, &opts()) {
+            Ok(report) => {
+                let sim = report.summary["sim_time_s"].as_f64().unwrap();
+                prop_assert!(sim.is_finite() && sim >= 0.0);
+            }
+            Err(e) => prop_assert!(!e.to_string().is_empty()),
+        }
+    }
+
     /// `--set` of any value on the fields users change most, on the embedded what-if files.
     #[test]
     fn a_set_value_is_refused_or_builds(
@@ -311,6 +366,16 @@ proptest! {
 /// valid, or they would test only the parser's first error.
 #[test]
 fn the_fuzzed_shapes_are_valid_when_their_values_are() {
+    // The OTF2 property's archive runs as it is (flips then make it fail or change).
+    let anchor =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/otf2/nonblocking/traces.otf2");
+    let text = format!(
+        "Scenario(name: \"o\", platform: {}, workload: Mpi(ranks: 4, program: Otf2({:?})))",
+        PLATFORM.replace("nodes: 2", "nodes: 4"),
+        anchor.display().to_string()
+    );
+    let s = parse_scenario(&text, "o.ron", Path::new("."), &[]).unwrap();
+    hetsim::simulate_report(&s, &opts()).unwrap();
     let flows = FlowScenario {
         links: vec![("1GB/s".into(), "1us".into())],
         flows: vec![(vec![0], "1MB".into(), "0s".into())],
