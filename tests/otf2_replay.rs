@@ -352,3 +352,45 @@ fn trace_stats_reads_an_archive() {
     );
     assert!(text.contains("OTF2: "), "{text}");
 }
+
+#[test]
+fn a_message_on_an_undefined_communicator_names_the_file_event_and_byte() {
+    use otf2::EventKind as E;
+    use otf2::write::{ArchiveWriter, MpiDefinitions};
+    let tmp = tempfile::tempdir().unwrap();
+    let defs = MpiDefinitions {
+        ranks: 2,
+        resolution: 1_000_000_000,
+        regions: vec!["MPI_Send".into(), "MPI_Recv".into()],
+    };
+    let mut w = ArchiveWriter::create(tmp.path(), defs, 1 << 20).unwrap();
+    let send = |comm| E::MpiSend {
+        receiver: 1,
+        comm,
+        tag: 0,
+        length: 8,
+    };
+    // Rank 0's second message names communicator 7, which the definitions do not have.
+    w.events(
+        0,
+        [
+            (10, E::Enter { region: 0 }),
+            (20, send(0)),
+            (30, E::Leave { region: 0 }),
+            (40, E::Enter { region: 0 }),
+            (50, send(7)),
+        ],
+    )
+    .unwrap();
+    w.events(1, [(10, E::Enter { region: 1 })]).unwrap();
+    let anchor = w.finish().unwrap();
+    let program = format!("Otf2({:?})", anchor.display().to_string());
+    let e = summary(&scenario("simplenet-64.ron", 2, &program, "").unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("traces/0.evt, location 0, event 5 (byte ")
+            && e.contains("communicator 7 is not defined"),
+        "{e}"
+    );
+}
