@@ -6,8 +6,8 @@ use std::fmt::Write;
 use std::path::PathBuf;
 
 use hetsim_output::headline::binary_bytes as size;
-use hetsim_systems::mpi::program::{parse_traces, trace_ranks};
 use hetsim_systems::mpi::stats::{TraceStats, bucket_range, summarise};
+use hetsim_systems::mpi::ti::{parse_traces, trace_ranks};
 
 use crate::Error;
 

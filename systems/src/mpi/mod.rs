@@ -56,6 +56,7 @@ mod rank;
 mod setup;
 pub mod smpi;
 pub mod stats;
+pub mod ti;
 
 use bevy_app::{App, Plugin};
 use bevy_ecs::prelude::*;

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::collections::HashSet;
 
-use hetsim_schema::mpi::{Buffers, CollectiveSpec, MpiSpec, Placement, ProgramSpec};
+use hetsim_schema::mpi::{Buffers, MpiSpec, Placement, ProgramSpec};
 
 use super::collectives;
 use super::generators;
@@ -26,9 +26,49 @@ pub fn build(
         return Err("workload.Mpi.ranks: expected at least one rank".into());
     }
     let placed = place(cfg, nodes, gpus)?;
-    let programs = match &cfg.program {
+    let programs = programs_of(cfg)?;
+    // The speed of a program's `compute` flops: the scenario's, OTF2's conversion rate, or
+    // the rank's GPU.
+    let compute_speed = cfg.compute_speed.map(|s| s.0).or(match cfg.program {
+        ProgramSpec::Otf2(_) => Some(super::otf2::FLOPS_PER_SECOND),
+        _ => None,
+    });
+    check_collectives_agree(&programs).map_err(|e| format!("workload.Mpi.program: {e}"))?;
+    let ranks: Vec<RankRt> = placed
+        .iter()
+        .zip(programs)
+        .map(|(&(node, gpu), program)| {
+            let speed =
+                compute_speed.unwrap_or_else(|| speeds.get(&(node, gpu)).copied().unwrap_or(1e12));
+            check_compute_times(&program, speed)?;
+            Ok(RankRt::new(program, node, gpu, speed))
+        })
+        .collect::<Result<_, String>>()?;
+    let policy = collectives::Policy::of(&cfg.collectives)?;
+    if cfg.protocol.copy_queues == 0 {
+        return Err("workload.Mpi.protocol.copy_queues: expected at least 1".into());
+    }
+    if cfg.protocol.eager_credits == 0 {
+        return Err("workload.Mpi.protocol.eager_credits: expected at least 1".into());
+    }
+    let ends = ranks
+        .iter()
+        .map(|r| RankEnds {
+            node: r.node,
+            gpu: r.gpu,
+            host: Endpoint::Host { node: r.node },
+        })
+        .collect();
+    let msgs = Messages::new(cfg.protocol.clone(), ends, nodes as usize, switches);
+    Ok(Job::new(ranks, msgs, policy, cfg.protocol.call_overhead.0))
+}
+
+/// Every rank's program, checked: the requests they wait for exist, expanded collectives
+/// keep their buffers where the collectives' setting says.
+fn programs_of(cfg: &MpiSpec) -> Result<Vec<program::Program>, String> {
+    let mut programs = match &cfg.program {
         ProgramSpec::TraceText(texts) => {
-            program::parse_traces_with(texts, cfg.ranks, loc_of(cfg.buffers))
+            super::ti::parse_traces_with(texts, cfg.ranks, loc_of(cfg.buffers))
                 .map_err(|e| format!("workload.Mpi.program: {e}"))?
         }
         ProgramSpec::Generator(g) => {
@@ -52,45 +92,11 @@ pub fn build(
             return Err("workload.Mpi.program: trace files were not read by the loader".into());
         }
     };
-    let mut programs = programs;
     for p in &mut programs {
         program::check_waits(p).map_err(|e| format!("workload.Mpi.program: {e}"))?;
         expanded_buffers(p, cfg.collectives.buffers);
     }
-    // The speed of a program's `compute` flops: the scenario's, OTF2's conversion rate, or
-    // the rank's GPU.
-    let compute_speed = cfg.compute_speed.map(|s| s.0).or(match cfg.program {
-        ProgramSpec::Otf2(_) => Some(super::otf2::FLOPS_PER_SECOND),
-        _ => None,
-    });
-    check_collectives_agree(&programs).map_err(|e| format!("workload.Mpi.program: {e}"))?;
-    let ranks: Vec<RankRt> = placed
-        .iter()
-        .zip(programs)
-        .map(|(&(node, gpu), program)| {
-            let speed =
-                compute_speed.unwrap_or_else(|| speeds.get(&(node, gpu)).copied().unwrap_or(1e12));
-            check_compute_times(&program, speed)?;
-            Ok(RankRt::new(program, node, gpu, speed))
-        })
-        .collect::<Result<_, String>>()?;
-    let policy = policy_of(&cfg.collectives)?;
-    if cfg.protocol.copy_queues == 0 {
-        return Err("workload.Mpi.protocol.copy_queues: expected at least 1".into());
-    }
-    if cfg.protocol.eager_credits == 0 {
-        return Err("workload.Mpi.protocol.eager_credits: expected at least 1".into());
-    }
-    let ends = ranks
-        .iter()
-        .map(|r| RankEnds {
-            node: r.node,
-            gpu: r.gpu,
-            host: Endpoint::Host { node: r.node },
-        })
-        .collect();
-    let msgs = Messages::new(cfg.protocol.clone(), ends, nodes as usize, switches);
-    Ok(Job::new(ranks, msgs, policy, cfg.protocol.call_overhead.0))
+    Ok(programs)
 }
 
 fn loc_of(b: Buffers) -> Loc {
@@ -114,28 +120,6 @@ fn expanded_buffers(p: &mut program::Program, buffers: Buffers) {
             _ => {}
         }
     }
-}
-
-/// The collective policy of the scenario; unknown names are errors with their field.
-pub(super) fn policy_of(spec: &CollectiveSpec) -> Result<collectives::Policy, String> {
-    let force = spec
-        .force
-        .iter()
-        .map(|(coll, algo)| {
-            collectives::Algo::parse(coll, algo)
-                .map(|a| (coll.clone(), a))
-                .map_err(|e| format!("workload.Mpi.collectives.force.{coll}: {e}"))
-        })
-        .collect::<Result<_, _>>()?;
-    Ok(collectives::Policy {
-        select: spec.select,
-        force,
-        reduce_cost: spec.reduce_cost.0,
-        loc: match spec.buffers {
-            Buffers::Device => Loc::Device,
-            Buffers::Host => Loc::Host,
-        },
-    })
 }
 
 /// Every compute step's time at its GPU's speed is within simulated time: `compute 1e40` in

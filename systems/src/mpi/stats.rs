@@ -184,7 +184,7 @@ impl TraceStats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mpi::program::parse_traces;
+    use crate::mpi::ti::parse_traces;
 
     #[test]
     fn a_trace_is_summarised_by_size_partner_phase_and_collective() {

@@ -124,71 +124,103 @@ fn reduce_scatter_gather(s: &mut Steps, root: u32, bytes: f64) {
 /// share links with them. That is what SMPI measures, and what this replays.
 fn rab(s: &mut Steps, root: u32, bytes: f64) {
     let (me, p) = (s.me, s.p);
-    let q = prev_pow2(p);
-    let levels = q.trailing_zeros() as usize;
-    let r = p - q;
-    let half = (bytes / 2.0).floor();
-    if me < 2 * r {
-        if me % 2 == 0 {
-            s.exchange(me + 1, bytes - half, me + 1, half);
-            s.reduce(half);
-            s.recv(me + 1, bytes - half);
-        } else {
-            s.exchange(me - 1, half, me - 1, bytes - half);
-            s.reduce(bytes - half);
-            s.send(me - 1, bytes - half);
-        }
-    }
-    let old = |v: u32| if v < r { 2 * v } else { v + r };
-    let mut virt = (me >= 2 * r || me % 2 == 0).then(|| if me < 2 * r { me / 2 } else { me - r });
-    // Per level: (lower part's size, upper part's size) of the vector this rank halves.
-    let mut parts: Vec<(f64, f64)> = Vec::with_capacity(levels);
-    let mut count = bytes;
-    if let Some(v) = virt {
-        for idx in 0..levels {
-            let base = 1u32 << idx;
-            let (lower, upper) = ((count / 2.0).floor(), count - (count / 2.0).floor());
-            parts.push((lower, upper));
-            if (v / base).is_multiple_of(2) {
-                s.exchange(old(v + base), upper, old(v + base), lower);
-                count = lower;
-            } else {
-                s.exchange(old(v - base), lower, old(v - base), upper);
-                count = upper;
-            }
-            s.reduce(count);
-        }
-    }
-    let odd_root = root < 2 * r && root % 2 == 1;
-    let vroot = if odd_root {
-        0
-    } else if root < 2 * r {
-        root / 2
-    } else {
-        root - r
+    let r = p - prev_pow2(p);
+    rab_fold(s, r, bytes);
+    let virt =
+        (me >= 2 * r || me.is_multiple_of(2)).then(|| if me < 2 * r { me / 2 } else { me - r });
+    let (parts, count) = match virt {
+        Some(v) => rab_halving(s, v, r, bytes),
+        None => (Vec::new(), bytes),
     };
-    if odd_root {
-        if me == 0 {
-            s.send(root, count);
-            virt = None;
+    rab_gather(s, root, virt, parts, count, bytes);
+}
+
+/// The ranks below 2r pair up: halves exchanged, the upper half reduced on the odd rank and
+/// sent back to the even one, which goes on.
+fn rab_fold(s: &mut Steps, r: u32, bytes: f64) {
+    let me = s.me;
+    let half = (bytes / 2.0).floor();
+    if me >= 2 * r {
+        return;
+    }
+    if me.is_multiple_of(2) {
+        s.exchange(me + 1, bytes - half, me + 1, half);
+        s.reduce(half);
+        s.recv(me + 1, bytes - half);
+    } else {
+        s.exchange(me - 1, half, me - 1, bytes - half);
+        s.reduce(bytes - half);
+        s.send(me - 1, bytes - half);
+    }
+}
+
+/// The old rank of virtual rank `v` when the ranks below 2r folded.
+fn rab_old(v: u32, r: u32) -> u32 {
+    if v < r { 2 * v } else { v + r }
+}
+
+/// Recursive halving at distances 1, 2, 4 ...: the lower rank of a pair keeps the lower part.
+/// Returns each level's (lower, upper) sizes and the block this rank ends with.
+fn rab_halving(s: &mut Steps, v: u32, r: u32, bytes: f64) -> (Vec<(f64, f64)>, f64) {
+    let levels = prev_pow2(s.p).trailing_zeros() as usize;
+    let mut parts = Vec::with_capacity(levels);
+    let mut count = bytes;
+    for idx in 0..levels {
+        let base = 1u32 << idx;
+        let lower = (count / 2.0).floor();
+        let upper = count - lower;
+        parts.push((lower, upper));
+        if (v / base).is_multiple_of(2) {
+            s.exchange(rab_old(v + base, r), upper, rab_old(v + base, r), lower);
+            count = lower;
+        } else {
+            s.exchange(rab_old(v - base, r), lower, rab_old(v - base, r), upper);
+            count = upper;
         }
-        if me == root {
-            // The root takes virtual rank 0's place: its parts are the lower halves.
-            let mut c = bytes;
-            parts = (0..levels)
-                .map(|_| {
-                    let lower = (c / 2.0).floor();
-                    let part = (lower, c - lower);
-                    c = lower;
-                    part
-                })
-                .collect();
-            s.recv(0, c);
-            virt = Some(0);
-        }
+        s.reduce(count);
+    }
+    (parts, count)
+}
+
+/// The gather to the root, from the largest distance down; every rank in every round, as
+/// SMPI's loop runs (see [`rab`]). An odd root below 2r first takes virtual rank 0's block.
+fn rab_gather(
+    s: &mut Steps,
+    root: u32,
+    mut virt: Option<u32>,
+    mut parts: Vec<(f64, f64)>,
+    count: f64,
+    bytes: f64,
+) {
+    let (me, p) = (s.me, s.p);
+    let r = p - prev_pow2(p);
+    let levels = prev_pow2(p).trailing_zeros() as usize;
+    let odd_root = root < 2 * r && !root.is_multiple_of(2);
+    let vroot = match (odd_root, root < 2 * r) {
+        (true, _) => 0,
+        (false, true) => root / 2,
+        (false, false) => root - r,
+    };
+    if odd_root && me == 0 {
+        s.send(root, count);
+        virt = None;
+    }
+    if odd_root && me == root {
+        // The root takes virtual rank 0's place: its parts are the lower halves.
+        let mut c = bytes;
+        parts = (0..levels)
+            .map(|_| {
+                let lower = (c / 2.0).floor();
+                let part = (lower, c - lower);
+                c = lower;
+                part
+            })
+            .collect();
+        s.recv(0, c);
+        virt = Some(0);
     }
     let Some(v) = virt else { return };
-    let peer = |x: u32| if x == vroot { root } else { old(x) };
+    let peer = |x: u32| if x == vroot { root } else { rab_old(x, r) };
     for idx in (0..levels).rev() {
         let base = 1u32 << idx;
         let (lower, upper) = parts[idx];

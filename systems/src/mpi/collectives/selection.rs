@@ -102,6 +102,28 @@ pub struct Policy {
 }
 
 impl Policy {
+    /// The collective policy of a scenario; unknown names are errors with their field.
+    pub fn of(spec: &hetsim_schema::mpi::CollectiveSpec) -> Result<Policy, String> {
+        let force = spec
+            .force
+            .iter()
+            .map(|(coll, algo)| {
+                Algo::parse(coll, algo)
+                    .map(|a| (coll.clone(), a))
+                    .map_err(|e| format!("workload.Mpi.collectives.force.{coll}: {e}"))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Policy {
+            select: spec.select,
+            force,
+            reduce_cost: spec.reduce_cost.0,
+            loc: match spec.buffers {
+                hetsim_schema::mpi::Buffers::Device => Loc::Device,
+                hetsim_schema::mpi::Buffers::Host => Loc::Host,
+            },
+        })
+    }
+
     /// The algorithm for `coll` on `p` ranks.
     pub fn choose(&self, coll: &Coll, p: u32) -> Algo {
         if let Some((_, a)) = self.force.iter().find(|(n, _)| *n == coll.name()) {
