@@ -177,7 +177,8 @@ enum Command {
     #[command(name = "trace-stats")]
     TraceStats {
         /// One time-independent trace with every rank's lines, one file per rank (rank
-        /// order), SMPI's index file, or an OTF2 archive's anchor file (traces.otf2).
+        /// order), SMPI's index file, an OTF2 archive's anchor file (traces.otf2), or Chakra
+        /// execution traces (NAME.RANK.et, gzip-compressed or not).
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
@@ -245,6 +246,9 @@ fn main() -> ExitCode {
             set,
             disable,
         } => validate(&scenario, &set, disable),
+        Command::TraceStats { files } if hetsim::tracestats::is_chakra(&files) => {
+            hetsim::tracestats::chakra_report(&files).map(|r| print!("{r}"))
+        }
         Command::TraceStats { files } => hetsim::tracestats::stats(&files).map(|(s, note)| {
             print!("{}", hetsim::tracestats::report(&s));
             if let Some(note) = note {

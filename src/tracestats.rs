@@ -65,6 +65,81 @@ pub fn stats(files: &[PathBuf]) -> Result<(TraceStats, Option<String>), Error> {
     Ok((summarise(&programs), None))
 }
 
+/// Whether the files are Chakra execution traces (`.et`, `.et.gz`).
+pub fn is_chakra(files: &[PathBuf]) -> bool {
+    !files.is_empty()
+        && files.iter().all(|f| {
+            let name = f.to_string_lossy();
+            name.ends_with(".et") || name.ends_with(".et.gz")
+        })
+}
+
+/// What Chakra execution traces hold, one report per rank's file: nodes per type, compute,
+/// collectives by kind and process group, the critical path of the data dependencies.
+pub fn chakra_report(files: &[PathBuf]) -> Result<String, Error> {
+    let mut out = String::new();
+    for f in files {
+        let et = chakra::EtFile::read(f).map_err(|e| Error::Input(e.to_string()))?;
+        let s =
+            chakra::stats::stats(&et).map_err(|e| Error::Input(format!("{}: {e}", f.display())))?;
+        let ms = |us: u64| format!("{:.3} ms", us as f64 / 1e3);
+        let w = &mut out;
+        let version = if et.version.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", et.version)
+        };
+        let _ = writeln!(
+            w,
+            "{} (Chakra ET{version}): {} nodes",
+            f.display(),
+            et.nodes.len()
+        );
+        let types: Vec<String> = s.nodes.iter().map(|(t, n)| format!("{t} {n}")).collect();
+        let _ = writeln!(w, "  nodes: {}", types.join(", "));
+        let _ = writeln!(
+            w,
+            "  compute: {} GPU kernels, {}; {} CPU operators, {}",
+            s.kernels.0,
+            ms(s.kernels.1),
+            s.cpu_ops.0,
+            ms(s.cpu_ops.1)
+        );
+        for ((kind, pg), &(n, bytes, largest, us)) in &s.collectives {
+            let pg = if pg.is_empty() {
+                "all ranks"
+            } else {
+                pg.as_str()
+            };
+            let _ = writeln!(
+                w,
+                "  collective {kind:<14} ({pg}): {n} calls, {} (largest {}), {} as traced",
+                size(bytes as f64),
+                size(largest as f64),
+                ms(us)
+            );
+        }
+        if s.p2p.0 > 0 {
+            let _ = writeln!(
+                w,
+                "  point-to-point: {} send/recv nodes, {}",
+                s.p2p.0,
+                size(s.p2p.1 as f64)
+            );
+        }
+        let _ = writeln!(
+            w,
+            "  critical path through data_deps: {} over {} nodes",
+            ms(s.critical_path.0),
+            s.critical_path.1
+        );
+        if s.dangling > 0 {
+            let _ = writeln!(w, "  {} dependencies name no node of the file", s.dangling);
+        }
+    }
+    Ok(out)
+}
+
 /// The report `hetsim trace-stats` prints.
 pub fn report(s: &TraceStats) -> String {
     let mut out = String::new();
