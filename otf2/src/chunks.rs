@@ -7,6 +7,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::Error;
+use crate::buffer::{Cursor, Decoded};
 
 pub const END_OF_CHUNK: u8 = 0;
 pub const END_OF_BUFFER: u8 = 1;
@@ -92,5 +93,34 @@ impl Chunks {
             }),
             b => Err(self.error(1, format!("unknown endianness byte {b:#04x}"))),
         }
+    }
+
+    /// Calls `record(type, cursor)` for every record of the file, chunk after chunk, up to
+    /// its end-of-file record; a file that ends without one is an error (truncated), and a
+    /// record `record` cannot decode is one naming its `what`, type and offset.
+    pub fn each_record(
+        &mut self,
+        what: &str,
+        mut record: impl FnMut(u8, &mut Cursor) -> Decoded<()>,
+    ) -> Result<(), Error> {
+        while self.next()? {
+            let mut c = Cursor::at(&self.data, HEADER_LEN);
+            loop {
+                let at = c.pos();
+                let t = c
+                    .u8("a record type")
+                    .map_err(|f| self.error(f.at, f.what))?;
+                match t {
+                    END_OF_CHUNK => break,
+                    END_OF_FILE | END_OF_BUFFER => return Ok(()),
+                    _ => record(t, &mut c)
+                        .map_err(|f| self.error(f.at, format!("{what} {t} at {at}: {}", f.what)))?,
+                }
+            }
+        }
+        Err(self.error(
+            self.data.len(),
+            "the file ends without an end-of-file record (truncated?)",
+        ))
     }
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crate::Error;
 use crate::buffer::{Cursor, Decoded};
-use crate::chunks::{self, Chunks};
+use crate::chunks::Chunks;
 
 const CLOCK_PROPERTIES: u8 = 5;
 const STRING: u8 = 10;
@@ -184,26 +184,8 @@ impl Definitions {
     pub fn read(path: &Path, chunk_size: u64) -> Result<Definitions, Error> {
         let mut chunks = Chunks::open(path, None, chunk_size)?;
         let mut defs = Definitions::default();
-        while chunks.next()? {
-            let mut c = Cursor::at(&chunks.data, chunks::HEADER_LEN);
-            loop {
-                let at = c.pos();
-                let t = c
-                    .u8("a record type")
-                    .map_err(|f| chunks.error(f.at, f.what))?;
-                match t {
-                    chunks::END_OF_CHUNK => break,
-                    chunks::END_OF_FILE | chunks::END_OF_BUFFER => return Ok(defs),
-                    _ => defs.record(t, &mut c).map_err(|f| {
-                        chunks.error(f.at, format!("definition record {t} at {at}: {}", f.what))
-                    })?,
-                }
-            }
-        }
-        Err(chunks.error(
-            chunks.data.len(),
-            "the file ends without an end-of-file record (truncated?)",
-        ))
+        chunks.each_record("definition record", |t, c| defs.record(t, c))?;
+        Ok(defs)
     }
 
     fn record(&mut self, t: u8, c: &mut Cursor) -> Decoded<()> {

@@ -49,53 +49,51 @@ pub enum CollectiveOp {
     Other(u8),
 }
 
+/// OTF2's collective operations in the order of their codes (OTF2_CollectiveOp), with the
+/// names otf2-print gives them: one table for decoding, encoding and naming.
+const COLLECTIVE_OPS: [(CollectiveOp, &str); 17] = [
+    (CollectiveOp::Barrier, "BARRIER"),
+    (CollectiveOp::Bcast, "BCAST"),
+    (CollectiveOp::Gather, "GATHER"),
+    (CollectiveOp::Gatherv, "GATHERV"),
+    (CollectiveOp::Scatter, "SCATTER"),
+    (CollectiveOp::Scatterv, "SCATTERV"),
+    (CollectiveOp::Allgather, "ALLGATHER"),
+    (CollectiveOp::Allgatherv, "ALLGATHERV"),
+    (CollectiveOp::Alltoall, "ALLTOALL"),
+    (CollectiveOp::Alltoallv, "ALLTOALLV"),
+    (CollectiveOp::Alltoallw, "ALLTOALLW"),
+    (CollectiveOp::Allreduce, "ALLREDUCE"),
+    (CollectiveOp::Reduce, "REDUCE"),
+    (CollectiveOp::ReduceScatter, "REDUCE_SCATTER"),
+    (CollectiveOp::Scan, "SCAN"),
+    (CollectiveOp::Exscan, "EXSCAN"),
+    (CollectiveOp::ReduceScatterBlock, "REDUCE_SCATTER_BLOCK"),
+];
+
 impl CollectiveOp {
     fn from(b: u8) -> CollectiveOp {
-        use CollectiveOp::*;
-        match b {
-            0 => Barrier,
-            1 => Bcast,
-            2 => Gather,
-            3 => Gatherv,
-            4 => Scatter,
-            5 => Scatterv,
-            6 => Allgather,
-            7 => Allgatherv,
-            8 => Alltoall,
-            9 => Alltoallv,
-            10 => Alltoallw,
-            11 => Allreduce,
-            12 => Reduce,
-            13 => ReduceScatter,
-            14 => Scan,
-            15 => Exscan,
-            16 => ReduceScatterBlock,
-            b => Other(b),
+        COLLECTIVE_OPS
+            .get(b as usize)
+            .map_or(CollectiveOp::Other(b), |&(op, _)| op)
+    }
+
+    /// The operation's code in OTF2 records.
+    pub fn code(self) -> u8 {
+        match self {
+            CollectiveOp::Other(b) => b,
+            op => COLLECTIVE_OPS
+                .iter()
+                .position(|&(o, _)| o == op)
+                .expect("every named operation is in the table") as u8,
         }
     }
 
     /// The name otf2-print gives it (BARRIER, ALLREDUCE, ...).
     pub fn name(&self) -> String {
-        use CollectiveOp::*;
         match self {
-            Barrier => "BARRIER".into(),
-            Bcast => "BCAST".into(),
-            Gather => "GATHER".into(),
-            Gatherv => "GATHERV".into(),
-            Scatter => "SCATTER".into(),
-            Scatterv => "SCATTERV".into(),
-            Allgather => "ALLGATHER".into(),
-            Allgatherv => "ALLGATHERV".into(),
-            Alltoall => "ALLTOALL".into(),
-            Alltoallv => "ALLTOALLV".into(),
-            Alltoallw => "ALLTOALLW".into(),
-            Allreduce => "ALLREDUCE".into(),
-            Reduce => "REDUCE".into(),
-            ReduceScatter => "REDUCE_SCATTER".into(),
-            Scan => "SCAN".into(),
-            Exscan => "EXSCAN".into(),
-            ReduceScatterBlock => "REDUCE_SCATTER_BLOCK".into(),
-            Other(b) => format!("collective op {b}"),
+            CollectiveOp::Other(b) => format!("collective op {b}"),
+            op => COLLECTIVE_OPS[op.code() as usize].1.to_string(),
         }
     }
 }
@@ -434,5 +432,20 @@ impl EventReader {
         }
         c.set_pos(end)?;
         Ok(kind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collective_codes_round_trip_and_unknown_ones_stay_numbers() {
+        for b in 0..=255u8 {
+            assert_eq!(CollectiveOp::from(b).code(), b);
+        }
+        assert_eq!(CollectiveOp::from(11), CollectiveOp::Allreduce);
+        assert_eq!(CollectiveOp::Allreduce.name(), "ALLREDUCE");
+        assert_eq!(CollectiveOp::from(40).name(), "collective op 40");
     }
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::Error;
 use crate::buffer::{Cursor, Decoded};
-use crate::chunks::{self, Chunks};
+use crate::chunks::Chunks;
 
 const MAPPING_TABLE: u8 = 5;
 const CLOCK_OFFSET: u8 = 6;
@@ -44,21 +44,9 @@ impl LocalDefs {
         }
         let mut chunks = Chunks::open(path, Some(location), chunk_size)?;
         let mut offsets: Vec<(u64, i64)> = Vec::new();
-        'file: while chunks.next()? {
-            let mut c = Cursor::at(&chunks.data, chunks::HEADER_LEN);
-            loop {
-                let t = c
-                    .u8("a record type")
-                    .map_err(|f| chunks.error(f.at, f.what))?;
-                match t {
-                    chunks::END_OF_CHUNK => break,
-                    chunks::END_OF_FILE | chunks::END_OF_BUFFER => break 'file,
-                    _ => local
-                        .record(t, &mut c, &mut offsets)
-                        .map_err(|f| chunks.error(f.at, f.what))?,
-                }
-            }
-        }
+        chunks.each_record("local definition record", |t, c| {
+            local.record(t, c, &mut offsets)
+        })?;
         local.intervals = intervals(&offsets);
         Ok(local)
     }

@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::{CollectiveOp, Error, EventKind};
+use crate::{Error, EventKind};
 
 const MAGIC: &str = "OTF2";
 const TIMESTAMP: u8 = 5;
@@ -249,30 +249,6 @@ impl ArchiveWriter {
     }
 }
 
-fn op_code(op: CollectiveOp) -> u8 {
-    use CollectiveOp::*;
-    match op {
-        Barrier => 0,
-        Bcast => 1,
-        Gather => 2,
-        Gatherv => 3,
-        Scatter => 4,
-        Scatterv => 5,
-        Allgather => 6,
-        Allgatherv => 7,
-        Alltoall => 8,
-        Alltoallv => 9,
-        Alltoallw => 10,
-        Allreduce => 11,
-        Reduce => 12,
-        ReduceScatter => 13,
-        Scan => 14,
-        Exscan => 15,
-        ReduceScatterBlock => 16,
-        Other(b) => b,
-    }
-}
-
 /// One event's record (after its timestamp).
 fn encode(b: &mut Vec<u8>, k: &EventKind) {
     let mut f = Vec::new();
@@ -351,7 +327,7 @@ fn encode(b: &mut Vec<u8>, k: &EventKind) {
             sent,
             received,
         } => {
-            f.push(op_code(op));
+            f.push(op.code());
             u32c(&mut f, comm);
             u32c(&mut f, root);
             u(&mut f, sent);
