@@ -11,7 +11,6 @@
 
 use std::path::Path;
 
-use hetsim_schema::mpi::Otf2Program;
 use hetsim_systems::mpi::otf2;
 use hetsim_systems::mpi::smpi;
 
@@ -25,17 +24,7 @@ pub fn convert(input: &Path, output: &Path) -> Result<String, Error> {
             input.display()
         )));
     }
-    let spec = Otf2Program {
-        path: input.display().to_string(),
-        compute_scale: 1.0,
-        buffers: Default::default(),
-    };
-    let read = otf2::read(
-        &spec,
-        hetsim_schema::mpi::Buffers::Device,
-        &Default::default(),
-    )
-    .map_err(Error::Input)?;
+    let read = otf2::read_as_is(&input.display().to_string()).map_err(Error::Input)?;
     let ranks = read.programs.len() as u32;
     let texts = read
         .programs

@@ -3,7 +3,7 @@
 //! collectives and the computation.
 
 use std::fmt::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use hetsim_output::headline::binary_bytes as size;
 use hetsim_systems::mpi::stats::{TraceStats, bucket_range, summarise};
@@ -18,17 +18,8 @@ pub fn stats(files: &[PathBuf]) -> Result<(TraceStats, Option<String>), Error> {
     if let [f] = files
         && f.extension().is_some_and(|e| e == "otf2")
     {
-        let spec = hetsim_schema::mpi::Otf2Program {
-            path: f.display().to_string(),
-            compute_scale: 1.0,
-            buffers: Default::default(),
-        };
-        let read = hetsim_systems::mpi::otf2::read(
-            &spec,
-            hetsim_schema::mpi::Buffers::Device,
-            &Default::default(),
-        )
-        .map_err(Error::Input)?;
+        let read = hetsim_systems::mpi::otf2::read_as_is(&f.display().to_string())
+            .map_err(Error::Input)?;
         let skipped: Vec<String> = read
             .skipped
             .iter()
@@ -45,21 +36,14 @@ pub fn stats(files: &[PathBuf]) -> Result<(TraceStats, Option<String>), Error> {
         );
         return Ok((summarise(&read.programs), Some(note)));
     }
-    let read = |f: &PathBuf| {
-        hetsim_schema::load::read_input(f)
-            .map(|t| (f.display().to_string(), t))
-            .map_err(|e| Error::Input(format!("{}: {e}", f.display())))
+    let read = |name: &str| {
+        hetsim_schema::load::read_input(Path::new(name))
+            .map(|t| (name.to_string(), t))
+            .map_err(|e| format!("{name}: {e}"))
     };
-    let mut texts = files.iter().map(read).collect::<Result<Vec<_>, _>>()?;
-    if let [(_, text)] = texts.as_slice()
-        && let Some(listed) = hetsim_schema::load::index_entries(text)
-    {
-        let dir = files[0].parent().map(PathBuf::from).unwrap_or_default();
-        texts = listed
-            .iter()
-            .map(|e| read(&dir.join(e)))
-            .collect::<Result<Vec<_>, _>>()?;
-    }
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    let texts =
+        hetsim_schema::load::read_traces(&names, &read).map_err(|(_, e)| Error::Input(e))?;
     let ranks = trace_ranks(&texts).map_err(Error::Input)?;
     let programs = parse_traces(&texts, ranks).map_err(Error::Input)?;
     Ok((summarise(&programs), None))

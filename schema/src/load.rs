@@ -295,41 +295,45 @@ fn resolve_traces(
                     "expected at least one trace file",
                 ));
             }
-            let mut texts = files
-                .iter()
-                .enumerate()
-                .map(|(i, f)| {
-                    read(f)
-                        .map_err(|e| LoadError::new(label, format!("{path}.program.Trace[{i}]"), e))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            // SMPI's `-trace-ti` index: one file per rank, listed relative to the index.
-            if let [(_, text)] = texts.as_slice()
-                && let Some(listed) = index_entries(text)
-            {
-                let dir = Path::new(&files[0]).parent().unwrap_or(Path::new(""));
-                texts = listed
-                    .iter()
-                    .map(|entry| {
-                        read(&dir.join(entry).display().to_string()).map_err(|e| {
-                            LoadError::new(
-                                label,
-                                format!("{path}.program.Trace[0]"),
-                                format!("a file the index lists: {e}"),
-                            )
-                        })
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-            }
+            let texts = read_traces(files, read)
+                .map_err(|(i, e)| LoadError::new(label, format!("{path}.program.Trace[{i}]"), e))?;
             mpi.program = ProgramSpec::TraceText(texts);
         }
     }
     Ok(())
 }
 
+/// The texts of trace files read through `read`: one file that is an SMPI `-trace-ti` index
+/// stands for the per-rank files it lists, relative to it. An error gives the index in
+/// `files` of the file it comes from.
+pub fn read_traces(
+    files: &[String],
+    read: &ReadInclude<'_>,
+) -> Result<Vec<(String, String)>, (usize, String)> {
+    let texts = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| read(f).map_err(|e| (i, e)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let [(_, text)] = texts.as_slice() else {
+        return Ok(texts);
+    };
+    let Some(listed) = index_entries(text) else {
+        return Ok(texts);
+    };
+    let dir = Path::new(&files[0]).parent().unwrap_or(Path::new(""));
+    listed
+        .iter()
+        .map(|entry| {
+            read(&dir.join(entry).display().to_string())
+                .map_err(|e| (0, format!("a file the index lists: {e}")))
+        })
+        .collect()
+}
+
 /// The files an SMPI trace index lists (one path per line, as `smpirun -trace-ti` writes
 /// it), or None when the text is a trace itself (its lines start with a rank).
-pub fn index_entries(text: &str) -> Option<Vec<&str>> {
+fn index_entries(text: &str) -> Option<Vec<&str>> {
     let entries: Vec<&str> = text
         .lines()
         .map(str::trim)

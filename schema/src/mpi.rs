@@ -170,6 +170,17 @@ impl Default for GpuBuffers {
     }
 }
 
+impl Otf2Program {
+    /// The archive at `path` as it is: compute unscaled, no buffer rules.
+    pub fn at(path: impl Into<String>) -> Otf2Program {
+        Otf2Program {
+            path: path.into(),
+            compute_scale: 1.0,
+            buffers: GpuBuffers::default(),
+        }
+    }
+}
+
 impl<'de> Deserialize<'de> for Otf2Program {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         #[derive(Deserialize)]
@@ -191,11 +202,7 @@ impl<'de> Deserialize<'de> for Otf2Program {
             Full(Full),
         }
         let full = match Form::deserialize(d)? {
-            Form::Path(path) => Full {
-                path,
-                compute_scale: 1.0,
-                buffers: GpuBuffers::default(),
-            },
+            Form::Path(path) => return Ok(Otf2Program::at(path)),
             Form::Full(f) => f,
         };
         if !(full.compute_scale.is_finite() && full.compute_scale >= 0.0) {

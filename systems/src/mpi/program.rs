@@ -10,6 +10,16 @@ pub enum Loc {
     Device,
 }
 
+impl From<hetsim_schema::mpi::Buffers> for Loc {
+    /// Where a scenario's buffers setting puts a message's buffer.
+    fn from(b: hetsim_schema::mpi::Buffers) -> Loc {
+        match b {
+            hetsim_schema::mpi::Buffers::Device => Loc::Device,
+            hetsim_schema::mpi::Buffers::Host => Loc::Host,
+        }
+    }
+}
+
 pub const ANY: i64 = -1;
 
 /// A collective operation, expanded into point-to-point steps when it runs.

@@ -68,7 +68,7 @@ pub fn build(
 fn programs_of(cfg: &MpiSpec) -> Result<Vec<program::Program>, String> {
     let mut programs = match &cfg.program {
         ProgramSpec::TraceText(texts) => {
-            super::ti::parse_traces_with(texts, cfg.ranks, loc_of(cfg.buffers))
+            super::ti::parse_traces_with(texts, cfg.ranks, Loc::from(cfg.buffers))
                 .map_err(|e| format!("workload.Mpi.program: {e}"))?
         }
         ProgramSpec::Generator(g) => {
@@ -99,17 +99,10 @@ fn programs_of(cfg: &MpiSpec) -> Result<Vec<program::Program>, String> {
     Ok(programs)
 }
 
-fn loc_of(b: Buffers) -> Loc {
-    match b {
-        Buffers::Device => Loc::Device,
-        Buffers::Host => Loc::Host,
-    }
-}
-
 /// Collectives expanded into point-to-point steps when read (SMPI's gather, scatter and
 /// v-collectives) keep their buffers where the collectives' setting says.
 fn expanded_buffers(p: &mut program::Program, buffers: Buffers) {
-    let at = loc_of(buffers);
+    let at = Loc::from(buffers);
     for s in &mut p.steps {
         match &mut s.op {
             program::Op::Isend { tag, loc, .. } | program::Op::Irecv { tag, loc, .. }

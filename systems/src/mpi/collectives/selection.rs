@@ -117,10 +117,7 @@ impl Policy {
             select: spec.select,
             force,
             reduce_cost: spec.reduce_cost.0,
-            loc: match spec.buffers {
-                hetsim_schema::mpi::Buffers::Device => Loc::Device,
-                hetsim_schema::mpi::Buffers::Host => Loc::Host,
-            },
+            loc: Loc::from(spec.buffers),
         })
     }
 

@@ -98,6 +98,16 @@ pub fn read(
     Ok(out)
 }
 
+/// The programs of the archive at `path` as it is (GPU buffers, unscaled compute, the
+/// default collectives), for tools that look at a trace without a scenario.
+pub fn read_as_is(path: &str) -> Result<Otf2Programs, String> {
+    read(
+        &Otf2Program::at(path),
+        Buffers::Device,
+        &CollectiveSpec::default(),
+    )
+}
+
 /// One rank's steps; what it skipped and its host messages are added to `out`.
 fn read_rank(
     archive: &Archive,

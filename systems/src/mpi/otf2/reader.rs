@@ -101,23 +101,17 @@ impl<'a> Reader<'a> {
         });
         let region = self.regions.last().map(|&r| defs.region_name(r));
         let by_region = region.and_then(|n| buffers.regions.get(n).copied());
-        let comm_name = defs
-            .comms
-            .get(&comm)
-            .map(|c| defs.string(c.name))
-            .unwrap_or("");
-        let by_comm = buffers.comms.get(comm_name).copied();
-        match by_attribute
-            .or(by_region)
-            .or(by_comm)
-            .unwrap_or(self.ctx.default)
-        {
-            Buffers::Device => Loc::Device,
-            Buffers::Host => {
-                self.host_messages += 1;
-                Loc::Host
-            }
+        let by_comm = buffers.comms.get(self.comm_name(comm)).copied();
+        let loc = Loc::from(
+            by_attribute
+                .or(by_region)
+                .or(by_comm)
+                .unwrap_or(self.ctx.default),
+        );
+        if loc == Loc::Host {
+            self.host_messages += 1;
         }
+        loc
     }
 
     /// A message record as world peer, tag in its communicator's space, bytes, buffer.
@@ -418,12 +412,10 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    fn comm_name(&self, comm: u32) -> String {
+    /// A communicator's name ("" for an unknown one).
+    fn comm_name(&self, comm: u32) -> &'a str {
         let defs = self.ctx.defs;
-        defs.comms
-            .get(&comm)
-            .map(|c| defs.string(c.name).to_string())
-            .unwrap_or_default()
+        defs.comms.get(&comm).map_or("", |c| defs.string(c.name))
     }
 
     pub(super) fn finish(&mut self) -> Result<(), String> {
@@ -481,56 +473,20 @@ fn coll_of(op: CollectiveOp, root: u32, sent: u64, received: u64, p: f64) -> Res
 
 /// A step of a collective on a communicator: peers as world ranks, tags in the
 /// communicator's own space.
-fn in_communicator(op: Op, ranks: &[u32], comm: u32) -> Op {
+fn in_communicator(mut op: Op, ranks: &[u32], comm: u32) -> Op {
     let shift = (comm as i64 + 1) << 36;
-    let world = |r: u32| ranks[r as usize];
-    match op {
-        Op::Isend {
-            dst,
-            tag,
-            bytes,
-            loc,
-        } => Op::Isend {
-            dst: world(dst),
-            tag: tag - shift,
-            bytes,
-            loc,
-        },
-        Op::Send {
-            dst,
-            tag,
-            bytes,
-            loc,
-        } => Op::Send {
-            dst: world(dst),
-            tag: tag - shift,
-            bytes,
-            loc,
-        },
-        Op::Irecv {
-            src,
-            tag,
-            bytes,
-            loc,
-        } => Op::Irecv {
-            src: world(src as u32) as i64,
-            tag: tag - shift,
-            bytes,
-            loc,
-        },
-        Op::Recv {
-            src,
-            tag,
-            bytes,
-            loc,
-        } => Op::Recv {
-            src: world(src as u32) as i64,
-            tag: tag - shift,
-            bytes,
-            loc,
-        },
-        other => other,
+    match &mut op {
+        Op::Isend { dst, tag, .. } | Op::Send { dst, tag, .. } => {
+            *dst = ranks[*dst as usize];
+            *tag -= shift;
+        }
+        Op::Irecv { src, tag, .. } | Op::Recv { src, tag, .. } => {
+            *src = ranks[*src as usize] as i64;
+            *tag -= shift;
+        }
+        _ => {}
     }
+    op
 }
 
 #[cfg(test)]
