@@ -27,6 +27,7 @@ use hetsim_engine::{
 };
 use hetsim_schema::pace;
 use hetsim_schema::scenario::{Scenario, Workload};
+use hetsim_systems::chakra::{ChakraConfig, ChakraPlugin};
 use hetsim_systems::cuda::{CudaConfig, CudaPlugin};
 use hetsim_systems::mpi::{MpiConfig, MpiPlugin};
 use hetsim_systems::nccl::NcclPlugin;
@@ -107,6 +108,7 @@ fn plugins(seed: u64, limits: RunLimits, progress: bool) -> App {
         FlowsPlugin,
         MpiPlugin,
         CudaPlugin,
+        ChakraPlugin,
         NcclPlugin,
         RuntimePlugin,
     ));
@@ -181,9 +183,10 @@ pub fn build_app(scenario: &Scenario, opts: &RunOptions) -> Result<App, Error> {
             Workload::Flows(flows) => world.insert_resource(FlowsWorkload(flows.clone())),
             Workload::Mpi(spec) => world.insert_resource(MpiConfig(spec.clone())),
             Workload::Cuda(spec) => world.insert_resource(CudaConfig(spec.clone())),
+            Workload::Chakra(spec) => world.insert_resource(ChakraConfig(spec.clone())),
             Workload::Mix(_) => {
                 return Err(Error::Input(format!(
-                    "{path}: expected Flows, Mpi, Cuda, Cholesky, Lu, Qr or Dag (a mix does not nest)"
+                    "{path}: expected Flows, Mpi, Cuda, Chakra, Cholesky, Lu, Qr or Dag (a mix does not nest)"
                 )));
             }
             graph => world.insert_resource(RuntimeConfig {

@@ -24,9 +24,12 @@ pub fn lines(report: &Report) -> Vec<String> {
     if let Some(c) = s.get("cuda") {
         out.extend(cuda(c).into_iter().map(|l| format!("{name}: {l}")));
     }
+    if let Some(c) = s.get("chakra") {
+        out.extend(chakra(c).into_iter().map(|l| format!("{name}: {l}")));
+    }
     // What bounded communication: a faster link elsewhere would not have helped.
-    if let Some(l) =
-        busiest_link(report).filter(|_| s.get("mpi").is_some() || s.get("cuda").is_some())
+    if let Some(l) = busiest_link(report)
+        .filter(|_| ["mpi", "cuda", "chakra"].iter().any(|k| s.get(k).is_some()))
     {
         out.push(format!("{name}: {}", bound(l, num(&s["sim_time_s"]))));
     }
@@ -101,9 +104,35 @@ fn mpi(m: &Value) -> String {
     )
 }
 
-/// One line per NCCL group (`AllReduce of 512 MiB on 8 GPUs: 12 calls, 3.970 ms each, busbw
-/// 236.4 GB/s (ring/Simple)`), or the GPUs' busy times when the program has no collective.
+/// The NCCL lines, then the GPUs' end and busy times.
 fn cuda(c: &Value) -> Vec<String> {
+    let mut out = nccl_lines(c, "summary.json: cuda.nccl");
+    // Only what the program does: a pure NCCL program has no kernel or copy time to show.
+    let busy: Vec<String> = [
+        ("kernel_time_s", "kernels"),
+        ("copy_time_s", "copies"),
+        ("nccl_time_s", "NCCL"),
+    ]
+    .iter()
+    .filter(|(k, _)| num(&c[k]["max"]) > 0.0)
+    .map(|(k, what)| format!("{} {what}", seconds(num(&c[k]["max"]))))
+    .collect();
+    out.push(format!(
+        "{} end at {}{}",
+        plural(c["gpus"].as_u64().unwrap_or(0) as usize, "GPU"),
+        seconds(num(&c["end_s"]["max"])),
+        if busy.is_empty() {
+            String::new()
+        } else {
+            format!("; per GPU at most {}", busy.join(", "))
+        }
+    ));
+    out
+}
+
+/// One line per NCCL group (`AllReduce of 512 MiB on 8 GPUs: 12 calls, 3.970 ms each, busbw
+/// 236.4 GB/s (ring/Simple)`), at most [`NCCL_LINES`], then how many others and where.
+fn nccl_lines(c: &Value, more: &str) -> Vec<String> {
     let groups = c["nccl"].as_array().cloned().unwrap_or_default();
     let mut out: Vec<String> = groups
         .iter()
@@ -126,30 +155,40 @@ fn cuda(c: &Value) -> Vec<String> {
         .collect();
     if groups.len() > NCCL_LINES {
         out.push(format!(
-            "and {} other NCCL operations (summary.json: cuda.nccl)",
+            "and {} other NCCL operations ({more})",
             groups.len() - NCCL_LINES
         ));
     }
-    // Only what the program does: a pure NCCL program has no kernel or copy time to show.
-    let busy: Vec<String> = [
+    out
+}
+
+/// `step of 0.42 s on 8 ranks (the slowest, rank 3); per rank at most 0.29 s of kernels, 0.05
+/// s of CPU operators, 0.04 s of communication, 0.01 s of it exposed`, then the NCCL lines.
+fn chakra(c: &Value) -> Vec<String> {
+    let slowest = &c["slowest_rank"];
+    // Only what the trace does: a pure communication trace has no kernel or CPU time.
+    let mut busy: Vec<String> = [
         ("kernel_time_s", "kernels"),
-        ("copy_time_s", "copies"),
-        ("nccl_time_s", "NCCL"),
+        ("cpu_time_s", "CPU operators"),
     ]
     .iter()
     .filter(|(k, _)| num(&c[k]["max"]) > 0.0)
-    .map(|(k, what)| format!("{} {what}", seconds(num(&c[k]["max"]))))
+    .map(|(k, what)| format!("{} of {what}", seconds(num(&c[k]["max"]))))
     .collect();
-    out.push(format!(
-        "{} end at {}{}",
-        plural(c["gpus"].as_u64().unwrap_or(0) as usize, "GPU"),
-        seconds(num(&c["end_s"]["max"])),
-        if busy.is_empty() {
-            String::new()
-        } else {
-            format!("; per GPU at most {}", busy.join(", "))
-        }
+    busy.push(format!(
+        "{} of communication, {} of it exposed (mean {})",
+        seconds(num(&c["comm_time_s"]["max"])),
+        seconds(num(&c["exposed_comm_s"]["max"])),
+        seconds(num(&c["exposed_comm_s"]["mean"])),
     ));
+    let mut out = vec![format!(
+        "step of {} on {} (the slowest, rank {}); per rank at most {}",
+        seconds(num(&c["step_time_s"])),
+        plural(c["ranks"].as_u64().unwrap_or(0) as usize, "rank"),
+        slowest["rank"],
+        busy.join(", "),
+    )];
+    out.extend(nccl_lines(c, "summary.json: chakra.nccl"));
     out
 }
 
@@ -332,6 +371,7 @@ mod tests {
             record: None,
             mpi: None,
             cuda: None,
+            chakra: None,
             runtime: None,
         }
     }
@@ -420,6 +460,29 @@ mod tests {
             l[1],
             "s: 8 GPUs end at 318.7 ms; per GPU at most 282.6 ms kernels, 24.20 ms copies, 47.60 ms NCCL"
         );
+    }
+
+    #[test]
+    fn chakra_says_the_step_what_ranks_did_and_the_nccl_calls() {
+        let mut s = base();
+        s["chakra"] = json!({
+            "ranks": 8, "step_time_s": 0.3412, "slowest_rank": {"rank": 3, "end_s": 0.3412},
+            "kernel_time_s": {"max": 0.2928, "mean": 0.29}, "cpu_time_s": {"max": 0.0, "mean": 0.0},
+            "comm_time_s": {"max": 0.05, "mean": 0.04}, "exposed_comm_s": {"max": 0.02, "mean": 0.01},
+            "nccl": [{"op": "all_reduce", "bytes": 1048576.0, "gpus": 8, "calls": 5,
+                      "mean_time_s": 0.001, "algbw_GBps": 1.0, "busbw_GBps": 1.75,
+                      "algorithm_protocol": "ring/LL"}],
+        });
+        let l = lines(&report(s));
+        assert_eq!(
+            l[0],
+            "s: step of 341.2 ms on 8 ranks (the slowest, rank 3); per rank at most 292.8 ms of kernels, 50.00 ms of communication, 20.00 ms of it exposed (mean 10.00 ms)"
+        );
+        assert_eq!(
+            l[1],
+            "s: all_reduce of 1 MiB on 8 GPUs: 1.000 ms each (5 calls), busbw 1.8 GB/s, ring/LL"
+        );
+        assert!(l[2].contains("busiest link nic"), "{}", l[2]);
     }
 
     fn link(name: &str, busy_s: f64, mean_utilisation: f64) -> crate::LinkRow {

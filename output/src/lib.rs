@@ -26,8 +26,10 @@ use hetsim_components::{Flow, FlowDone, Link, LinkUsage};
 use hetsim_engine::record::Recorder;
 use hetsim_engine::{RunStats, Switches};
 use hetsim_schema::scenario::OutputSpec;
+use hetsim_systems::chakra::ChakraReport;
 use hetsim_systems::cuda::CudaReport;
 use hetsim_systems::mpi::MpiReport;
+use hetsim_systems::nccl::CollectiveRecord;
 use hetsim_systems::platform::LinkEntities;
 use hetsim_systems::runtime::RuntimeReport;
 
@@ -65,6 +67,8 @@ pub struct Report {
     pub mpi: Option<MpiReport>,
     /// Per-GPU totals and collectives of a CUDA workload.
     pub cuda: Option<CudaReport>,
+    /// Per-rank totals and collectives of a Chakra workload.
+    pub chakra: Option<ChakraReport>,
     /// What a task runtime ran: per-task times and the graph.
     pub runtime: Option<RuntimeReport>,
 }
@@ -116,6 +120,10 @@ pub fn report(world: &mut World, scenario: &str, seed: u64, stats: &RunStats) ->
     if let Some(c) = &cuda {
         summary["cuda"] = cuda_summary(c);
     }
+    let chakra = world.get_resource::<ChakraReport>().cloned();
+    if let Some(c) = &chakra {
+        summary["chakra"] = chakra_summary(c);
+    }
     let record = world
         .remove_resource::<Recorder>()
         .filter(|r| r.is_on() && !r.is_empty());
@@ -127,6 +135,7 @@ pub fn report(world: &mut World, scenario: &str, seed: u64, stats: &RunStats) ->
         record,
         mpi,
         cuda,
+        chakra,
         runtime,
     }
 }
@@ -196,20 +205,59 @@ fn cuda_summary(c: &CudaReport) -> Value {
         "copies": d.iter().map(|g| g.copies).sum::<u64>(),
         "collectives": c.collectives.len(),
         "algorithm_protocol": chosen,
-        "nccl": nccl_groups(c),
+        "nccl": nccl_groups(&c.collectives),
+    })
+}
+
+/// The `chakra` section: the step (the last rank's end), each rank's time split (mean and
+/// max), the NCCL calls grouped as for CUDA, messages, and the nodes with nothing to run.
+fn chakra_summary(c: &ChakraReport) -> Value {
+    let r = &c.ranks;
+    let slowest = r.iter().fold(
+        None,
+        |best: Option<&hetsim_systems::chakra::RankTotals>, x| match best {
+            Some(b) if b.end_s >= x.end_s => Some(b),
+            _ => Some(x),
+        },
+    );
+    let records: Vec<CollectiveRecord> = c.collectives.iter().map(|(_, k)| k.clone()).collect();
+    let mut chosen = std::collections::BTreeMap::<String, u64>::new();
+    for k in &records {
+        *chosen.entry(format!("{}/{}", k.algo, k.proto)).or_default() += 1;
+    }
+    let skipped: serde_json::Map<String, Value> = c
+        .skipped
+        .iter()
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
+    json!({
+        "ranks": r.len(),
+        "step_time_s": slowest.map_or(0.0, |s| s.end_s),
+        "slowest_rank": slowest.map(|s| json!({ "rank": s.rank, "end_s": s.end_s })),
+        "kernel_time_s": mean_max(r.iter().map(|x| x.kernel_s)),
+        "cpu_time_s": mean_max(r.iter().map(|x| x.cpu_s)),
+        "comm_time_s": mean_max(r.iter().map(|x| x.comm_s)),
+        "exposed_comm_s": mean_max(r.iter().map(|x| x.exposed_s)),
+        "nodes": r.iter().map(|x| x.nodes as u64).sum::<u64>(),
+        "collectives": records.len(),
+        "algorithm_protocol": chosen,
+        "nccl": nccl_groups(&records),
+        "messages": c.messages,
+        "message_bytes": c.message_bytes,
+        "skipped_nodes": skipped,
     })
 }
 
 /// NCCL calls grouped by (operation, size, algorithm/protocol) in order of first call: how
 /// many, their mean time and nccl-tests' algbw and busbw (bytes / time, x the bus factor).
-fn nccl_groups(c: &CudaReport) -> Value {
+fn nccl_groups(records: &[CollectiveRecord]) -> Value {
     let mut groups: Vec<(
         String,
         f64,
         String,
         Vec<&hetsim_systems::nccl::CollectiveRecord>,
     )> = Vec::new();
-    for k in &c.collectives {
+    for k in records {
         let how = format!("{}/{}", k.algo, k.proto);
         match groups
             .iter_mut()
@@ -259,10 +307,12 @@ fn runtime_summary(r: &RuntimeReport) -> Value {
     })
 }
 
-/// `collectives.csv`: one row per NCCL call (a group is one row).
-fn collectives_csv(c: &CudaReport) -> std::io::Result<Vec<u8>> {
+/// `collectives.csv`: one row per NCCL call (a group is one row), in the order they ended;
+/// a Chakra workload's rows name their process group first.
+fn collectives_csv(records: &[(Option<&str>, &CollectiveRecord)]) -> std::io::Result<Vec<u8>> {
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record([
+    let grouped = records.first().is_some_and(|(g, _)| g.is_some());
+    let mut header = vec![
         "op",
         "bytes",
         "algo",
@@ -271,9 +321,13 @@ fn collectives_csv(c: &CudaReport) -> std::io::Result<Vec<u8>> {
         "start_s",
         "end_s",
         "nccl_model_us",
-    ])?;
-    for k in &c.collectives {
-        w.write_record([
+    ];
+    if grouped {
+        header.insert(0, "group");
+    }
+    w.write_record(&header)?;
+    for (group, k) in records {
+        let mut row = vec![
             k.op.clone(),
             k.bytes.to_string(),
             k.algo.clone(),
@@ -282,6 +336,37 @@ fn collectives_csv(c: &CudaReport) -> std::io::Result<Vec<u8>> {
             k.start_s.to_string(),
             k.end_s.to_string(),
             k.predicted_us.to_string(),
+        ];
+        if let Some(g) = group {
+            row.insert(0, g.to_string());
+        }
+        w.write_record(&row)?;
+    }
+    w.into_inner()
+        .map_err(|e| std::io::Error::other(e.to_string()))
+}
+
+/// `ranks.csv` of a Chakra workload: each rank's end and time split, seconds.
+fn chakra_ranks_csv(c: &ChakraReport) -> std::io::Result<Vec<u8>> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "rank",
+        "end_s",
+        "kernel_s",
+        "cpu_s",
+        "comm_s",
+        "exposed_comm_s",
+        "nodes",
+    ])?;
+    for r in &c.ranks {
+        w.write_record([
+            r.rank.to_string(),
+            r.end_s.to_string(),
+            r.kernel_s.to_string(),
+            r.cpu_s.to_string(),
+            r.comm_s.to_string(),
+            r.exposed_s.to_string(),
+            r.nodes.to_string(),
         ])?;
     }
     w.into_inner()
@@ -405,7 +490,22 @@ fn stage_tables(
         st.bytes("ranks.csv", ranks_csv(m)?)?;
     }
     if let Some(c) = &report.cuda {
-        st.bytes("collectives.csv", collectives_csv(c)?)?;
+        let rows: Vec<_> = c.collectives.iter().map(|k| (None, k)).collect();
+        st.bytes("collectives.csv", collectives_csv(&rows)?)?;
+    }
+    if let Some(c) = &report.chakra {
+        let rows: Vec<_> = c
+            .collectives
+            .iter()
+            .map(|(g, k)| (Some(g.as_str()), k))
+            .collect();
+        // Beside a CUDA or MPI workload in a mix, its own names.
+        let (colls, ranks) = match (report.cuda.is_some(), report.mpi.is_some()) {
+            (false, false) => ("collectives.csv", "ranks.csv"),
+            _ => ("chakra_collectives.csv", "chakra_ranks.csv"),
+        };
+        st.bytes(colls, collectives_csv(&rows)?)?;
+        st.bytes(ranks, chakra_ranks_csv(c)?)?;
     }
     Ok(())
 }

@@ -4,6 +4,7 @@
 //! the ECS components of the simulated machine are in `hetsim-components`.
 
 pub mod budget;
+pub mod chakra;
 pub mod cuda;
 pub mod load;
 pub mod mpi;

@@ -106,9 +106,14 @@ pub fn parse_scenario(
     Ok(scenario)
 }
 
-/// Makes OTF2 archive paths relative to the scenario's folder, and checks they are there.
+/// Makes OTF2 archive and Chakra trace paths relative to the scenario's folder, and checks
+/// they are there.
 fn resolve_archives(scenario: &mut Scenario, label: &str, base: &Path) -> Result<(), LoadError> {
     for (path, part) in scenario.workload.parts_mut() {
+        if let crate::scenario::Workload::Chakra(spec) = part {
+            resolve_chakra(spec, label, &path, base)?;
+            continue;
+        }
         let crate::scenario::Workload::Mpi(mpi) = part else {
             continue;
         };
@@ -126,6 +131,39 @@ fn resolve_archives(scenario: &mut Scenario, label: &str, base: &Path) -> Result
             }
             p.path = file.display().to_string();
         }
+    }
+    Ok(())
+}
+
+/// Makes a Chakra workload's paths relative to the scenario's folder and checks that rank 0's
+/// trace (or the replicated one) and the group file are there, and the spec's numbers.
+fn resolve_chakra(
+    spec: &mut crate::chakra::ChakraSpec,
+    label: &str,
+    path: &str,
+    base: &Path,
+) -> Result<(), LoadError> {
+    spec.check()
+        .map_err(|(field, why)| LoadError::new(label, format!("{path}.{field}"), why))?;
+    spec.files = base.join(&spec.files).display().to_string();
+    let first = spec.file_of(0);
+    if !Path::new(&first).is_file() {
+        return Err(LoadError::new(
+            label,
+            format!("{path}.files"),
+            format!("`{first}`: no such Chakra trace (expected NAME.{{rank}}.et or one file)"),
+        ));
+    }
+    if let Some(groups) = &mut spec.comm_groups {
+        let file = base.join(&*groups);
+        if !file.is_file() {
+            return Err(LoadError::new(
+                label,
+                format!("{path}.comm_groups"),
+                format!("`{}`: no such communicator-group file", file.display()),
+            ));
+        }
+        *groups = file.display().to_string();
     }
     Ok(())
 }

@@ -417,6 +417,8 @@ pub enum Workload {
     Mpi(crate::mpi::MpiSpec),
     /// Host programs driving CUDA streams and NCCL collectives, one per GPU.
     Cuda(crate::cuda::CudaSpec),
+    /// Chakra execution traces (ASTRA-sim's workload format), one rank per GPU.
+    Chakra(crate::chakra::ChakraSpec),
     /// Tiled Cholesky factorisation on the task runtime.
     Cholesky(crate::tasks::Tiled),
     /// Tiled LU factorisation (no pivoting) on the task runtime.
@@ -462,6 +464,7 @@ impl Workload {
             Workload::Flows(_) => "Flows",
             Workload::Mpi(_) => "Mpi",
             Workload::Cuda(_) => "Cuda",
+            Workload::Chakra(_) => "Chakra",
             Workload::Cholesky(_) => "Cholesky",
             Workload::Lu(_) => "Lu",
             Workload::Qr(_) => "Qr",

@@ -1,6 +1,7 @@
 //! hetsim's models, one plugin per concern: platform, network and workloads.
 //! Plugins never call each other; they talk through the calendar and through components.
 
+pub mod chakra;
 pub mod cuda;
 pub mod mpi;
 pub mod nccl;

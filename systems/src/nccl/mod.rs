@@ -132,7 +132,7 @@ impl Collectives {
         &mut self,
         comm: Comm,
         rows: Vec<String>,
-        done: fn(u32) -> E,
+        done: impl Fn(u32) -> E + Send + Sync + 'static,
     ) -> u32 {
         self.comms.push(CommRt {
             comm,
@@ -209,6 +209,40 @@ impl Collectives {
             self.start(c, k, reach)?;
         }
         Ok(())
+    }
+
+    /// One ncclSend from member `from` to member `to` of `c` whose receive is posted: after
+    /// NCCL's point-to-point latency, one flow; `done` is sent when its last byte arrives (at
+    /// once after the latency for a send to oneself). Errors are the plan's or the route's.
+    pub fn send<E: SimEvent>(
+        &self,
+        c: u32,
+        (from, to): (u32, u32),
+        bytes: f64,
+        reach: &mut Reach,
+        done: E,
+    ) -> Result<(), String> {
+        let rt = &self.comms[c as usize];
+        let plan = rt.comm.plan_send(from, to, bytes)?;
+        let start = reach.now().saturating_add(secs(plan.latency_s));
+        let Some(edge) = plan.edges.first() else {
+            reach.cal.schedule(start, done);
+            return Ok(());
+        };
+        let spec = FlowSpec {
+            id: "nccl.send".into(),
+            src_row: rt.rows[from as usize].clone(),
+            dst_row: rt.rows[to as usize].clone(),
+            bytes: edge.wire_bytes,
+            start: Start::At(start),
+            cap: None,
+            zero_latency: true,
+        };
+        let (a, b) = (rt.comm.members[from as usize], rt.comm.members[to as usize]);
+        reach
+            .flow(a, b, spec, done)
+            .map(|_| ())
+            .map_err(|e| format!("NCCL: {e}"))
     }
 
     /// Every member is there: plan, then after NCCL's latency one flow per edge.

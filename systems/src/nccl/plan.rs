@@ -307,11 +307,7 @@ impl Comm {
             Coll::AllToAll => call.bytes.0 / n as f64,
             _ => call.bytes.0,
         };
-        let proto = self.spec.proto.unwrap_or(if per_peer <= P2P_LL_THRESHOLD {
-            Proto::LL
-        } else {
-            Proto::Simple
-        });
+        let proto = self.p2p_proto(per_peer);
         let mut edges = Vec::new();
         let mut push = |from: u32, to: u32| {
             if from != to {
@@ -353,6 +349,49 @@ impl Comm {
                 + busiest / (1000.0 * self.tune.bw_inter.min(self.tune.bw_intra)),
             edges,
         }
+    }
+
+    /// The protocol of a point-to-point transfer of `bytes`: LL up to NCCL_P2P_LL_THRESHOLD,
+    /// Simple above, unless forced.
+    fn p2p_proto(&self, bytes: f64) -> Proto {
+        self.spec.proto.unwrap_or(if bytes <= P2P_LL_THRESHOLD {
+            Proto::LL
+        } else {
+            Proto::Simple
+        })
+    }
+
+    /// One ncclSend of `bytes` from rank `from` to rank `to` (its ncclRecv posted): one
+    /// transfer with NCCL's point-to-point protocol and latency, as in a grouped SendRecv.
+    pub fn plan_send(&self, from: u32, to: u32, bytes: f64) -> Result<Plan, String> {
+        let n = self.size();
+        if from >= n || to >= n {
+            return Err(format!(
+                "NCCL send from rank {from} to rank {to}: the communicator has {n} ranks"
+            ));
+        }
+        let proto = self.p2p_proto(bytes);
+        let latency_us = tuning::latency_us(Coll::SendRecv, Algo::Ring, proto, &self.tune);
+        let edges = if from == to {
+            Vec::new()
+        } else {
+            vec![Edge {
+                from,
+                to,
+                wire_bytes: bytes * self.wire_factor(from, to, proto),
+                cap: f64::INFINITY,
+            }]
+        };
+        Ok(Plan {
+            algo: Algo::Ring,
+            proto,
+            skipped: false,
+            latency_s: latency_us * 1e-6,
+            fill_s: 0.0,
+            predicted_us: latency_us
+                + bytes / (1000.0 * self.tune.bw_inter.min(self.tune.bw_intra)),
+            edges,
+        })
     }
 
     /// Channel `c`'s ring: nodes in order, each node's GPUs rotated by `c`.
