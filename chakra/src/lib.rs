@@ -10,6 +10,7 @@
 
 pub mod proto;
 pub mod stats;
+pub mod write;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

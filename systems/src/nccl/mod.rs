@@ -24,7 +24,8 @@
 //! cap what one channel moves (NCCL's per-channel maxima); links carry what NCCL's SM copies
 //! reach of their line rate (`nvlink_efficiency`, `net_efficiency`).
 //! A collective of count 0 returns at once, as NCCL's `taskAppend` drops it ([`plan::Plan`]
-//! is then `skipped`); a point-to-point call of 0 bytes still meets its peer.
+//! is then `skipped`), and so does one over a single rank (NCCL's local copy, left free); a
+//! point-to-point call of 0 bytes still meets its peer.
 //!
 //! Simplified: reduction arithmetic is free (it hides behind the copies on real GPUs), the
 //! ring orders GPUs by index rather than searching NVLink paths, CollNet, NVLS and PAT are

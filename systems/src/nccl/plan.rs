@@ -56,7 +56,8 @@ pub struct Plan {
 
 impl Plan {
     /// What NCCL does with a collective of count 0: return at once (`taskAppend` drops it,
-    /// and no kernel runs). Point-to-point calls of 0 bytes still meet their peer.
+    /// and no kernel runs); a collective over one rank is a local copy, free here too.
+    /// Point-to-point calls of 0 bytes still meet their peer.
     /// Simplified: members are released when the last one arrives, where NCCL would not
     /// make them wait for each other.
     fn skipped() -> Plan {
@@ -145,7 +146,9 @@ impl Comm {
                 call.root
             ));
         }
-        if bytes == 0.0 && call.op != Coll::SendRecv {
+        // One rank moves nothing across the fabric: NCCL runs a local copy
+        // (ncclLaunchOneRank), which this model leaves free, as it leaves reductions free.
+        if (bytes == 0.0 && call.op != Coll::SendRecv) || n == 1 {
             return Ok(Plan::skipped());
         }
         if matches!(call.op, Coll::AllToAll | Coll::SendRecv) {
