@@ -32,7 +32,13 @@ fn main() {
         last = t.kernel(&format!("backward {l}"), &[last], 4000);
         if l % 2 == 0 {
             let name = format!("allreduce bucket {}", l / 2);
-            buckets.push(t.collective(&name, &[last], CollectiveCommType::AllReduce, 100_000_000, None));
+            buckets.push(t.collective(
+                &name,
+                &[last],
+                CollectiveCommType::AllReduce,
+                100_000_000,
+                None,
+            ));
         }
     }
     buckets.push(last);

@@ -89,7 +89,15 @@ impl Trace {
     }
 
     /// A send to `peer` (`send`) or a receive from `peer`.
-    pub fn p2p(&mut self, name: &str, deps: &[u64], send: bool, peer: i64, bytes: i64, tag: i64) -> u64 {
+    pub fn p2p(
+        &mut self,
+        name: &str,
+        deps: &[u64],
+        send: bool,
+        peer: i64,
+        bytes: i64,
+        tag: i64,
+    ) -> u64 {
         let (kind, key) = if send {
             (NodeType::CommSendNode, "comm_dst")
         } else {
