@@ -1,5 +1,5 @@
 //! The shape of `systems/`, held as the team agreed it (issue 53): no import circle between
-//! its files, and in the model plugins (`runtime/`, `mpi/`, `cuda/`, `nccl/`) no file over 600
+//! its files, and in the model plugins (`runtime/`, `mpi/`, `cuda/`, `nccl/`, `chakra/`) no file over 600
 //! lines of code and no function over 60 lines, test modules left out.
 //!
 //! A file imports another when it names a path into it (`use crate::..`, `use super::..`,
@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 const ROOT: &str = "systems/src";
-const MODEL_DIRS: [&str; 4] = ["runtime", "mpi", "cuda", "nccl"];
+const MODEL_DIRS: [&str; 5] = ["runtime", "mpi", "cuda", "nccl", "chakra"];
 const MAX_CODE_LINES: usize = 600;
 const MAX_FN_LINES: usize = 60;
 

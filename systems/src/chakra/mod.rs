@@ -241,49 +241,17 @@ fn setup(world: &mut World, spec: &ChakraSpec) -> Result<(), String> {
             gpu: i % per,
         })
         .collect();
-    let comm_of = |world: &mut World, members: &[u32], done: Option<u32>| {
-        let eps: Vec<Endpoint> = members.iter().map(|&r| gpus[r as usize]).collect();
-        let mut topo = world.resource_mut::<Topology>();
-        let comm = nccl::Comm::new(eps, &spec.nccl, &mut topo, &cluster.node.gpu.name)
-            .map_err(|e| format!("workload.Chakra.nccl: {e}"))?;
-        let rows = members.iter().map(|&r| rank_name(r)).collect();
-        let group = done.unwrap_or(u32::MAX);
-        Ok::<u32, String>(
-            world
-                .resource_mut::<Collectives>()
-                .register(comm, rows, move |k| CollEnd { group, k }),
-        )
-    };
-    let mut groups = Vec::new();
-    for (g, gs) in loaded.groups.iter().enumerate() {
-        groups.push(Group {
-            // Collectives without a pg_name are over every rank.
-            name: if gs.name.is_empty() {
-                "all".into()
-            } else {
-                gs.name.clone()
-            },
-            comm: comm_of(world, &gs.members, Some(g as u32))?,
-            current: vec![None; gs.members.len()],
-            members: gs.members.clone(),
-            call: None,
-        });
-    }
+    let model = &cluster.node.gpu.name;
+    let groups = groups(world, &gpus, &loaded.groups, spec, model)?;
     let all: Vec<u32> = (0..n).collect();
     let world_comm = if loaded.p2p {
-        Some(comm_of(world, &all, None)?)
+        Some(register(world, &gpus, &all, spec, model, u32::MAX)?)
     } else {
         None
     };
     let record = world.resource::<Recorder>().is_on();
     let rows = if record {
-        let mut rec = world.resource_mut::<Recorder>();
-        (0..n)
-            .map(|r| {
-                ["cpu", "gpu", "comm"]
-                    .map(|row| rec.resource(ResourceKind::Rank, &format!("{}.{row}", rank_name(r))))
-            })
-            .collect()
+        rank_rows(world, n)
     } else {
         Vec::new()
     };
@@ -292,14 +260,7 @@ fn setup(world: &mut World, spec: &ChakraSpec) -> Result<(), String> {
         .into_iter()
         .map(|g| Rank::new(g, spec.compute_scale, record))
         .collect();
-    let mut skipped = std::collections::BTreeMap::<String, u64>::new();
-    for r in &ranks {
-        for (k, v) in &r.graph.skipped {
-            *skipped.entry(k.clone()).or_default() += v;
-        }
-    }
     world.insert_resource(Job {
-        ranks,
         gpus,
         group_of: loaded.group_of,
         groups,
@@ -307,15 +268,84 @@ fn setup(world: &mut World, spec: &ChakraSpec) -> Result<(), String> {
         dirty: (0..n).collect(),
         rows,
         report: ChakraReport {
-            skipped: skipped.into_iter().collect(),
+            skipped: skipped(&ranks),
             ..Default::default()
         },
+        ranks,
         ..Default::default()
     });
     world
         .resource_mut::<Calendar>()
         .schedule(SimTime::ZERO, Begin);
     Ok(())
+}
+
+/// The process groups at run time, each with its NCCL communicator.
+fn groups(
+    world: &mut World,
+    gpus: &[Endpoint],
+    specs: &[setup::GroupSpec],
+    spec: &ChakraSpec,
+    model: &str,
+) -> Result<Vec<Group>, String> {
+    let mut groups = Vec::with_capacity(specs.len());
+    for (g, gs) in specs.iter().enumerate() {
+        groups.push(Group {
+            // Collectives without a pg_name are over every rank.
+            name: if gs.name.is_empty() {
+                "all".into()
+            } else {
+                gs.name.clone()
+            },
+            comm: register(world, gpus, &gs.members, spec, model, g as u32)?,
+            current: vec![None; gs.members.len()],
+            members: gs.members.clone(),
+            call: None,
+        });
+    }
+    Ok(groups)
+}
+
+/// An NCCL communicator over `members` (ranks), registered with the NCCL plugin; its
+/// collectives end with `CollEnd { group, k }`.
+fn register(
+    world: &mut World,
+    gpus: &[Endpoint],
+    members: &[u32],
+    spec: &ChakraSpec,
+    gpu_model: &str,
+    group: u32,
+) -> Result<u32, String> {
+    let eps: Vec<Endpoint> = members.iter().map(|&r| gpus[r as usize]).collect();
+    let mut topo = world.resource_mut::<Topology>();
+    let comm = nccl::Comm::new(eps, &spec.nccl, &mut topo, gpu_model)
+        .map_err(|e| format!("workload.Chakra.nccl: {e}"))?;
+    let rows = members.iter().map(|&r| rank_name(r)).collect();
+    Ok(world
+        .resource_mut::<Collectives>()
+        .register(comm, rows, move |k| CollEnd { group, k }))
+}
+
+/// Each rank's timeline rows: its CPU, its GPU, its communication.
+fn rank_rows(world: &mut World, n: u32) -> Vec<[ResId; 3]> {
+    let mut rec = world.resource_mut::<Recorder>();
+    (0..n)
+        .map(|r| {
+            ["cpu", "gpu", "comm"]
+                .map(|row| rec.resource(ResourceKind::Rank, &format!("{}.{row}", rank_name(r))))
+        })
+        .collect()
+}
+
+/// Nodes with nothing to run, by type, over all ranks.
+fn skipped(ranks: &[Rank]) -> Vec<(String, u64)> {
+    let mut skipped = std::collections::BTreeMap::<String, u64>::new();
+    for r in ranks {
+        for (k, v) in &r.graph.skipped {
+            *skipped.entry(k.clone()).or_default() += v;
+        }
+    }
+    skipped.into_iter().collect()
 }
 
 /// Where the ranks' effects go: the calendar and the network, the NCCL plugin.
