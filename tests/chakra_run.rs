@@ -243,8 +243,9 @@ fn the_real_step_on_one_gpu_is_its_list_schedule_under_the_resource_rule() {
         0.050941 + 0.001311
     ));
     assert_eq!(c["collectives"], 7);
-    // At least the longest path of data_deps (46,140 us), at least the kernels in a row.
-    assert!(step >= 0.292828 && step >= 0.046140);
+    // The kernels run one at a time: the step is at least their sum (which is longer than
+    // the longest path of data_deps, 46,140 us).
+    assert!(step >= 0.292828);
 }
 
 /// Writes `traces` (one per rank) as NAME.{rank}.et in a scratch folder; the pattern.

@@ -168,3 +168,24 @@ fn the_reference_training_step_holds_what_its_readme_says() {
     let s = chakra::stats::stats(&EtFile::read(&ring).unwrap()).unwrap();
     assert_eq!(s.p2p, (28, 28 * 131072));
 }
+
+proptest::proptest! {
+    /// Any damage to a trace (a byte changed, the file cut short) reads as a trace or as an
+    /// error naming the file; never a panic.
+    #[test]
+    fn damaged_traces_read_or_fail_cleanly(at in 0usize..4096, byte in 0u8..=255, cut in proptest::bool::ANY) {
+        let mut bytes = trace();
+        let at = at % bytes.len();
+        if cut {
+            bytes.truncate(at);
+        } else {
+            bytes[at] = byte;
+        }
+        let dir = std::env::temp_dir().join(format!("chakra-damage-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = write(&dir, "d.0.et", &bytes);
+        if let Err(e) = EtFile::read(&p) {
+            proptest::prop_assert!(e.to_string().contains("d.0.et"), "{}", e);
+        }
+    }
+}
