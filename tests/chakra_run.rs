@@ -243,6 +243,9 @@ fn the_real_step_on_one_gpu_is_its_list_schedule_under_the_resource_rule() {
         0.050941 + 0.001311
     ));
     assert_eq!(c["collectives"], 7);
+    // Attributes the rules do not read are counted: every node carries a `tid`.
+    assert_eq!(c["ignored_attributes"]["tid"], 3664);
+    assert_eq!(c["skipped_nodes"], serde_json::json!({}));
     // The kernels run one at a time: the step is at least their sum (which is longer than
     // the longest path of data_deps, 46,140 us).
     assert!(step >= 0.292828);

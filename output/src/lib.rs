@@ -225,11 +225,9 @@ fn chakra_summary(c: &ChakraReport) -> Value {
     for k in &records {
         *chosen.entry(format!("{}/{}", k.algo, k.proto)).or_default() += 1;
     }
-    let skipped: serde_json::Map<String, Value> = c
-        .skipped
-        .iter()
-        .map(|(k, v)| (k.clone(), json!(v)))
-        .collect();
+    let counts = |v: &[(String, u64)]| -> serde_json::Map<String, Value> {
+        v.iter().map(|(k, n)| (k.clone(), json!(n))).collect()
+    };
     json!({
         "ranks": r.len(),
         "step_time_s": slowest.map_or(0.0, |s| s.end_s),
@@ -244,7 +242,8 @@ fn chakra_summary(c: &ChakraReport) -> Value {
         "nccl": nccl_groups(&records),
         "messages": c.messages,
         "message_bytes": c.message_bytes,
-        "skipped_nodes": skipped,
+        "skipped_nodes": counts(&c.skipped),
+        "ignored_attributes": counts(&c.ignored),
     })
 }
 

@@ -69,7 +69,23 @@ pub struct Graph {
     pub groups: Vec<String>,
     /// Nodes with nothing to run, by type name.
     pub skipped: BTreeMap<String, u64>,
+    /// Attributes the rules do not read, by name: how many nodes carry each.
+    pub ignored: BTreeMap<String, u64>,
 }
+
+/// The attributes the rules read; any other is counted in [`Graph::ignored`].
+pub const READ_ATTRIBUTES: [&str; 10] = [
+    "is_cpu_op",
+    "comm_type",
+    "comm_size",
+    "comm_src",
+    "comm_dst",
+    "comm_tag",
+    "pg_name",
+    "root",
+    "num_ops",
+    "tensor_size",
+];
 
 /// The GPU's peaks a roofline time is read against: flop/s and memory bytes/s.
 #[derive(Debug, Clone, Copy)]
@@ -120,6 +136,11 @@ impl Graph {
                     .kind
                     .map_or_else(|t| format!("type {t}"), |t| t.name().into());
                 *g.skipped.entry(kind).or_default() += 1;
+            }
+            for (name, _) in &node.attrs {
+                if !READ_ATTRIBUTES.contains(&name.as_str()) {
+                    *g.ignored.entry(name.clone()).or_default() += 1;
+                }
             }
             for dep in &node.data_deps {
                 let &d = index.get(dep).ok_or_else(|| {
@@ -497,6 +518,12 @@ mod tests {
         assert_eq!(g.deps, vec![0, 1, 1]);
         assert_eq!(g.children(0), &[1, 2]);
         assert_eq!(g.skipped.get("METADATA_NODE"), Some(&1));
+        assert!(g.ignored.is_empty());
+        let mut odd = node(1, NodeType::CompNode, &[], &[("fw_tid", AttrValue::Int(3))]);
+        odd.attrs.push(("is_cpu_op".into(), AttrValue::Bool(false)));
+        let g = Graph::build(&et(vec![odd]), 1, PEAKS).unwrap();
+        assert_eq!(g.ignored.get("fw_tid"), Some(&1));
+        assert_eq!(g.ignored.len(), 1);
     }
 
     #[test]

@@ -70,6 +70,8 @@ pub struct ChakraReport {
     pub collectives: Vec<(String, CollectiveRecord)>,
     /// Nodes with nothing to run, by type, over all ranks.
     pub skipped: Vec<(String, u64)>,
+    /// Attributes not read, by name: how many nodes carry each, over all ranks.
+    pub ignored: Vec<(String, u64)>,
     pub messages: u64,
     pub message_bytes: f64,
 }
@@ -260,6 +262,7 @@ fn setup(world: &mut World, spec: &ChakraSpec) -> Result<(), String> {
         .into_iter()
         .map(|g| Rank::new(g, spec.compute_scale, record))
         .collect();
+    let (skipped, ignored) = uncounted(&ranks);
     world.insert_resource(Job {
         gpus,
         group_of: loaded.group_of,
@@ -268,7 +271,8 @@ fn setup(world: &mut World, spec: &ChakraSpec) -> Result<(), String> {
         dirty: (0..n).collect(),
         rows,
         report: ChakraReport {
-            skipped: skipped(&ranks),
+            skipped,
+            ignored,
             ..Default::default()
         },
         ranks,
@@ -337,15 +341,22 @@ fn rank_rows(world: &mut World, n: u32) -> Vec<[ResId; 3]> {
         .collect()
 }
 
-/// Nodes with nothing to run, by type, over all ranks.
-fn skipped(ranks: &[Rank]) -> Vec<(String, u64)> {
+/// Counts by name.
+type Counts = Vec<(String, u64)>;
+
+/// Nodes with nothing to run by type, and attributes not read by name, over all ranks.
+fn uncounted(ranks: &[Rank]) -> (Counts, Counts) {
     let mut skipped = std::collections::BTreeMap::<String, u64>::new();
+    let mut ignored = std::collections::BTreeMap::<String, u64>::new();
     for r in ranks {
         for (k, v) in &r.graph.skipped {
             *skipped.entry(k.clone()).or_default() += v;
         }
+        for (k, v) in &r.graph.ignored {
+            *ignored.entry(k.clone()).or_default() += v;
+        }
     }
-    skipped.into_iter().collect()
+    (skipped.into_iter().collect(), ignored.into_iter().collect())
 }
 
 /// Where the ranks' effects go: the calendar and the network, the NCCL plugin.
