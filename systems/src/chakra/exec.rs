@@ -58,16 +58,19 @@ pub type Ran = (Row, Option<u32>, SimTime, SimTime);
 
 type Ready = BinaryHeap<Reverse<u32>>;
 
+/// The compute units of a rank: its host thread and its GPU's compute stream.
+const CPU: usize = 0;
+const GPU: usize = 1;
+
 #[derive(Debug)]
 pub struct Rank {
     pub graph: Arc<Graph>,
     scale: f64,
     left: Vec<u32>,
-    ready_cpu: Ready,
-    ready_gpu: Ready,
+    /// Per compute unit ([`CPU`], [`GPU`]): its ready nodes and what runs (node, start).
+    ready: [Ready; 2],
+    running: [Option<(u32, SimTime)>; 2],
     ready_coll: Vec<Ready>,
-    cpu: Option<(u32, SimTime)>,
-    gpu: Option<(u32, SimTime)>,
     coll_busy: Vec<bool>,
     calls: Vec<u32>,
     pub done: u32,
@@ -86,11 +89,9 @@ impl Rank {
             left: graph.deps.clone(),
             graph,
             scale,
-            ready_cpu: Ready::new(),
-            ready_gpu: Ready::new(),
+            ready: [Ready::new(), Ready::new()],
+            running: [None, None],
             ready_coll: vec![Ready::new(); groups],
-            cpu: None,
-            gpu: None,
             coll_busy: vec![false; groups],
             calls: vec![0; groups],
             done: 0,
@@ -118,8 +119,8 @@ impl Rank {
         while let Some(node) = stack.pop() {
             let graph = Arc::clone(&self.graph);
             match graph.work[node as usize] {
-                Work::Kernel(_) => self.ready_gpu.push(Reverse(node)),
-                Work::Host(_) => self.ready_cpu.push(Reverse(node)),
+                Work::Kernel(_) => self.ready[GPU].push(Reverse(node)),
+                Work::Host(_) => self.ready[CPU].push(Reverse(node)),
                 Work::Coll { group, .. } => self.ready_coll[group as usize].push(Reverse(node)),
                 Work::Send { peer, bytes, tag } => self.start_comm(
                     now,
@@ -175,27 +176,20 @@ impl Rank {
 
     /// Starts what the free resources can run: the lowest ready id on each.
     pub fn issue(&mut self, now: SimTime) {
-        if self.cpu.is_none()
-            && let Some(Reverse(node)) = self.ready_cpu.pop()
-        {
-            let Work::Host(secs) = self.graph.work[node as usize] else {
-                unreachable!("the CPU queue holds host operators")
-            };
-            self.cpu = Some((node, now));
-            self.busy.change(now, Change::Cpu(true));
-            let at = now.saturating_add(SimTime::from_secs_saturating(secs));
-            self.fx.push(Effect::Timer { at, node });
-        }
-        if self.gpu.is_none()
-            && let Some(Reverse(node)) = self.ready_gpu.pop()
-        {
-            let Work::Kernel(secs) = self.graph.work[node as usize] else {
-                unreachable!("the GPU queue holds kernels")
-            };
-            self.gpu = Some((node, now));
-            self.busy.change(now, Change::Gpu(true));
-            let at = now.saturating_add(SimTime::from_secs_saturating(secs / self.scale));
-            self.fx.push(Effect::Timer { at, node });
+        for unit in [CPU, GPU] {
+            if self.running[unit].is_none()
+                && let Some(Reverse(node)) = self.ready[unit].pop()
+            {
+                let secs = match self.graph.work[node as usize] {
+                    Work::Host(secs) => secs,
+                    Work::Kernel(secs) => secs / self.scale,
+                    _ => unreachable!("compute queues hold kernels and host operators"),
+                };
+                self.running[unit] = Some((node, now));
+                self.busy.change(now, compute_change(unit, true));
+                let at = now.saturating_add(SimTime::from_secs_saturating(secs));
+                self.fx.push(Effect::Timer { at, node });
+            }
         }
         for group in 0..self.ready_coll.len() {
             if !self.coll_busy[group]
@@ -219,18 +213,8 @@ impl Rank {
     /// `node` has ended at `now`: its resource is free, its children may be released.
     pub fn finish(&mut self, node: u32, now: SimTime) {
         let period = match self.graph.work[node as usize] {
-            Work::Kernel(_) => {
-                let (_, start) = self.gpu.take().expect("a kernel ends on a busy GPU");
-                self.busy.change(now, Change::Gpu(false));
-                self.note(Row::Gpu, Some(node), start, now);
-                None
-            }
-            Work::Host(_) => {
-                let (_, start) = self.cpu.take().expect("an operator ends on a busy CPU");
-                self.busy.change(now, Change::Cpu(false));
-                self.note(Row::Cpu, Some(node), start, now);
-                None
-            }
+            Work::Kernel(_) => self.end_compute(GPU, Row::Gpu, node, now),
+            Work::Host(_) => self.end_compute(CPU, Row::Cpu, node, now),
             Work::Coll { group, .. } => {
                 self.coll_busy[group as usize] = false;
                 self.busy.change(now, Change::Comm(false))
@@ -250,6 +234,16 @@ impl Rank {
         }
     }
 
+    /// A kernel or host operator ends: its unit is free (no period of communication ends).
+    fn end_compute(&mut self, unit: usize, row: Row, node: u32, now: SimTime) -> Option<SimTime> {
+        let (_, start) = self.running[unit]
+            .take()
+            .expect("a node ends on a busy unit");
+        self.busy.change(now, compute_change(unit, false));
+        self.note(row, Some(node), start, now);
+        None
+    }
+
     fn note(&mut self, row: Row, node: Option<u32>, start: SimTime, end: SimTime) {
         if let Some(ran) = &mut self.ran {
             ran.push((row, node, start, end));
@@ -263,11 +257,12 @@ impl Rank {
         }
         let ready = |q: &Ready| q.peek().map(|r| r.0);
         let blocked = (0..self.left.len()).find(|&i| self.left[i] > 0);
+        let (ready_gpu, ready_cpu) = (ready(&self.ready[GPU]), ready(&self.ready[CPU]));
         Some(format!(
             "{} of {} nodes done; {}",
             self.done,
             self.graph.len(),
-            match (ready(&self.ready_gpu), ready(&self.ready_cpu), blocked) {
+            match (ready_gpu, ready_cpu, blocked) {
                 (Some(n), _, _) | (_, Some(n), _) =>
                     format!("node {:?} ready", self.graph.names[n as usize]),
                 (_, _, Some(n)) => format!(
@@ -280,10 +275,19 @@ impl Rank {
     }
 }
 
+/// The busy-time change of a compute unit starting or ending.
+fn compute_change(unit: usize, on: bool) -> Change {
+    if unit == CPU {
+        Change::Cpu(on)
+    } else {
+        Change::Gpu(on)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chakra::graph::Peaks;
+    use crate::chakra::graph::{Peaks, test_node};
     use chakra::{AttrValue, EtFile, Node, NodeType};
 
     fn us(n: u64) -> SimTime {
@@ -291,16 +295,7 @@ mod tests {
     }
 
     fn node(id: u64, kind: NodeType, dur: u64, deps: &[u64], cpu: bool) -> Node {
-        Node {
-            id,
-            name: format!("n{id}"),
-            kind: Ok(kind),
-            data_deps: deps.to_vec(),
-            ctrl_deps: vec![],
-            start_micros: 0,
-            duration_micros: dur,
-            attrs: vec![("is_cpu_op".into(), AttrValue::Bool(cpu))],
-        }
+        test_node(id, kind, dur, deps, &[("is_cpu_op", AttrValue::Bool(cpu))])
     }
 
     fn rank(nodes: Vec<Node>, scale: f64) -> Rank {

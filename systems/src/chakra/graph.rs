@@ -320,6 +320,30 @@ fn collective(node: &Node, ranks: u32, groups: &mut Vec<String>) -> Result<Work,
     })
 }
 
+/// A node for unit tests: `n{id}`, `micros` long, with its data dependencies and attributes.
+#[cfg(test)]
+pub fn test_node(
+    id: u64,
+    kind: NodeType,
+    micros: u64,
+    deps: &[u64],
+    attrs: &[(&str, chakra::AttrValue)],
+) -> Node {
+    Node {
+        id,
+        name: format!("n{id}"),
+        kind: Ok(kind),
+        data_deps: deps.to_vec(),
+        ctrl_deps: vec![],
+        start_micros: 0,
+        duration_micros: micros,
+        attrs: attrs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -331,19 +355,7 @@ mod tests {
     };
 
     fn node(id: u64, kind: NodeType, deps: &[u64], attrs: &[(&str, AttrValue)]) -> Node {
-        Node {
-            id,
-            name: format!("n{id}"),
-            kind: Ok(kind),
-            data_deps: deps.to_vec(),
-            ctrl_deps: vec![],
-            start_micros: 0,
-            duration_micros: 10,
-            attrs: attrs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect(),
-        }
+        test_node(id, kind, 10, deps, attrs)
     }
 
     fn et(nodes: Vec<Node>) -> EtFile {

@@ -336,7 +336,13 @@ impl Comm {
                 }
             }
         }
-        let latency_us = tuning::latency_us(call.op, Algo::Ring, proto, &self.tune);
+        self.p2p_plan(call.op, proto, edges)
+    }
+
+    /// A point-to-point plan: NCCL's latency for `op` with `proto`, then the edges at once;
+    /// NCCL's model predicts the busiest edge at the slower of the two bandwidths.
+    fn p2p_plan(&self, op: Coll, proto: Proto, edges: Vec<Edge>) -> Plan {
+        let latency_us = tuning::latency_us(op, Algo::Ring, proto, &self.tune);
         let busiest = edges
             .iter()
             .map(|e| e.wire_bytes)
@@ -374,7 +380,6 @@ impl Comm {
             ));
         }
         let proto = self.p2p_proto(bytes);
-        let latency_us = tuning::latency_us(Coll::SendRecv, Algo::Ring, proto, &self.tune);
         let edges = if from == to {
             Vec::new()
         } else {
@@ -385,16 +390,7 @@ impl Comm {
                 cap: f64::INFINITY,
             }]
         };
-        Ok(Plan {
-            algo: Algo::Ring,
-            proto,
-            skipped: false,
-            latency_s: latency_us * 1e-6,
-            fill_s: 0.0,
-            predicted_us: latency_us
-                + bytes / (1000.0 * self.tune.bw_inter.min(self.tune.bw_intra)),
-            edges,
-        })
+        Ok(self.p2p_plan(Coll::SendRecv, proto, edges))
     }
 
     /// Channel `c`'s ring: nodes in order, each node's GPUs rotated by `c`.
