@@ -104,19 +104,27 @@ fn mpi(m: &Value) -> String {
     )
 }
 
+/// `282.6 ms kernels`: the largest of each (key, words) time that is above zero, in order.
+fn busiest_times(section: &Value, times: &[(&str, &str)]) -> Vec<String> {
+    times
+        .iter()
+        .filter(|(k, _)| num(&section[k]["max"]) > 0.0)
+        .map(|(k, what)| format!("{} {what}", seconds(num(&section[k]["max"]))))
+        .collect()
+}
+
 /// The NCCL lines, then the GPUs' end and busy times.
 fn cuda(c: &Value) -> Vec<String> {
     let mut out = nccl_lines(c, "summary.json: cuda.nccl");
     // Only what the program does: a pure NCCL program has no kernel or copy time to show.
-    let busy: Vec<String> = [
-        ("kernel_time_s", "kernels"),
-        ("copy_time_s", "copies"),
-        ("nccl_time_s", "NCCL"),
-    ]
-    .iter()
-    .filter(|(k, _)| num(&c[k]["max"]) > 0.0)
-    .map(|(k, what)| format!("{} {what}", seconds(num(&c[k]["max"]))))
-    .collect();
+    let busy = busiest_times(
+        c,
+        &[
+            ("kernel_time_s", "kernels"),
+            ("copy_time_s", "copies"),
+            ("nccl_time_s", "NCCL"),
+        ],
+    );
     out.push(format!(
         "{} end at {}{}",
         plural(c["gpus"].as_u64().unwrap_or(0) as usize, "GPU"),
@@ -167,14 +175,13 @@ fn nccl_lines(c: &Value, more: &str) -> Vec<String> {
 fn chakra(c: &Value) -> Vec<String> {
     let slowest = &c["slowest_rank"];
     // Only what the trace does: a pure communication trace has no kernel or CPU time.
-    let mut busy: Vec<String> = [
-        ("kernel_time_s", "kernels"),
-        ("cpu_time_s", "CPU operators"),
-    ]
-    .iter()
-    .filter(|(k, _)| num(&c[k]["max"]) > 0.0)
-    .map(|(k, what)| format!("{} of {what}", seconds(num(&c[k]["max"]))))
-    .collect();
+    let mut busy = busiest_times(
+        c,
+        &[
+            ("kernel_time_s", "of kernels"),
+            ("cpu_time_s", "of CPU operators"),
+        ],
+    );
     busy.push(format!(
         "{} of communication, {} of it exposed (mean {})",
         seconds(num(&c["comm_time_s"]["max"])),

@@ -150,6 +150,25 @@ fn mean_max(values: impl Iterator<Item = f64> + Clone) -> Value {
     })
 }
 
+/// The rank that ends last (the first of them on a tie): it sets the run time.
+fn slowest<T>(ranks: &[T], end_s: impl Fn(&T) -> f64) -> Option<&T> {
+    ranks.iter().fold(None, |best: Option<&T>, r| match best {
+        Some(b) if end_s(b) >= end_s(r) => Some(b),
+        _ => Some(r),
+    })
+}
+
+/// How many NCCL calls ran with each `algorithm/protocol`.
+fn algorithm_protocol<'a>(
+    records: impl Iterator<Item = &'a CollectiveRecord>,
+) -> std::collections::BTreeMap<String, u64> {
+    let mut chosen = std::collections::BTreeMap::new();
+    for k in records {
+        *chosen.entry(format!("{}/{}", k.algo, k.proto)).or_default() += 1;
+    }
+    chosen
+}
+
 /// The `mpi` section of the summary: time split per rank, messages and bytes per path.
 fn mpi_summary(m: &MpiReport) -> Value {
     let mut paths = serde_json::Map::new();
@@ -159,15 +178,7 @@ fn mpi_summary(m: &MpiReport) -> Value {
             json!({ "messages": m.messages[k], "bytes": m.bytes[k] }),
         );
     }
-    // The rank that ends last (the first of them on a tie) sets the run time.
-    let slowest =
-        m.ranks.iter().fold(
-            None,
-            |best: Option<&hetsim_systems::mpi::RankTotals>, r| match best {
-                Some(b) if b.end_s >= r.end_s => Some(b),
-                _ => Some(r),
-            },
-        );
+    let slowest = slowest(&m.ranks, |r| r.end_s);
     let shares = m.ranks.iter().map(|r| {
         if r.end_s > 0.0 {
             r.comm_s / r.end_s
@@ -190,10 +201,6 @@ fn mpi_summary(m: &MpiReport) -> Value {
 
 /// The `cuda` section: busy time per GPU and the NCCL calls by algorithm and protocol.
 fn cuda_summary(c: &CudaReport) -> Value {
-    let mut chosen = std::collections::BTreeMap::<String, u64>::new();
-    for k in &c.collectives {
-        *chosen.entry(format!("{}/{}", k.algo, k.proto)).or_default() += 1;
-    }
     let d = &c.devices;
     json!({
         "gpus": d.len(),
@@ -204,8 +211,8 @@ fn cuda_summary(c: &CudaReport) -> Value {
         "kernels": d.iter().map(|g| g.kernels).sum::<u64>(),
         "copies": d.iter().map(|g| g.copies).sum::<u64>(),
         "collectives": c.collectives.len(),
-        "algorithm_protocol": chosen,
-        "nccl": nccl_groups(&c.collectives),
+        "algorithm_protocol": algorithm_protocol(c.collectives.iter()),
+        "nccl": nccl_groups(c.collectives.iter()),
     })
 }
 
@@ -213,18 +220,8 @@ fn cuda_summary(c: &CudaReport) -> Value {
 /// max), the NCCL calls grouped as for CUDA, messages, and the nodes with nothing to run.
 fn chakra_summary(c: &ChakraReport) -> Value {
     let r = &c.ranks;
-    let slowest = r.iter().fold(
-        None,
-        |best: Option<&hetsim_systems::chakra::RankTotals>, x| match best {
-            Some(b) if b.end_s >= x.end_s => Some(b),
-            _ => Some(x),
-        },
-    );
-    let records: Vec<CollectiveRecord> = c.collectives.iter().map(|(_, k)| k.clone()).collect();
-    let mut chosen = std::collections::BTreeMap::<String, u64>::new();
-    for k in &records {
-        *chosen.entry(format!("{}/{}", k.algo, k.proto)).or_default() += 1;
-    }
+    let slowest = slowest(r, |x| x.end_s);
+    let records = || c.collectives.iter().map(|(_, k)| k);
     let counts = |v: &[(String, u64)]| -> serde_json::Map<String, Value> {
         v.iter().map(|(k, n)| (k.clone(), json!(n))).collect()
     };
@@ -237,9 +234,9 @@ fn chakra_summary(c: &ChakraReport) -> Value {
         "comm_time_s": mean_max(r.iter().map(|x| x.comm_s)),
         "exposed_comm_s": mean_max(r.iter().map(|x| x.exposed_s)),
         "nodes": r.iter().map(|x| x.nodes as u64).sum::<u64>(),
-        "collectives": records.len(),
-        "algorithm_protocol": chosen,
-        "nccl": nccl_groups(&records),
+        "collectives": c.collectives.len(),
+        "algorithm_protocol": algorithm_protocol(records()),
+        "nccl": nccl_groups(records()),
         "messages": c.messages,
         "message_bytes": c.message_bytes,
         "skipped_nodes": counts(&c.skipped),
@@ -249,7 +246,7 @@ fn chakra_summary(c: &ChakraReport) -> Value {
 
 /// NCCL calls grouped by (operation, size, algorithm/protocol) in order of first call: how
 /// many, their mean time and nccl-tests' algbw and busbw (bytes / time, x the bus factor).
-fn nccl_groups(records: &[CollectiveRecord]) -> Value {
+fn nccl_groups<'a>(records: impl Iterator<Item = &'a CollectiveRecord>) -> Value {
     let mut groups: Vec<(
         String,
         f64,

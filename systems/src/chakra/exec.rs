@@ -117,8 +117,7 @@ impl Rank {
     fn release(&mut self, first: u32, now: SimTime) {
         let mut stack = vec![first];
         while let Some(node) = stack.pop() {
-            let graph = Arc::clone(&self.graph);
-            match graph.work[node as usize] {
+            match self.graph.work[node as usize] {
                 Work::Kernel(_) => self.ready[GPU].push(Reverse(node)),
                 Work::Host(_) => self.ready[CPU].push(Reverse(node)),
                 Work::Coll { group, .. } => self.ready_coll[group as usize].push(Reverse(node)),
@@ -148,11 +147,7 @@ impl Rank {
                         bytes,
                     },
                 ),
-                Work::Nothing => {
-                    self.done += 1;
-                    self.end = self.end.max(now);
-                    stack.extend(self.unlock_children(node));
-                }
+                Work::Nothing => self.complete(node, now, &mut stack),
             }
         }
     }
@@ -162,16 +157,16 @@ impl Rank {
         self.fx.push(fx);
     }
 
-    /// The children of `node` whose last dependency it was.
-    fn unlock_children(&mut self, node: u32) -> Vec<u32> {
-        let mut free = Vec::new();
+    /// `node` is done at `now`: the children whose last dependency it was go on `freed`.
+    fn complete(&mut self, node: u32, now: SimTime, freed: &mut Vec<u32>) {
+        self.done += 1;
+        self.end = self.end.max(now);
         for &c in self.graph.children(node) {
             self.left[c as usize] -= 1;
             if self.left[c as usize] == 0 {
-                free.push(c);
+                freed.push(c);
             }
         }
-        free
     }
 
     /// Starts what the free resources can run: the lowest ready id on each.
@@ -227,9 +222,9 @@ impl Rank {
         if let Some(start) = period {
             self.note(Row::Comm, None, start, now);
         }
-        self.done += 1;
-        self.end = self.end.max(now);
-        for c in self.unlock_children(node) {
+        let mut freed = Vec::new();
+        self.complete(node, now, &mut freed);
+        for c in freed {
             self.release(c, now);
         }
     }

@@ -22,7 +22,7 @@ use chakra::{CollectiveCommType, EtFile, Node, NodeType};
 use hetsim_schema::cuda::Coll;
 
 /// What one node asks of its rank.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Work {
     /// A GPU kernel of this many seconds (before `compute_scale`).
     Kernel(f64),

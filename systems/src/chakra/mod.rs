@@ -96,8 +96,9 @@ pub struct Job {
     world: Option<u32>,
     mail: Mail,
     flights: InFlight,
-    /// Ranks to issue from in this step.
+    /// Ranks to issue from in this step, and the batch being issued (kept for its memory).
     dirty: Vec<u32>,
+    spare: Vec<u32>,
     rows: Vec<[ResId; 3]>,
     report: ChakraReport,
 }
@@ -412,25 +413,19 @@ fn deliver_messages(mut inbox: ResMut<Inbox<SendEnd>>, mut job: ResMut<Job>, mut
 
 fn issue_ready_nodes(mut job: ResMut<Job>, mut sinks: Sinks) {
     let now = sinks.reach.now();
-    let mut dirty = std::mem::take(&mut job.dirty);
-    dirty.sort_unstable();
-    dirty.dedup();
-    for &r in &dirty {
-        job.ranks[r as usize].issue(now);
-        job.apply_effects(r, &mut sinks);
-    }
-    dirty.clear();
-    // Receives that completed at once leave ranks to issue from again.
+    // Receives that complete at once leave ranks to issue from again: until none is left.
+    let mut batch = std::mem::take(&mut job.spare);
     while !job.dirty.is_empty() {
-        let mut again = std::mem::take(&mut job.dirty);
-        again.sort_unstable();
-        again.dedup();
-        for &r in &again {
+        std::mem::swap(&mut batch, &mut job.dirty);
+        batch.sort_unstable();
+        batch.dedup();
+        for &r in &batch {
             job.ranks[r as usize].issue(now);
             job.apply_effects(r, &mut sinks);
         }
+        batch.clear();
     }
-    job.dirty = dirty;
+    job.spare = batch;
 }
 
 impl Job {
@@ -455,15 +450,12 @@ impl Job {
                     peer,
                     bytes,
                     tag,
-                } => match self.mail.post((peer, r, tag), node, bytes) {
-                    Ok(true) => {
+                } => self.mail.post((peer, r, tag), node, bytes).map(|arrived| {
+                    if arrived {
                         self.ranks[r as usize].finish(node, now);
                         self.dirty.push(r);
-                        Ok(())
                     }
-                    Ok(false) => Ok(()),
-                    Err(e) => Err(e),
-                },
+                }),
                 Effect::Copy {
                     node,
                     to_device,

@@ -60,10 +60,12 @@ pub fn load(spec: &ChakraSpec, n: u32, peaks: Peaks) -> Result<Loaded, String> {
     };
     let mut groups: Vec<GroupSpec> = Vec::new();
     let mut group_of = Vec::with_capacity(n as usize);
-    let mut last: Option<(*const Graph, Arc<Vec<u32>>)> = None;
+    // Replicated ranks share one graph: its groups are mapped, and its sends looked for, once.
+    let mut last: Option<(&Arc<Graph>, Arc<Vec<u32>>)> = None;
+    let mut p2p = false;
     for g in &graphs {
-        if let Some((p, map)) = &last
-            && std::ptr::eq(*p, Arc::as_ptr(g))
+        if let Some((prev, map)) = &last
+            && Arc::ptr_eq(prev, g)
         {
             group_of.push(Arc::clone(map));
             continue;
@@ -74,14 +76,13 @@ pub fn load(spec: &ChakraSpec, n: u32, peaks: Peaks) -> Result<Loaded, String> {
             .map(|name| job_group(name, &mut groups, file_groups.as_ref(), n, spec))
             .collect::<Result<Vec<u32>, String>>()?;
         let map = Arc::new(map);
-        last = Some((Arc::as_ptr(g), Arc::clone(&map)));
+        p2p |= g
+            .work
+            .iter()
+            .any(|w| matches!(w, Work::Send { .. } | Work::Recv { .. }));
+        last = Some((g, Arc::clone(&map)));
         group_of.push(map);
     }
-    let p2p = graphs.iter().any(|g| {
-        g.work
-            .iter()
-            .any(|w| matches!(w, Work::Send { .. } | Work::Recv { .. }))
-    });
     Ok(Loaded {
         graphs,
         group_of,
