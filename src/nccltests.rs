@@ -378,6 +378,11 @@ impl From<OpArg> for Coll {
 pub enum AlgoArg {
     Ring,
     Tree,
+    Nvls,
+    Nvlstree,
+    Pat,
+    Collnetdirect,
+    Collnetchain,
 }
 
 impl From<AlgoArg> for Algo {
@@ -385,6 +390,11 @@ impl From<AlgoArg> for Algo {
         match a {
             AlgoArg::Ring => Algo::Ring,
             AlgoArg::Tree => Algo::Tree,
+            AlgoArg::Nvls => Algo::NVLS,
+            AlgoArg::Nvlstree => Algo::NVLSTree,
+            AlgoArg::Pat => Algo::PAT,
+            AlgoArg::Collnetdirect => Algo::CollNetDirect,
+            AlgoArg::Collnetchain => Algo::CollNetChain,
         }
     }
 }

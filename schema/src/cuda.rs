@@ -165,6 +165,16 @@ pub enum Coll {
 pub enum Algo {
     Ring,
     Tree,
+    /// NVLink SHARP: the NVSwitch reduces and multicasts (one node, multicast-capable switch).
+    NVLS,
+    /// NVLS inside each node, a double binary tree across the nodes (AllReduce).
+    NVLSTree,
+    /// Parallel Aggregated Trees: log-scaling AllGather and ReduceScatter, one GPU per node.
+    PAT,
+    /// In-network reduction in the InfiniBand switches (SHARP), every GPU to its NIC.
+    CollNetDirect,
+    /// In-network reduction, a chain through the node's GPUs to one NIC.
+    CollNetChain,
 }
 
 /// NCCL_PROTO values.
@@ -202,6 +212,24 @@ pub struct NcclSpec {
     /// The CPUs are AMD (NCCL's model charges 2 us of network overhead instead of 1).
     #[serde(default)]
     pub amd_cpu: bool,
+    /// NVLS and NVLSTree where the NVSwitch multicasts (NCCL_NVLS_ENABLE, on by default).
+    #[serde(default = "yes")]
+    pub nvls: bool,
+    /// PAT for AllGather and ReduceScatter at one GPU per node (NCCL_PAT_ENABLE, on).
+    #[serde(default = "yes")]
+    pub pat: bool,
+    /// CollNet: in-network reduction in the InfiniBand switches (NCCL_COLLNET_ENABLE, off by
+    /// default as in NCCL).
+    #[serde(default)]
+    pub collnet: bool,
+    /// PXN: a transfer to a GPU on another rail goes over NVLink to the local GPU on that
+    /// rail and leaves through its NIC (NCCL_PXN_DISABLE=0, on by default).
+    #[serde(default = "yes")]
+    pub pxn: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn nvlink_efficiency() -> f64 {
@@ -224,6 +252,10 @@ impl Default for NcclSpec {
             net_efficiency: net_efficiency(),
             buffsize: buffsize(),
             amd_cpu: false,
+            nvls: true,
+            pat: true,
+            collnet: false,
+            pxn: true,
         }
     }
 }
@@ -262,11 +294,24 @@ impl Coll {
 }
 
 impl Algo {
-    pub const ALL: [Algo; 2] = [Algo::Ring, Algo::Tree];
+    pub const ALL: [Algo; 7] = [
+        Algo::Ring,
+        Algo::Tree,
+        Algo::NVLS,
+        Algo::NVLSTree,
+        Algo::PAT,
+        Algo::CollNetDirect,
+        Algo::CollNetChain,
+    ];
     pub fn name(self) -> &'static str {
         match self {
             Algo::Ring => "ring",
             Algo::Tree => "tree",
+            Algo::NVLS => "nvls",
+            Algo::NVLSTree => "nvlstree",
+            Algo::PAT => "pat",
+            Algo::CollNetDirect => "collnetdirect",
+            Algo::CollNetChain => "collnetchain",
         }
     }
 }

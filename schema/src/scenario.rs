@@ -110,6 +110,10 @@ pub struct NodeSpec {
     pub pcie: PcieSpec,
     #[serde(default)]
     pub nvlink: Option<NvLinkSpec>,
+    /// The NVSwitch reduces and multicasts (NVLink SHARP: third-generation NVSwitch and later,
+    /// H100/H200/B200/GB200 systems); NCCL's NVLS algorithms need it. Only with `Switch`.
+    #[serde(default)]
+    pub multicast: bool,
     #[serde(default = "one")]
     pub nics: u32,
     #[serde(default)]
@@ -276,6 +280,12 @@ pub struct FatTreeSpec {
     pub latency: PerLevel<Duration>,
     #[serde(default)]
     pub sharing: Sharing,
+    /// Rail-optimised (the DGX SuperPOD way): NIC k of every node hangs under rail k's own
+    /// leaf switches, so the tree's level-0 elements are NICs, not nodes; `children[0]` nodes
+    /// share each rail's leaf. False: a node's NICs all hang under one leaf and the links
+    /// above carry the node's rails lumped together.
+    #[serde(default)]
+    pub rails: bool,
 }
 
 /// One value for every level, or one value per level.

@@ -278,9 +278,15 @@ pub fn check_forced_algo(spec: &CudaSpec) -> Result<(), String> {
     nccl_calls(&spec.program, &mut all);
     for c in all {
         let p2p = matches!(c.op, Coll::AllToAll | Coll::SendRecv);
-        if !p2p && !nccl::tuning::supported(c.op, algo) {
+        let has = nccl::tuning::algorithms(c.op);
+        if !p2p && !has.contains(&algo) {
+            let names: Vec<&str> = has.iter().map(|a| a.name()).collect();
+            let only = match names.as_slice() {
+                [one] => format!("the {one} only"),
+                many => format!("{} only", many.join(", ")),
+            };
             return Err(format!(
-                "workload.Cuda.nccl.algo: NCCL runs {} with the ring only, not {}",
+                "workload.Cuda.nccl.algo: NCCL runs {} with {only}, not {}",
                 c.op.name(),
                 algo.name()
             ));

@@ -32,6 +32,7 @@
 //! not modelled, the tree's root sits on the first (or last) node, and the members of a
 //! count-0 collective are released when the last arrives (NCCL would not hold them).
 
+mod algos;
 pub mod plan;
 mod record;
 pub mod tuning;
@@ -45,6 +46,7 @@ use hetsim_schema::SimTime;
 use hetsim_schema::cuda::NcclCall;
 
 use crate::network::{FlowSpec, Reach, Start};
+use crate::platform::Endpoint;
 pub use plan::{Comm, Edge, Plan};
 pub use record::{CollectiveRecord, group_name};
 
@@ -240,8 +242,9 @@ impl Collectives {
             zero_latency: true,
         };
         let (a, b) = (rt.comm.members[from as usize], rt.comm.members[to as usize]);
+        let via = relay(&rt.comm, reach, (a, b));
         reach
-            .flow(a, b, spec, done)
+            .flow_via(a, via, b, spec, done)
             .map(|_| ())
             .map_err(|e| format!("NCCL: {e}"))
     }
@@ -268,8 +271,9 @@ impl Collectives {
                 // NCCL's latency term already holds the hops' latencies.
                 zero_latency: true,
             };
+            let via = relay(&rt.comm, reach, (a, b));
             reach
-                .flow(a, b, spec, EdgeEnd { comm: c, k })
+                .flow_via(a, via, b, spec, EdgeEnd { comm: c, k })
                 .map_err(|e| format!("NCCL: {e}"))?;
         }
         let coll = &mut rt.colls[k as usize];
@@ -303,6 +307,11 @@ fn finish_edges(
             cal.schedule_raw(clock.now.saturating_add(secs(fill)), done);
         }
     }
+}
+
+/// The GPU a transfer from `a` to `b` goes through first: with PXN, the peer on `b`'s rail.
+fn relay(comm: &Comm, reach: &Reach, (a, b): (Endpoint, Endpoint)) -> Option<Endpoint> {
+    comm.pxn().then(|| reach.topo.rail_relay(a, b)).flatten()
 }
 
 fn secs(s: f64) -> SimTime {

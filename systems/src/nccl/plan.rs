@@ -1,7 +1,8 @@
 //! A communicator and its collectives as transfers (plain data in, a [`Plan`] out): rings
 //! and double binary trees per channel, protocols, NCCL's choice of both ([`super::tuning`]).
 
-use super::tuning::{self, Gen, Hw};
+use super::algos::{self, Transfer};
+use super::tuning::{self, Features, Gen, Graph, Hw};
 use crate::platform::topology::{Layout, NvLayout};
 use crate::platform::{Endpoint, Topology};
 use hetsim_schema::cuda::{Algo, Coll, NcclCall, NcclSpec, Proto};
@@ -89,6 +90,7 @@ impl Comm {
             return Err("NCCL needs a Cluster platform (nodes of GPUs)".into());
         };
         let (nvlink, nics) = (layout.nvlink != NvLayout::None, layout.nics.max(1));
+        let multicast = layout.multicast && nvlink;
         let (nodes, node_of) = group_by_node(&members)?;
         let generation = Gen::of_model(gpu_model);
         let per_node = nodes.iter().map(Vec::len).max().unwrap_or(1) as u32;
@@ -111,6 +113,8 @@ impl Comm {
             intra_total
         });
         let intra_hw = if nvlink { Hw::NvLink } else { Hw::Pci };
+        let more = features(spec, generation, multicast, nodes.len() as u32, per_node)
+            .with_totals(intra_total, inter_total, nics.min(per_node));
         Ok(Comm {
             tune: tuning::Shape {
                 ranks: members.len() as u32,
@@ -122,6 +126,7 @@ impl Comm {
                 intra_hw,
                 amd_cpu: spec.amd_cpu,
                 ll128: intra_hw == Hw::NvLink,
+                more,
             },
             members,
             nodes,
@@ -132,6 +137,11 @@ impl Comm {
 
     pub fn size(&self) -> u32 {
         self.members.len() as u32
+    }
+
+    /// Transfers to a GPU on another rail go through the NVLink peer on that rail (PXN).
+    pub fn pxn(&self) -> bool {
+        self.spec.pxn
     }
 
     /// Plans one call: NCCL's choice of algorithm and protocol (or the forced ones), then the
@@ -169,7 +179,7 @@ impl Comm {
             ..self.tune
         };
         let (edges, chain_hops) = self.edges(call, algo, proto, &tune);
-        let fill_s = self.fill_s(bytes, algo, proto, &tune, chain_hops);
+        let fill_s = self.fill_s(call.op, bytes, (algo, proto), &tune, chain_hops);
         Ok(Plan {
             algo,
             proto,
@@ -193,6 +203,9 @@ impl Comm {
         tune: &tuning::Shape,
     ) -> (Vec<Edge>, u32) {
         let n = self.size();
+        if let Some(transfers) = self.switch_transfers(call, algo, tune) {
+            return (self.transfer_edges(transfers, proto), 0);
+        }
         let (ch, per_ch) = (tune.channels, call.bytes.0 / tune.channels as f64);
         let cap_data = tuning::channel_cap(algo, proto, tune) * 1e9;
         let mut edges = Vec::new();
@@ -226,7 +239,7 @@ impl Comm {
                     }
                     chain_hops = n - 1;
                 }
-                (Algo::Ring, op) => {
+                (_, op) => {
                     let share = ring_share(op, n);
                     let ring = self.ring(c);
                     if n > 1 {
@@ -245,14 +258,51 @@ impl Comm {
         (edges, chain_hops)
     }
 
+    /// The transfers of NVLS, NVLSTree, PAT and CollNet ([`algos`]); `None` for rings and
+    /// trees.
+    fn switch_transfers(
+        &self,
+        call: &NcclCall,
+        algo: Algo,
+        tune: &tuning::Shape,
+    ) -> Option<Vec<Transfer>> {
+        let bytes = call.bytes.0;
+        let nvls_eff = tune.generation.nvls_efficiency();
+        Some(match algo {
+            Algo::Ring | Algo::Tree => return None,
+            Algo::NVLS => algos::nvls(&self.nodes, call.op, bytes, nvls_eff),
+            Algo::NVLSTree => algos::nvls_tree(&self.nodes, bytes, nvls_eff),
+            Algo::PAT => algos::pat(self.size(), bytes, tuning::PAT_EFFICIENCY),
+            Algo::CollNetDirect => algos::collnet_direct(&self.nodes, bytes),
+            Algo::CollNetChain => {
+                let heads = tune.more.collnet.map_or(1, |g| g.channels);
+                algos::collnet_chain(&self.nodes, bytes, heads)
+            }
+        })
+    }
+
+    /// Edges of transfers: their data on the wire at the protocol's, the links' and the
+    /// algorithm's efficiency, uncapped.
+    fn transfer_edges(&self, transfers: Vec<Transfer>, proto: Proto) -> Vec<Edge> {
+        transfers
+            .into_iter()
+            .map(|t| Edge {
+                from: t.from,
+                to: t.to,
+                wire_bytes: t.data * self.wire_factor(t.from, t.to, proto) / t.efficiency,
+                cap: f64::INFINITY,
+            })
+            .collect()
+    }
+
     /// The pipeline fill of a chain of `chain_hops` hops: the first slice crossing all but
     /// the last hop at one channel's rate (NCCL shrinks the slices of smaller collectives so
     /// the chain stays full).
     fn fill_s(
         &self,
+        op: Coll,
         bytes: f64,
-        algo: Algo,
-        proto: Proto,
+        (algo, proto): (Algo, Proto),
         tune: &tuning::Shape,
         chain_hops: u32,
     ) -> f64 {
@@ -264,7 +314,8 @@ impl Comm {
             Proto::LL128 => LL128_BUFF / NCCL_STEPS * Proto::LL128.wire_efficiency(),
             Proto::Simple => self.spec.buffsize.0 / NCCL_STEPS,
         };
-        let channel_rate = (tuning::bus_bw(algo, proto, tune) / ch as f64 * 1e9).min(cap_data);
+        let channel_rate =
+            (tuning::bus_bw(op, algo, proto, tune) / ch as f64 * 1e9).min(cap_data);
         // NCCL shrinks the chunks of smaller collectives so that a chain pipeline stays full
         // (enqueue.cc); halve the slice until the chain holds two slices per hop.
         let mut slice = slice.min(per_ch);
@@ -431,13 +482,7 @@ impl Comm {
                 edges.push((w[1], w[0]));
             }
         }
-        let m = self.nodes.len();
-        for i in 1..m {
-            let (child, parent) = if !mirrored {
-                (i, (i - 1) / 2)
-            } else {
-                (m - 1 - i, m - 1 - (i - 1) / 2)
-            };
+        for (child, parent) in algos::node_tree(self.nodes.len(), mirrored) {
             edges.push((heads[child], heads[parent]));
         }
         edges
@@ -521,6 +566,43 @@ fn ring_totals(
         f64::INFINITY
     };
     Ok((intra_total, inter_total))
+}
+
+/// The algorithms beyond ring and tree that `spec` and the platform allow: NVLS where the
+/// NVSwitch multicasts and the GPUs have NVLS (Hopper on), with two GPUs or more per node;
+/// CollNet across nodes where enabled; PAT where enabled (one GPU per node is checked per call).
+fn features(spec: &NcclSpec, g: Gen, multicast: bool, nodes: u32, per_node: u32) -> Features {
+    let graph = |channels| Graph {
+        channels,
+        bw_intra: 0.0,
+        bw_inter: 0.0,
+    };
+    Features {
+        nvls: (spec.nvls && multicast && g.nvls_efficiency() > 0.0 && per_node > 1)
+            .then(|| graph(g.nvls_channels(nodes))),
+        collnet: (spec.collnet && nodes > 1).then(|| graph(0)),
+        pat: spec.pat,
+    }
+}
+
+impl Features {
+    /// The graphs' per-channel bandwidths from the whole-ring totals (GB/s): NVLS splits the
+    /// node's NVLink and the network over its channels; CollNet has a channel per NIC head
+    /// (`heads`), each at one NIC's rate.
+    fn with_totals(mut self, intra_total: f64, inter_total: f64, heads: u32) -> Features {
+        let finite = |x: f64, or: f64| if x.is_finite() { x } else { or };
+        if let Some(g) = &mut self.nvls {
+            let ch = g.channels as f64;
+            g.bw_intra = finite(intra_total, 1.0) / ch;
+            g.bw_inter = finite(inter_total, finite(intra_total, 1.0)) / ch;
+        }
+        if let Some(g) = &mut self.collnet {
+            g.channels = heads.max(1);
+            g.bw_intra = finite(inter_total, 1.0) / g.channels as f64;
+            g.bw_inter = g.bw_intra;
+        }
+        self
+    }
 }
 
 /// The share of a channel's bytes every ring edge carries: 2(n-1)/n for AllReduce, (n-1)/n

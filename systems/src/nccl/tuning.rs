@@ -7,7 +7,7 @@
 //! would, and the fixed latency of a collective. Its bandwidth comes from flows on the
 //! platform, which see contention this model cannot.
 //! Simplified: one pipelined op (numPipeOps = 1), balanced tree pattern, latencyInter 0;
-//! CollNet, NVLS and PAT are not modelled.
+//! NVLS across nodes (NVLS with CollNet) is left out: across nodes NVLS runs as NVLSTree.
 
 pub use hetsim_schema::cuda::{Algo, Coll, Proto};
 
@@ -50,6 +50,23 @@ impl Gen {
             Gen::Blackwell => 40.1,
         }
     }
+    /// NVLS's efficiency in NCCL's model (nvlsEfficiency): 0.85 on Hopper, 0.74 on Blackwell,
+    /// none before (no NVLink SHARP).
+    pub fn nvls_efficiency(self) -> f64 {
+        match self {
+            Gen::Hopper => 0.85,
+            Gen::Blackwell => 0.74,
+            Gen::Volta | Gen::Ampere => 0.0,
+        }
+    }
+    /// NVLS channels (nvlsChannels): 16 on SM90; on SM100 24 on one node, 32 across nodes.
+    pub fn nvls_channels(self, nodes: u32) -> u32 {
+        match (self, nodes) {
+            (Gen::Blackwell, 0 | 1) => 24,
+            (Gen::Blackwell, _) => 32,
+            _ => 16,
+        }
+    }
     /// Fastest per-channel speed NCCL's search tries (search.cc speed lists, GB/s).
     pub fn max_channel_bw(self) -> f64 {
         match self {
@@ -67,14 +84,57 @@ pub enum Hw {
     Net,
 }
 
-/// `baseLatencies[algo][proto]` in us, {LL, LL128, Simple}.
-const BASE_LAT: [[f64; 3]; 2] = [[6.6, 14.0, 8.4], [6.8, 14.0, 8.4]];
-/// `hwLatencies[hw][algo][proto]` in us.
-const HW_LAT: [[[f64; 3]; 2]; 3] = [
-    [[0.6, 1.9, 3.4], [0.6, 1.25, 4.0]],  // NVLink: ring, tree
-    [[1.0, 2.5, 5.7], [1.0, 1.9, 4.0]],   // PCI
-    [[2.7, 4.0, 14.0], [5.0, 8.5, 14.0]], // NET
+/// `baseLatencies[algo][proto]` in us, {LL, LL128, Simple}, algorithms in [`ALGO_ORDER`].
+const BASE_LAT: [[f64; 3]; 7] = [
+    [6.6, 14.0, 8.4], // ring
+    [6.8, 14.0, 8.4], // tree
+    [0.0, 0.0, 0.0],  // NVLS
+    [0.0, 0.0, 0.0],  // NVLSTree
+    [8.0, 8.0, 8.0],  // PAT
+    [0.0, 0.0, 0.0],  // CollNetDirect
+    [0.0, 0.0, 0.0],  // CollNetChain
 ];
+/// `hwLatencies[hw][algo][proto]` in us.
+const HW_LAT: [[[f64; 3]; 7]; 3] = [
+    [
+        [0.6, 1.9, 3.4],
+        [0.6, 1.25, 4.0],
+        [0.0, 0.0, 25.0],
+        [0.0, 0.0, 25.0],
+        [0.0, 0.0, 4.0],
+        [0.0, 0.0, 3.7],
+        [0.0, 0.0, 2.8],
+    ], // NVLink
+    [
+        [1.0, 2.5, 5.7],
+        [1.0, 1.9, 4.0],
+        [0.0, 0.0, 0.0],
+        [0.0, 0.0, 0.0],
+        [0.0, 0.0, 4.0],
+        [0.0, 0.0, 3.7],
+        [0.0, 0.0, 2.8],
+    ], // PCI
+    [
+        [2.7, 4.0, 14.0],
+        [5.0, 8.5, 14.0],
+        [0.0, 0.0, 18.0],
+        [0.0, 0.0, 20.9],
+        [0.0, 0.0, 14.0],
+        [0.0, 0.0, 31.0],
+        [0.0, 0.0, 30.0],
+    ], // NET
+];
+/// The order of the latency tables' rows ([`Algo::ALL`]'s order).
+const ALGO_ORDER: [Algo; 7] = Algo::ALL;
+
+fn hw_lat(hw: Hw, algo: Algo, p: Proto) -> f64 {
+    HW_LAT[hw as usize][algo_row(algo)][p as usize]
+}
+
+fn algo_row(algo: Algo) -> usize {
+    ALGO_ORDER.iter().position(|&a| a == algo).unwrap_or(0)
+}
+
 /// `llMaxBws[row][min(nodes,3)-1]`: the row is the GPU generation on one node, the CPU vendor
 /// (0 Intel, 1 AMD) across nodes.
 const LL_MAX_BW: [[f64; 3]; 4] = [
@@ -101,6 +161,16 @@ const PER_CH_MAX_TREE_BW: [[f64; 3]; 4] = [
     [38.7, 41.4, 36.0],
     [70.0, 42.8, 24.0],
 ];
+/// `perChMaxNVLSTreeBws`: an NVLSTree channel's most, GB/s.
+const PER_CH_MAX_NVLS_TREE_BW: [[f64; 3]; 4] = [
+    [26.5, 18.5, 10.0],
+    [24.0, 23.6, 17.8],
+    [0.0, 57.7, 45.5],
+    [0.0, 96.0, 80.0],
+];
+/// PAT reaches 0.75 of the bandwidth its graph gives (NCCL's model).
+pub const PAT_EFFICIENCY: f64 = 0.75;
+
 /// Tree AllReduce bandwidth correction by size: index floor(log2(bytes >> 6)).
 const TREE_CORRECTION: [[f64; 23]; 3] = [
     [
@@ -133,6 +203,25 @@ pub struct Shape {
     pub amd_cpu: bool,
     /// LL128 is enabled (NCCL enables it where 128-byte stores stay whole: NVLink paths).
     pub ll128: bool,
+    /// The algorithms beyond ring and tree this communicator can run.
+    pub more: Features,
+}
+
+/// What a communicator has beyond rings and trees: NVLS's graph where the NVSwitch
+/// multicasts, CollNet's where the switches reduce, PAT at one GPU per node.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Features {
+    pub nvls: Option<Graph>,
+    pub collnet: Option<Graph>,
+    pub pat: bool,
+}
+
+/// An algorithm's own channels and per-channel bandwidths (GB/s), as NCCL's search finds them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Graph {
+    pub channels: u32,
+    pub bw_intra: f64,
+    pub bw_inter: f64,
 }
 
 impl Shape {
@@ -160,63 +249,130 @@ impl Shape {
     }
 }
 
-/// Whether NCCL runs `coll` with `algo` at all.
-pub fn supported(coll: Coll, algo: Algo) -> bool {
+/// Whether NCCL runs `coll` with `algo` at all on `c` (tuning.cc's enables): NVLS on one
+/// node whose switch multicasts, NVLSTree across such nodes, PAT for AllGather and
+/// ReduceScatter at one GPU per node, CollNet for AllReduce across nodes where enabled.
+pub fn supported(coll: Coll, algo: Algo, c: &Shape) -> bool {
+    let gather = matches!(coll, Coll::AllGather | Coll::ReduceScatter);
+    if !algorithms(coll).contains(&algo) {
+        return false;
+    }
     match algo {
         Algo::Ring => true,
         Algo::Tree => coll == Coll::AllReduce,
+        Algo::NVLS => c.more.nvls.is_some() && c.nodes == 1 && (gather || coll == Coll::AllReduce),
+        Algo::NVLSTree => c.more.nvls.is_some() && c.nodes > 1 && coll == Coll::AllReduce,
+        Algo::PAT => c.more.pat && gather && c.nodes > 1 && c.ranks == c.nodes,
+        Algo::CollNetDirect | Algo::CollNetChain => {
+            c.more.collnet.is_some() && c.nodes > 1 && coll == Coll::AllReduce
+        }
+    }
+}
+
+/// The algorithms NCCL has for `coll` on any machine: Broadcast and Reduce run rings only,
+/// AllGather and ReduceScatter also NVLS, PAT and CollNet Direct, AllReduce all but PAT;
+/// point-to-point calls have no collective algorithm (listed as ring).
+pub fn algorithms(coll: Coll) -> &'static [Algo] {
+    match coll {
+        Coll::AllReduce => &[
+            Algo::Ring,
+            Algo::Tree,
+            Algo::NVLS,
+            Algo::NVLSTree,
+            Algo::CollNetDirect,
+            Algo::CollNetChain,
+        ],
+        Coll::AllGather | Coll::ReduceScatter => {
+            &[Algo::Ring, Algo::NVLS, Algo::PAT, Algo::CollNetDirect]
+        }
+        _ => &[Algo::Ring],
     }
 }
 
 /// Latency in us of `coll` with (algo, proto), for one pipelined op.
 pub fn latency_us(coll: Coll, algo: Algo, p: Proto, c: &Shape) -> f64 {
-    let a = algo as usize;
-    let base = BASE_LAT[a][p as usize];
-    let intra_hw = c.intra_hw as usize;
+    let base = BASE_LAT[algo_row(algo)][p as usize];
+    let intra = hw_lat(c.intra_hw, algo, p);
+    // Across nodes at one GPU per node NCCL charges the tree's network latency.
+    let inter = if c.per_node() == 1 {
+        hw_lat(Hw::Net, Algo::Tree, p)
+    } else {
+        hw_lat(Hw::Net, algo, p)
+    };
+    let depth = (c.nodes.max(1) as f64).log2().floor();
+    let ppn = (c.per_node() - 1) as f64;
+    match algo {
+        Algo::Ring => ring_latency_us(coll, p, c, base),
+        Algo::Tree => base + 2.0 * (ppn * intra + depth * inter),
+        Algo::NVLS if c.nodes > 1 => intra + hw_lat(Hw::Net, algo, p),
+        Algo::NVLS => intra,
+        Algo::NVLSTree => base + intra + 2.0 * depth * inter,
+        Algo::PAT => base + depth * inter / 3.5 + 2.8 * c.ranks as f64,
+        Algo::CollNetDirect => base + 2.0 * (ppn.min(1.0) * intra + ppn * 0.4) + inter,
+        Algo::CollNetChain => base + 2.0 * ppn * intra + inter,
+    }
+}
+
+/// The ring's latency: `nsteps` hops, those across nodes at the network's latency.
+fn ring_latency_us(coll: Coll, p: Proto, c: &Shape, base: f64) -> f64 {
     let n = c.ranks;
     let nsteps = coll.steps(n) as f64;
-    match algo {
-        Algo::Ring => {
-            let intra = HW_LAT[intra_hw][0][p as usize].max(c.net_overhead(p));
-            let inter_hw_algo = if c.nodes > 1 && c.per_node() == 1 {
-                1
-            } else {
-                0
+    let intra = hw_lat(c.intra_hw, Algo::Ring, p).max(c.net_overhead(p));
+    let inter_algo = if c.nodes > 1 && c.per_node() == 1 {
+        Algo::Tree
+    } else {
+        Algo::Ring
+    };
+    let inter = hw_lat(Hw::Net, inter_algo, p);
+    match coll {
+        Coll::AllReduce | Coll::AllGather | Coll::ReduceScatter => {
+            let n_inter = match (c.nodes, coll) {
+                (0 | 1, _) => 0.0,
+                (k, Coll::AllReduce) => 2.0 * (k - 1) as f64,
+                (k, _) => (k - 1) as f64,
             };
-            let inter = HW_LAT[Hw::Net as usize][inter_hw_algo][p as usize];
-            match coll {
-                Coll::AllReduce | Coll::AllGather | Coll::ReduceScatter => {
-                    let n_inter = match (c.nodes, coll) {
-                        (0 | 1, _) => 0.0,
-                        (k, Coll::AllReduce) => 2.0 * (k - 1) as f64,
-                        (k, _) => (k - 1) as f64,
-                    };
-                    base + (nsteps - n_inter) * intra + n_inter * inter
-                }
-                // Point-to-point: one hop, over the network when the GPUs span nodes.
-                Coll::SendRecv | Coll::AllToAll => base + if c.nodes > 1 { inter } else { intra },
-                // Chains from a root: one hop latency per hop of the chain.
-                _ => {
-                    let hops = (n - 1) as f64;
-                    let n_inter = c.nodes.saturating_sub(1) as f64;
-                    base + (hops - n_inter) * intra + n_inter * inter
-                }
-            }
+            base + (nsteps - n_inter) * intra + n_inter * inter
         }
-        Algo::Tree => {
-            let intra = HW_LAT[intra_hw][1][p as usize];
-            let inter = HW_LAT[Hw::Net as usize][1][p as usize];
-            let depth = (c.nodes.max(1) as f64).log2().floor();
-            base + 2.0 * ((c.per_node() - 1) as f64 * intra + depth * inter)
+        // Point-to-point: one hop, over the network when the GPUs span nodes.
+        Coll::SendRecv | Coll::AllToAll => base + if c.nodes > 1 { inter } else { intra },
+        // Chains from a root: one hop latency per hop of the chain.
+        _ => {
+            let hops = (n - 1) as f64;
+            let n_inter = c.nodes.saturating_sub(1) as f64;
+            base + (hops - n_inter) * intra + n_inter * inter
         }
     }
 }
 
 /// Bus bandwidth in GB/s (nccl-tests' busbw units) NCCL's model expects; 0 when disabled.
-pub fn bus_bw(algo: Algo, p: Proto, c: &Shape) -> f64 {
+pub fn bus_bw(coll: Coll, algo: Algo, p: Proto, c: &Shape) -> f64 {
     if p == Proto::LL128 && !c.ll128 {
         return 0.0;
     }
+    match algo {
+        Algo::Ring | Algo::Tree => ring_tree_bus_bw(algo, p, c),
+        // The newer algorithms run Simple only.
+        _ if p != Proto::Simple => 0.0,
+        Algo::NVLS | Algo::NVLSTree => c.more.nvls.map_or(0.0, |g| nvls_bus_bw(coll, algo, g, c)),
+        Algo::PAT => {
+            let bw = if c.nodes <= 2 { c.bw_intra } else { c.bw_inter };
+            c.channels as f64 * bw * PAT_EFFICIENCY
+        }
+        Algo::CollNetDirect | Algo::CollNetChain => c.more.collnet.map_or(0.0, |g| {
+            let bus = g.channels as f64 * g.bw_intra;
+            if algo == Algo::CollNetChain {
+                return bus;
+            }
+            // Every GPU wants a NIC of its own: more GPUs than NICs share them.
+            let mut factor = c.per_node() as f64 / g.channels.max(1) as f64;
+            factor -= (factor - 1.0) / 2.0;
+            let hopper = matches!(c.generation, Gen::Hopper | Gen::Blackwell);
+            bus / factor * if hopper { 0.85 } else { 1.0 }
+        }),
+    }
+}
+
+fn ring_tree_bus_bw(algo: Algo, p: Proto, c: &Shape) -> f64 {
     let bw = if c.nodes <= 2 { c.bw_intra } else { c.bw_inter };
     let ch = c.channels as f64;
     let mut bus = ch * bw;
@@ -224,7 +380,6 @@ pub fn bus_bw(algo: Algo, p: Proto, c: &Shape) -> f64 {
     match (algo, p) {
         (Algo::Ring, Proto::LL) => bus = c.ll_max_bw().min(0.5 * bus),
         (Algo::Ring, Proto::LL128) => bus = (0.92 * bus).min(ch * PER_CH_MAX_RING_LL128_BW[g][col]),
-        (Algo::Ring, Proto::Simple) => {}
         (Algo::Tree, _) => {
             bus = (0.92 * bus).min(ch * PER_CH_MAX_TREE_BW[g][col]);
             match p {
@@ -240,12 +395,40 @@ pub fn bus_bw(algo: Algo, p: Proto, c: &Shape) -> f64 {
                 Proto::Simple => {}
             }
         }
+        _ => {}
     }
     bus
 }
 
+/// NVLS and NVLSTree: the switch's share of NVLink (NVLS efficiency, one channel of the
+/// graph's kept back), twice for AllReduce (busbw's ring factor against what NVLS moves),
+/// bounded by the network across nodes and NVLSTree's per-channel most.
+fn nvls_bus_bw(coll: Coll, algo: Algo, g: Graph, c: &Shape) -> f64 {
+    let ch = g.channels as f64;
+    let ppn = c.per_node() as f64;
+    let k = if coll == Coll::AllReduce {
+        2.0
+    } else {
+        (ppn - 1.0) / ppn
+    };
+    let mut per = g.bw_intra * c.generation.nvls_efficiency() * (ch - 1.0) / ch * k;
+    if c.nodes > 1 {
+        let net = if algo == Algo::NVLSTree && c.nodes <= 2 {
+            2.0
+        } else {
+            1.0
+        };
+        per = per.min(g.bw_inter * net);
+    }
+    if algo == Algo::NVLSTree {
+        per = per.min(PER_CH_MAX_NVLS_TREE_BW[c.generation.idx()][c.col()]);
+    }
+    ch * per
+}
+
 /// Most data one channel moves per second along one edge, GB/s: NCCL's per-channel maxima
-/// (for Ring Simple, the fastest per-channel speed its topology search tries).
+/// (for Ring Simple, the fastest per-channel speed its topology search tries); the newer
+/// algorithms' transfers are not held per channel (infinite).
 pub fn channel_cap(algo: Algo, p: Proto, c: &Shape) -> f64 {
     let (g, col) = (c.generation.idx(), c.col());
     let ch = c.channels.max(1) as f64;
@@ -256,22 +439,28 @@ pub fn channel_cap(algo: Algo, p: Proto, c: &Shape) -> f64 {
         (Algo::Tree, Proto::Simple) => PER_CH_MAX_TREE_BW[g][col],
         (Algo::Tree, Proto::LL128) => PER_CH_MAX_TREE_LL128_BW[g][col],
         (Algo::Tree, Proto::LL) => (PER_CH_MAX_TREE_BW[g][col] / 3.8).min(c.ll_max_bw() / ch),
+        _ => f64::INFINITY,
     }
 }
 
-/// Algorithm bandwidth in GB/s: bytes of the user buffer per second.
+/// Algorithm bandwidth in GB/s: bytes of the user buffer per second. Ring, NVLS and NVLSTree
+/// convert by n / nsteps, tree and CollNet by half; other algorithms' AllGather and
+/// ReduceScatter keep their bus bandwidth.
 pub fn alg_bw(coll: Coll, algo: Algo, p: Proto, c: &Shape) -> f64 {
-    let bus = bus_bw(algo, p, c);
+    let bus = bus_bw(coll, algo, p, c);
+    let gather = matches!(coll, Coll::AllGather | Coll::ReduceScatter);
     match algo {
         Algo::Ring => bus * c.ranks as f64 / coll.steps(c.ranks) as f64,
-        Algo::Tree => bus * 0.5,
+        _ if gather => bus,
+        Algo::NVLS | Algo::NVLSTree => bus * c.ranks as f64 / coll.steps(c.ranks) as f64,
+        _ => bus * 0.5,
     }
 }
 
 /// Predicted time in us of `coll` on `bytes` (the whole buffer: count x type size, times the
 /// ranks for AllGather and ReduceScatter), or `None` when NCCL would not use the pair.
 pub fn predict_us(coll: Coll, algo: Algo, p: Proto, bytes: f64, c: &Shape) -> Option<f64> {
-    if !supported(coll, algo) {
+    if !supported(coll, algo, c) {
         return None;
     }
     let mut bw = alg_bw(coll, algo, p, c);
@@ -305,7 +494,7 @@ pub fn predict_us(coll: Coll, algo: Algo, p: Proto, bytes: f64, c: &Shape) -> Op
 
 /// The (algorithm, protocol) NCCL picks: the smallest predicted time among those allowed
 /// (`None` = any, like an unset NCCL_ALGO / NCCL_PROTO). Ties go to the first in
-/// ring, tree and LL, LL128, Simple order.
+/// [`Algo::ALL`]'s order (ring, tree, then the newer ones) and LL, LL128, Simple order.
 pub fn choose(
     coll: Coll,
     bytes: f64,
@@ -359,6 +548,7 @@ mod tests {
             intra_hw: Hw::NvLink,
             amd_cpu: false,
             ll128: true,
+            more: Features::default(),
         }
     }
 
@@ -408,6 +598,7 @@ mod tests {
             intra_hw: Hw::Pci,
             amd_cpu: false,
             ll128: true, // the worked example keeps LL128 on to check its formula
+            more: Features::default(),
         };
         let want = [
             (Algo::Ring, Proto::LL, 8.60, 12.00),
@@ -426,7 +617,7 @@ mod tests {
         close(t, 63.49, 0.005);
         // By default NCCL disables LL128 over PCI.
         let pci = Shape { ll128: false, ..c };
-        assert_eq!(bus_bw(Algo::Ring, Proto::LL128, &pci), 0.0);
+        assert_eq!(bus_bw(Coll::AllReduce, Algo::Ring, Proto::LL128, &pci), 0.0);
     }
 
     #[test]
@@ -441,6 +632,7 @@ mod tests {
             intra_hw: Hw::NvLink,
             amd_cpu: false,
             ll128: true,
+            more: Features::default(),
         };
         let want = [
             (Algo::Ring, Proto::LL, 78.80, 10.53),

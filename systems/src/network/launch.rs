@@ -144,7 +144,22 @@ impl Reach<'_, '_> {
         spec: FlowSpec,
         done: E,
     ) -> Result<Entity, String> {
-        let route = self.topo.route(from, to)?;
+        self.flow_via(from, None, to, spec, done)
+    }
+
+    /// [`Reach::flow`] on the route through `via` when there is one (a relay on the way).
+    pub fn flow_via<E: SimEvent>(
+        &mut self,
+        from: Endpoint,
+        via: Option<Endpoint>,
+        to: Endpoint,
+        spec: FlowSpec,
+        done: E,
+    ) -> Result<Entity, String> {
+        let route = match via {
+            Some(v) => self.topo.route_via(from, v, to)?,
+            None => self.topo.route(from, to)?,
+        };
         let route = if spec.zero_latency {
             Arc::new(Route {
                 hops: route.hops.clone(),

@@ -164,12 +164,19 @@ fn cluster(c: &Cluster) -> Result<Topology, String> {
         Network::Star(_) => (Fabric::Star, None),
         Network::FatTree(ft) => (
             Fabric::FatTree {
-                tree: fat_tree(ft, c.nodes)?,
+                tree: fat_tree(ft, c.nodes, n.nics)?,
                 first_link: 0,
+                rails: ft.rails.then_some(ft.children[0]),
             },
             Some(ft),
         ),
     };
+    if n.multicast && nvlink != NvLayout::Switch {
+        return Err(
+            "platform.node.multicast: NVLink multicast needs an NVSwitch (nvlink: Switch(...))"
+                .into(),
+        );
+    }
     let mut layout = ClusterLayout {
         nodes: c.nodes,
         cpus: n.cpu_cores,
@@ -177,6 +184,7 @@ fn cluster(c: &Cluster) -> Result<Topology, String> {
         nics: n.nics,
         nic_attach: n.nic.attach,
         nvlink,
+        multicast: n.multicast,
         fabric,
     };
     let cable = |nic_path: &str| -> Result<(Bandwidth, SimTime, Sharing), String> {
@@ -266,7 +274,13 @@ fn cluster(c: &Cluster) -> Result<Topology, String> {
         }
     }
     debug_assert_eq!(links.len() as u32, layout.fabric_first_link());
-    if let (Fabric::FatTree { tree, first_link }, Some(ft)) = (&mut layout.fabric, tree_spec) {
+    if let (
+        Fabric::FatTree {
+            tree, first_link, ..
+        },
+        Some(ft),
+    ) = (&mut layout.fabric, tree_spec)
+    {
         *first_link = links.len() as u32;
         for level in 1..tree.levels() {
             let path = format!("platform.network.bandwidth[{level}]");
@@ -291,8 +305,9 @@ fn cluster(c: &Cluster) -> Result<Topology, String> {
     Ok(Topology::new(links, Layout::Cluster(layout)))
 }
 
-/// Fat-tree shape from the spec: parents per switch level from the taper ratios.
-fn fat_tree(ft: &FatTreeSpec, nodes: u32) -> Result<FatTree, String> {
+/// Fat-tree shape from the spec: parents per switch level from the taper ratios; on a
+/// rail-optimised tree every one of a node's `nics` NICs takes a level-0 place.
+fn fat_tree(ft: &FatTreeSpec, nodes: u32, nics: u32) -> Result<FatTree, String> {
     if ft.children.is_empty() || ft.children.contains(&0) {
         return Err(
             "platform.network.children: expected one positive count per level, e.g. [18, 9, 5]"
@@ -315,10 +330,24 @@ fn fat_tree(ft: &FatTreeSpec, nodes: u32) -> Result<FatTree, String> {
     }
     let children: Vec<u64> = ft.children.iter().map(|&c| c as u64).collect();
     let tree = FatTree::new(&children, &parents);
-    if nodes as u64 > tree.count[0] {
+    let per_leaf = ft.children[0] as u64;
+    let places = if ft.rails {
+        (nodes as u64).div_ceil(per_leaf) * per_leaf * nics.max(1) as u64
+    } else {
+        nodes as u64
+    };
+    if places > tree.count[0] {
+        let what = if ft.rails {
+            format!(
+                "{} nodes at most with {nics} rails",
+                tree.count[0] / per_leaf / nics.max(1) as u64 * per_leaf
+            )
+        } else {
+            format!("{} nodes at most", tree.count[0])
+        };
         return Err(format!(
-            "platform.nodes: {nodes} nodes do not fit a fat-tree with children {:?} ({} nodes at most)",
-            ft.children, tree.count[0]
+            "platform.nodes: {nodes} nodes do not fit a fat-tree with children {:?} ({what})",
+            ft.children
         ));
     }
     Ok(tree)

@@ -98,6 +98,8 @@ pub struct ClusterLayout {
     pub nics: u32,
     pub nic_attach: NicAttach,
     pub nvlink: NvLayout,
+    /// The NVSwitch reduces and multicasts (NVLink SHARP).
+    pub multicast: bool,
     pub fabric: Fabric,
 }
 
@@ -114,9 +116,12 @@ pub enum Fabric {
     /// Every NIC's cable goes to one switch.
     Star,
     /// Cables go to leaf switches; `first_link` numbers the tree's links above the leaves.
+    /// `rails`: rail-optimised, the tree's level-0 elements are NICs, `rails` nodes per leaf
+    /// ([`ClusterLayout::tree_port`]).
     FatTree {
         tree: FatTree,
         first_link: u32,
+        rails: Option<u32>,
     },
 }
 
@@ -175,6 +180,33 @@ impl ClusterLayout {
 
     pub fn fabric_first_link(&self) -> u32 {
         self.nodes * self.block()
+    }
+
+    /// The fat-tree's level-0 element NIC `nic` of `node` hangs from: the node itself, or on a
+    /// rail-optimised tree of `per_leaf` nodes per leaf, rail `nic`'s leaf of the node's group:
+    /// leaves of one group numbered rail by rail.
+    pub fn tree_port(&self, node: u32, nic: u32) -> u64 {
+        match self.fabric {
+            Fabric::FatTree {
+                rails: Some(per_leaf),
+                ..
+            } => {
+                let (group, slot) = ((node / per_leaf) as u64, (node % per_leaf) as u64);
+                (group * self.nics as u64 + nic as u64) * per_leaf as u64 + slot
+            }
+            _ => node as u64,
+        }
+    }
+
+    /// The GPU of `src`'s node that shares `dst`'s NIC (its rail), when `src` and `dst` are
+    /// GPUs on different nodes reaching the network through different NICs and the node's
+    /// GPUs are joined by NVLink: where NCCL's PXN moves the data before it leaves the node.
+    pub fn rail_relay(&self, src: Endpoint, dst: Endpoint) -> Option<Endpoint> {
+        let (Endpoint::Gpu { node: a, .. }, Endpoint::Gpu { node: b, gpu }) = (src, dst) else {
+            return None;
+        };
+        let crosses = a != b && self.nic_of(src) != self.nic_of(dst);
+        (crosses && self.nvlink != NvLayout::None).then_some(Endpoint::Gpu { node: a, gpu })
     }
 
     /// The NIC a GPU uses: GPUs are spread evenly over the NICs (rail affinity).
@@ -263,9 +295,11 @@ impl ClusterLayout {
                 return Err("the platform has no network between nodes (network: None)".into());
             }
             Fabric::Star => {}
-            Fabric::FatTree { tree, first_link } => {
+            Fabric::FatTree {
+                tree, first_link, ..
+            } => {
                 for h in tree
-                    .route(a as u64, b as u64)
+                    .route(self.tree_port(a, na), self.tree_port(b, nb))
                     .into_iter()
                     .filter(|h| h.level > 0)
                 {
@@ -398,6 +432,27 @@ impl Topology {
                 }),
             Layout::Cluster(c) => parse_cluster_endpoint(c, name),
         }
+    }
+
+    /// Where NCCL's PXN relays a transfer from `src` to `dst` ([`ClusterLayout::rail_relay`]).
+    pub fn rail_relay(&self, src: Endpoint, dst: Endpoint) -> Option<Endpoint> {
+        match &self.layout {
+            Layout::Cluster(c) => c.rail_relay(src, dst),
+            Layout::Explicit(_) => None,
+        }
+    }
+
+    /// The route from `src` to `dst` through `via`: the two routes end to end.
+    pub fn route_via(
+        &mut self,
+        src: Endpoint,
+        via: Endpoint,
+        dst: Endpoint,
+    ) -> Result<Arc<Route>, String> {
+        let first = self.route(src, via)?;
+        let second = self.route(via, dst)?;
+        let hops = first.hops.iter().chain(second.hops.iter()).copied();
+        Ok(Arc::new(self.route_of_hops(hops.collect::<Vec<_>>())))
     }
 
     /// The route between two endpoints, computed once and cached.
