@@ -12,8 +12,12 @@ pub const PLATFORMS: &[(&str, &str)] = platforms!(
     "demo-2node",
     "dgx-a100",
     "dgx-a100-cluster",
+    "dgx-b200",
     "dgx-h100",
     "dgx-h100-cluster",
+    "dgx-h100-superpod",
+    "dgx-h200",
+    "gb200-nvl72",
     "lassen",
     "pcie-2gpu",
 );
