@@ -623,4 +623,52 @@ mod tests {
         // Crossed only between GPUs: its id, without the ':' that reads as a direction.
         assert_eq!(name("PCI:0000:[90-91] up"), "PCI.0000.[90-91] up");
     }
+
+    /// 4 nodes of 2 GPUs and 2 NICs on a rail-optimised tree: 2 nodes per leaf, so leaves
+    /// are (group 0, rail 0), (group 0, rail 1), (group 1, rail 0), (group 1, rail 1).
+    const RAILS: &str = r#"Cluster(
+        nodes: 4,
+        node: NodeSpec(gpus: 2, nvlink: Switch(bandwidth: "100GB/s"), multicast: true, nics: 2,
+                       nic: NicSpec(bandwidth: "10GB/s", latency: "0us", attach: GpuSwitch)),
+        network: FatTree(children: [2, 4], bandwidth: ["10GB/s", "1GB/s"], rails: true),
+    )"#;
+
+    #[test]
+    fn a_rail_optimised_tree_keeps_a_rail_under_its_leaf_and_crosses_rails_at_the_spine() {
+        let mut t = platform(RAILS).unwrap();
+        let mut route = |a: &str, b: &str| {
+            let (a, b) = (t.endpoint(a).unwrap(), t.endpoint(b).unwrap());
+            let r = t.route(a, b).unwrap();
+            names(&t, &r)
+        };
+        // Same rail, same group: NIC 1 of node 0 to NIC 1 of node 1 under one leaf.
+        let same = route("node[0].gpu[1]", "node[1].gpu[1]");
+        assert!(same.iter().all(|h| !h.starts_with("ft.")), "{same:?}");
+        // Across rails: up to a spine and down to the other rail's leaf.
+        let cross = route("node[0].gpu[0]", "node[1].gpu[1]");
+        assert_eq!(cross.iter().filter(|h| h.starts_with("ft.l1")).count(), 2, "{cross:?}");
+        // Same rail, other group: through a spine too.
+        let far = route("node[0].gpu[0]", "node[2].gpu[0]");
+        assert_eq!(far.iter().filter(|h| h.starts_with("ft.l1")).count(), 2, "{far:?}");
+        // Too many nodes for the rails' places: 4 leaves of 2 hold 2 groups of 2 nodes.
+        let five = RAILS.replace("nodes: 4", "nodes: 5");
+        let e = platform(&five).unwrap_err();
+        assert!(e.contains("4 nodes at most with 2 rails"), "{e}");
+    }
+
+    #[test]
+    fn pxn_relays_through_the_gpu_on_the_destinations_rail() {
+        let t = platform(RAILS).unwrap();
+        let gpu = |node, gpu| Endpoint::Gpu { node, gpu };
+        assert_eq!(t.rail_relay(gpu(0, 0), gpu(1, 1)), Some(gpu(0, 1)));
+        assert_eq!(t.rail_relay(gpu(0, 1), gpu(1, 1)), None, "same rail");
+        assert_eq!(t.rail_relay(gpu(0, 0), gpu(0, 1)), None, "same node");
+    }
+
+    #[test]
+    fn multicast_needs_an_nvswitch() {
+        let e = platform(&TWO_NODES.replace("nvlink: Pairs", "multicast: true, nvlink: Pairs"))
+            .unwrap_err();
+        assert!(e.contains("platform.node.multicast"), "{e}");
+    }
 }
