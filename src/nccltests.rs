@@ -271,8 +271,29 @@ pub fn table(rows: &[Row], o: &Options) -> String {
         };
         out.push_str("# Out of bounds values : 0 OK\n");
         out.push_str(&format!("# Avg bus bandwidth    : {avg:.4} \n"));
+        if let Some(note) = nvls_note(&mine, o) {
+            out.push_str(&note);
+        }
     }
     out
+}
+
+/// For tables with NVLS rows: busbw uses nccl-tests' ring factor, but NVLS moves S (n+1)/n
+/// through each GPU's switch port (AllReduce; S for AllGather and ReduceScatter), so the
+/// port's bandwidth is algbw x (n+1)/n: printed at the largest NVLS size.
+fn nvls_note(rows: &[&Row], o: &Options) -> Option<String> {
+    let last = rows.iter().rev().find(|r| r.algo == "nvls")?;
+    let n = o.gpus as f64;
+    let (moved, what) = match o.op {
+        Coll::AllReduce => ((n + 1.0) / n, "S (n+1)/n"),
+        _ => (1.0, "S"),
+    };
+    Some(format!(
+        "# nvls rows: busbw uses the ring factor {:.3}; NVLS moves {what} through each GPU's switch port,\n#   so the port carries algbw x {moved:.3} = {:.2} GB/s at {} B\n",
+        o.op.bus_factor(o.gpus),
+        last.algbw * moved,
+        last.bytes as u64
+    ))
 }
 
 /// `nccl_tests.csv`.
