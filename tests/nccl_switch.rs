@@ -68,11 +68,8 @@ fn an_nvls_allreduce_moves_s_plus_a_share_through_each_switch_port() {
     // NVLS AllReduce on n GPUs: the switch reads S + S/n from every GPU and writes as much
     // back, each port at 20 GB/s x 0.85; latency 25 us (NVLink NVLS Simple, base ignored).
     for n in [2u32, 4] {
-        let (report, end) = run(
-            &switch_node(n),
-            &one_call("algo: NVLS,", "AllReduce", GIB),
-        )
-        .unwrap();
+        let (report, end) =
+            run(&switch_node(n), &one_call("algo: NVLS,", "AllReduce", GIB)).unwrap();
         let want = 25e-6 + GIB * (1.0 + 1.0 / n as f64) / (20e9 * HOPPER_NVLS);
         close(end, want, 1e-9);
         let c = &report.collectives[0];
@@ -94,11 +91,7 @@ fn nccl_picks_nvls_for_large_allreduces_where_the_switch_multicasts() {
     // the ring; 8 bytes: the ring's LL latency (6.6 + 6 x 0.6 = 10.2 us) ahead of NVLS's 25.
     let auto = r#"launch_overhead: "0us", program: [Nccl(op: AllReduce, bytes: "1GiB"), Nccl(op: AllReduce, bytes: 8)]"#;
     let (report, _) = run(&switch_node(4), auto).unwrap();
-    let picked: Vec<&str> = report
-        .collectives
-        .iter()
-        .map(|c| c.algo.as_str())
-        .collect();
+    let picked: Vec<&str> = report.collectives.iter().map(|c| c.algo.as_str()).collect();
     assert_eq!(picked, ["nvls", "ring"]);
     // Without multicast there is no NVLS, and forcing it is an error that says so.
     let plain = switch_node(4).replace("multicast: true", "multicast: false");

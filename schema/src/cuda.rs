@@ -127,7 +127,7 @@ pub enum CopyKind {
 }
 
 /// One NCCL call.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NcclCall {
     pub op: Coll,

@@ -122,7 +122,11 @@ pub fn collnet_direct(nodes: &[Vec<u32>], bytes: f64) -> Vec<Transfer> {
     for (a, ranks) in nodes.iter().enumerate() {
         let next = &nodes[(a + 1) % nodes.len()];
         for (g, &from) in ranks.iter().enumerate() {
-            out.push(plain(from, next[g % next.len()], bytes / ranks.len() as f64));
+            out.push(plain(
+                from,
+                next[g % next.len()],
+                bytes / ranks.len() as f64,
+            ));
         }
     }
     out
@@ -221,7 +225,11 @@ mod tests {
         let t = collnet_direct(&[vec![0, 1], vec![2, 3]], 4e6);
         assert_eq!(t.len(), 8);
         assert!(t[..4].iter().all(|x| x.data == 4e6));
-        assert!(t[4..].iter().all(|x| x.data == 2e6 && x.to % 2 == x.from % 2));
+        assert!(
+            t[4..]
+                .iter()
+                .all(|x| x.data == 2e6 && x.to % 2 == x.from % 2)
+        );
         // Chain over 2 heads: per channel a chain of 2 per node (2 edges) and one head edge.
         let c = collnet_chain(&[vec![0, 1], vec![2, 3]], 4e6, 2);
         assert_eq!(c.len(), 2 * 2 * 3);

@@ -27,10 +27,18 @@
 //! is then `skipped`), and so does one over a single rank (NCCL's local copy, left free); a
 //! point-to-point call of 0 bytes still meets its peer.
 //!
+//! Beyond rings and trees ([`algos`]): NVLS where the NVSwitch multicasts (the switch reads,
+//! reduces and writes: S + S/n through each GPU's port each way), NVLSTree across such nodes
+//! (NVLS inside, a double binary tree of each rail's GPUs across), PAT at one GPU per node,
+//! and CollNet where enabled. With PXN (on, as in NCCL) a transfer to a GPU on another rail
+//! goes over NVLink to the local GPU on that rail first ([`Topology::rail_relay`]).
+//!
 //! Simplified: reduction arithmetic is free (it hides behind the copies on real GPUs), the
-//! ring orders GPUs by index rather than searching NVLink paths, CollNet, NVLS and PAT are
-//! not modelled, the tree's root sits on the first (or last) node, and the members of a
-//! count-0 collective are released when the last arrives (NCCL would not hold them).
+//! ring orders GPUs by index rather than searching NVLink paths, the tree's root sits on the
+//! first (or last) node, the members of a count-0 collective are released when the last
+//! arrives (NCCL would not hold them), and [`algos`] lists what its transfers leave out.
+//!
+//! [`Topology::rail_relay`]: crate::platform::Topology::rail_relay
 
 mod algos;
 pub mod plan;
@@ -111,7 +119,7 @@ struct Collective {
     flows_left: u32,
     /// When the last member arrived.
     start: SimTime,
-    plan: Option<Plan>,
+    plan: Option<Arc<Plan>>,
 }
 
 struct CommRt {
@@ -120,6 +128,9 @@ struct CommRt {
     rows: Vec<String>,
     done: DoneEvent,
     colls: Vec<Collective>,
+    /// The last plan and the calls it is for: a collective repeating them reuses it (plans
+    /// are plain data of the calls and the communicator).
+    last: Option<(Vec<NcclCall>, Arc<Plan>)>,
 }
 
 /// Every communicator and its collectives.
@@ -142,6 +153,7 @@ impl Collectives {
             rows,
             done: Arc::new(move |cal: &Calendar, k| cal.pack(&done(k))),
             colls: Vec::new(),
+            last: None,
         });
         self.comms.len() as u32 - 1
     }
@@ -253,7 +265,15 @@ impl Collectives {
     fn start(&mut self, c: u32, k: u32, reach: &mut Reach) -> Result<(), String> {
         let now = reach.now();
         let rt = &mut self.comms[c as usize];
-        let plan = rt.comm.plan_group(&rt.colls[k as usize].calls)?;
+        let calls = &rt.colls[k as usize].calls;
+        let plan = match &rt.last {
+            Some((last, plan)) if last == calls => plan.clone(),
+            _ => {
+                let plan = Arc::new(rt.comm.plan_group(calls)?);
+                rt.last = Some((calls.clone(), plan.clone()));
+                plan
+            }
+        };
         let start = now.saturating_add(secs(plan.latency_s));
         let label = format!("nccl{k}");
         for edge in &plan.edges {
@@ -266,7 +286,7 @@ impl Collectives {
                 src_row: rt.rows[edge.from as usize].clone(),
                 dst_row: rt.rows[edge.to as usize].clone(),
                 bytes: edge.wire_bytes,
-                start: Start::At(start),
+                start: Start::Ahead(start),
                 cap: edge.cap.is_finite().then_some(edge.cap),
                 // NCCL's latency term already holds the hops' latencies.
                 zero_latency: true,

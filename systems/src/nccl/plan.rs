@@ -113,8 +113,11 @@ impl Comm {
             intra_total
         });
         let intra_hw = if nvlink { Hw::NvLink } else { Hw::Pci };
-        let more = features(spec, generation, multicast, nodes.len() as u32, per_node)
-            .with_totals(intra_total, inter_total, nics.min(per_node));
+        let more = features(spec, generation, multicast, nodes.len() as u32, per_node).with_totals(
+            intra_total,
+            inter_total,
+            nics.min(per_node),
+        );
         Ok(Comm {
             tune: tuning::Shape {
                 ranks: members.len() as u32,
@@ -314,8 +317,7 @@ impl Comm {
             Proto::LL128 => LL128_BUFF / NCCL_STEPS * Proto::LL128.wire_efficiency(),
             Proto::Simple => self.spec.buffsize.0 / NCCL_STEPS,
         };
-        let channel_rate =
-            (tuning::bus_bw(op, algo, proto, tune) / ch as f64 * 1e9).min(cap_data);
+        let channel_rate = (tuning::bus_bw(op, algo, proto, tune) / ch as f64 * 1e9).min(cap_data);
         // NCCL shrinks the chunks of smaller collectives so that a chain pipeline stays full
         // (enqueue.cc); halve the slice until the chain holds two slices per hop.
         let mut slice = slice.min(per_ch);

@@ -711,12 +711,28 @@ mod tests {
     fn nvls_latency_and_bandwidth_follow_nccl_2_30() {
         let c = h100_node();
         // Latency: NVLink NVLS Simple hardware latency, base ignored: 25 us.
-        close(latency_us(Coll::AllReduce, Algo::NVLS, Proto::Simple, &c), 25.0, 1e-9);
+        close(
+            latency_us(Coll::AllReduce, Algo::NVLS, Proto::Simple, &c),
+            25.0,
+            1e-9,
+        );
         // busBw = 16 x 22.5 x 0.85 x 15/16 x 2 = 573.75; algBw = busBw x 8 / 14 = 327.86.
-        close(bus_bw(Coll::AllReduce, Algo::NVLS, Proto::Simple, &c), 573.75, 1e-9);
-        close(alg_bw(Coll::AllReduce, Algo::NVLS, Proto::Simple, &c), 327.857, 1e-3);
+        close(
+            bus_bw(Coll::AllReduce, Algo::NVLS, Proto::Simple, &c),
+            573.75,
+            1e-9,
+        );
+        close(
+            alg_bw(Coll::AllReduce, Algo::NVLS, Proto::Simple, &c),
+            327.857,
+            1e-3,
+        );
         // AllGather: x (ppn - 1)/ppn = 7/8 instead of 2, and kept as algBw: 251.02.
-        close(alg_bw(Coll::AllGather, Algo::NVLS, Proto::Simple, &c), 251.016, 1e-3);
+        close(
+            alg_bw(Coll::AllGather, Algo::NVLS, Proto::Simple, &c),
+            251.016,
+            1e-3,
+        );
         // NVLS runs Simple only.
         assert_eq!(bus_bw(Coll::AllReduce, Algo::NVLS, Proto::LL, &c), 0.0);
     }
@@ -724,7 +740,10 @@ mod tests {
     #[test]
     fn nccl_picks_ring_ll_for_small_and_nvls_for_large_allreduce_on_an_h100_node() {
         let c = h100_node();
-        assert_eq!(choose(Coll::AllReduce, 8.0, &c, None, None).unwrap().0, Algo::Ring);
+        assert_eq!(
+            choose(Coll::AllReduce, 8.0, &c, None, None).unwrap().0,
+            Algo::Ring
+        );
         let big = choose(Coll::AllReduce, 1073741824.0, &c, None, None).unwrap();
         assert_eq!((big.0, big.1), (Algo::NVLS, Proto::Simple));
         // 25 us + 1 GiB / (1000 x 327.857 GB/s) = 3300.0 us.
@@ -734,10 +753,18 @@ mod tests {
             more: Features::default(),
             ..c
         };
-        assert_eq!(choose(Coll::AllReduce, 1073741824.0, &plain, None, None).unwrap().0, Algo::Ring);
+        assert_eq!(
+            choose(Coll::AllReduce, 1073741824.0, &plain, None, None)
+                .unwrap()
+                .0,
+            Algo::Ring
+        );
         assert!(choose(Coll::AllReduce, 1e9, &plain, Some(Algo::NVLS), None).is_none());
         // AllGather: ring's algBw (360 x 8/7) beats NVLS's 251.
-        assert_eq!(choose(Coll::AllGather, 1e9, &c, None, None).unwrap().0, Algo::Ring);
+        assert_eq!(
+            choose(Coll::AllGather, 1e9, &c, None, None).unwrap().0,
+            Algo::Ring
+        );
     }
 
     #[test]
@@ -755,10 +782,18 @@ mod tests {
         assert!(!supported(Coll::AllGather, Algo::NVLSTree, &two));
         assert!(!supported(Coll::Broadcast, Algo::NVLS, &one));
         // NVLSTree latency: 25 + 2 x log2(2) x 20.9 (NET NVLSTree Simple) = 66.8 us.
-        close(latency_us(Coll::AllReduce, Algo::NVLSTree, Proto::Simple, &two), 66.8, 1e-9);
+        close(
+            latency_us(Coll::AllReduce, Algo::NVLSTree, Proto::Simple, &two),
+            66.8,
+            1e-9,
+        );
         // NVLSTree bandwidth on 2 nodes: per channel min(22.5 x 0.85 x 15/16 x 2 = 35.86,
         // 2 x bwInter, 57.7): busBw 573.75, algBw x 16/30.
-        close(alg_bw(Coll::AllReduce, Algo::NVLSTree, Proto::Simple, &two), 306.0, 1e-9);
+        close(
+            alg_bw(Coll::AllReduce, Algo::NVLSTree, Proto::Simple, &two),
+            306.0,
+            1e-9,
+        );
     }
 
     #[test]
@@ -775,11 +810,11 @@ mod tests {
         assert!(supported(Coll::AllGather, Algo::PAT, &c));
         assert!(supported(Coll::ReduceScatter, Algo::PAT, &c));
         assert!(!supported(Coll::AllReduce, Algo::PAT, &c));
-        let eight = Shape {
-            ranks: 8,
-            ..c
-        };
-        assert!(!supported(Coll::AllGather, Algo::PAT, &eight), "2 GPUs per node");
+        let eight = Shape { ranks: 8, ..c };
+        assert!(
+            !supported(Coll::AllGather, Algo::PAT, &eight),
+            "2 GPUs per node"
+        );
         let off = Shape {
             more: Features {
                 pat: false,
@@ -790,8 +825,16 @@ mod tests {
         assert!(!supported(Coll::AllGather, Algo::PAT, &off));
         // Latency: 8 + floor(log2 4) x 14 / 3.5 + 2.8 x 4 = 27.2 us (one GPU per node: the
         // network's tree latency). Bandwidth: 2 x 20 x 0.75 = 30, kept as algBw.
-        close(latency_us(Coll::AllGather, Algo::PAT, Proto::Simple, &c), 27.2, 1e-9);
-        close(alg_bw(Coll::AllGather, Algo::PAT, Proto::Simple, &c), 30.0, 1e-9);
+        close(
+            latency_us(Coll::AllGather, Algo::PAT, Proto::Simple, &c),
+            27.2,
+            1e-9,
+        );
+        close(
+            alg_bw(Coll::AllGather, Algo::PAT, Proto::Simple, &c),
+            30.0,
+            1e-9,
+        );
         assert_eq!(bus_bw(Coll::AllGather, Algo::PAT, Proto::LL, &c), 0.0);
     }
 
@@ -802,7 +845,10 @@ mod tests {
             nodes: 2,
             ..h100_node()
         };
-        assert!(!supported(Coll::AllReduce, Algo::CollNetDirect, &c), "off by default");
+        assert!(
+            !supported(Coll::AllReduce, Algo::CollNetDirect, &c),
+            "off by default"
+        );
         let on = Shape {
             more: Features {
                 collnet: Some(Graph {
@@ -817,9 +863,21 @@ mod tests {
         assert!(supported(Coll::AllReduce, Algo::CollNetDirect, &on));
         assert!(supported(Coll::AllReduce, Algo::CollNetChain, &on));
         // Direct: 2 x (1 x 3.7 + 7 x 0.4) + 31 = 44 us; 8 x 48 x 0.85 (Hopper), halved.
-        close(latency_us(Coll::AllReduce, Algo::CollNetDirect, Proto::Simple, &on), 44.0, 1e-9);
-        close(alg_bw(Coll::AllReduce, Algo::CollNetDirect, Proto::Simple, &on), 163.2, 1e-9);
+        close(
+            latency_us(Coll::AllReduce, Algo::CollNetDirect, Proto::Simple, &on),
+            44.0,
+            1e-9,
+        );
+        close(
+            alg_bw(Coll::AllReduce, Algo::CollNetDirect, Proto::Simple, &on),
+            163.2,
+            1e-9,
+        );
         // Chain: 2 x 7 x 2.8 + 30 = 69.2 us.
-        close(latency_us(Coll::AllReduce, Algo::CollNetChain, Proto::Simple, &on), 69.2, 1e-9);
+        close(
+            latency_us(Coll::AllReduce, Algo::CollNetChain, Proto::Simple, &on),
+            69.2,
+            1e-9,
+        );
     }
 }

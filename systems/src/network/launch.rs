@@ -30,6 +30,8 @@ pub struct FlowRequest {
     pub start: Start,
     /// The sender's own rate limit in bytes/s, if any ([`FlowCap`]).
     pub cap: Option<f64>,
+    /// The route's latency is left out ([`FlowSpec::zero_latency`]).
+    pub zero_latency: bool,
 }
 
 /// When a flow begins; from then it pays its route's latency, then shares bandwidth.
@@ -73,7 +75,11 @@ impl<'w, 's> Launch<'w, 's> {
     }
 
     fn spawn(&mut self, cal: &mut Calendar, req: FlowRequest, done: Option<RawEvent>) -> Entity {
-        let latency = req.route.latency;
+        let latency = if req.zero_latency {
+            SimTime::ZERO
+        } else {
+            req.route.latency
+        };
         let start = match req.start {
             Start::At(t) | Start::Ahead(t) => t,
         };
@@ -84,7 +90,7 @@ impl<'w, 's> Launch<'w, 's> {
             size: req.bytes,
             start,
         };
-        let route = FlowRoute(req.route);
+        let route = FlowRoute(req.route, latency);
         // One bundle per kind of flow: inserting the optional parts afterwards would move
         // every flow between archetypes.
         let entity = match (done, req.cap) {
@@ -160,14 +166,6 @@ impl Reach<'_, '_> {
             Some(v) => self.topo.route_via(from, v, to)?,
             None => self.topo.route(from, to)?,
         };
-        let route = if spec.zero_latency {
-            Arc::new(Route {
-                hops: route.hops.clone(),
-                latency: SimTime::ZERO,
-            })
-        } else {
-            route
-        };
         let req = FlowRequest {
             id: spec.id,
             src: spec.src_row,
@@ -176,6 +174,7 @@ impl Reach<'_, '_> {
             bytes: spec.bytes,
             start: spec.start,
             cap: spec.cap,
+            zero_latency: spec.zero_latency,
         };
         Ok(self.launch.start_for(&mut self.cal, req, done))
     }

@@ -44,9 +44,10 @@ use crate::platform::{Hop, LinkEntities, Route, Topology};
 use maxmin::{ConsId, MaxMin};
 use orx_priority_queue::{PriorityQueue, PriorityQueueDecKey, QuaternaryHeapOfIndices};
 
-/// The route a flow takes.
+/// The route a flow takes, and the latency it pays first (the route's, or none for a model
+/// whose own latency term holds the hops').
 #[derive(Component, Debug, Clone)]
-pub struct FlowRoute(pub Arc<Route>);
+pub struct FlowRoute(pub Arc<Route>, pub SimTime);
 
 hetsim_engine::entity_event!(
     /// A flow begins: it pays its route latency next.
@@ -301,7 +302,7 @@ fn begin_latency(
     routes: Query<&FlowRoute>,
 ) {
     for FlowStart(e) in inbox.drain() {
-        let latency = routes.get(e).map_or(SimTime::ZERO, |r| r.0.latency);
+        let latency = routes.get(e).map_or(SimTime::ZERO, |r| r.1);
         let ready = ready_at(time.now(), latency, net.quantum);
         time.calendar.schedule(ready, FlowReady(e));
     }

@@ -646,10 +646,18 @@ mod tests {
         assert!(same.iter().all(|h| !h.starts_with("ft.")), "{same:?}");
         // Across rails: up to a spine and down to the other rail's leaf.
         let cross = route("node[0].gpu[0]", "node[1].gpu[1]");
-        assert_eq!(cross.iter().filter(|h| h.starts_with("ft.l1")).count(), 2, "{cross:?}");
+        assert_eq!(
+            cross.iter().filter(|h| h.starts_with("ft.l1")).count(),
+            2,
+            "{cross:?}"
+        );
         // Same rail, other group: through a spine too.
         let far = route("node[0].gpu[0]", "node[2].gpu[0]");
-        assert_eq!(far.iter().filter(|h| h.starts_with("ft.l1")).count(), 2, "{far:?}");
+        assert_eq!(
+            far.iter().filter(|h| h.starts_with("ft.l1")).count(),
+            2,
+            "{far:?}"
+        );
         // Too many nodes for the rails' places: 4 leaves of 2 hold 2 groups of 2 nodes.
         let five = RAILS.replace("nodes: 4", "nodes: 5");
         let e = platform(&five).unwrap_err();

@@ -68,6 +68,7 @@ fn spawn_flows(
                 bytes: spec.size.0.round(),
                 start: Start::At(spec.start.0),
                 cap: None,
+                zero_latency: false,
             }),
             Err(e) => errors.push(e),
         }
