@@ -133,10 +133,17 @@ struct CommRt {
     last: Option<(Vec<NcclCall>, Arc<Plan>)>,
 }
 
+/// Aggregation trees the switches hold for CollNet (SHARP): at most two aggregation flows
+/// per switch. Simplified: every communicator's tree is counted at the fabric's top, so the
+/// first two communicators with CollNet get it, the others fall back.
+const SHARP_TREES: u32 = 2;
+
 /// Every communicator and its collectives.
 #[derive(Resource, Default)]
 pub struct Collectives {
     comms: Vec<CommRt>,
+    /// CollNet aggregation trees given out.
+    sharp_trees: u32,
 }
 
 impl Collectives {
@@ -144,10 +151,17 @@ impl Collectives {
     /// owner gets when its collective `k` is over. Returns the communicator's number.
     pub fn register<E: SimEvent>(
         &mut self,
-        comm: Comm,
+        mut comm: Comm,
         rows: Vec<String>,
         done: impl Fn(u32) -> E + Send + Sync + 'static,
     ) -> u32 {
+        if comm.wants_collnet() {
+            if self.sharp_trees < SHARP_TREES {
+                self.sharp_trees += 1;
+            } else {
+                comm.refuse_collnet();
+            }
+        }
         self.comms.push(CommRt {
             comm,
             rows,
@@ -336,4 +350,64 @@ fn relay(comm: &Comm, reach: &Reach, (a, b): (Endpoint, Endpoint)) -> Option<End
 
 fn secs(s: f64) -> SimTime {
     SimTime::from_secs_saturating(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platform::build::topology;
+    use hetsim_schema::cuda::{Algo, NcclSpec};
+    use hetsim_schema::load::from_ron;
+    use hetsim_schema::scenario::PlatformSpec;
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    struct Done(u32);
+    impl SimEvent for Done {
+        const NAME: &'static str = "test.done";
+        fn pack(&self) -> (Entity, u64) {
+            (Entity::PLACEHOLDER, self.0 as u64)
+        }
+        fn unpack(_: Entity, arg: u64) -> Self {
+            Done(arg as u32)
+        }
+    }
+
+    /// A communicator over 2 nodes of 2 GPUs with CollNet enabled and forced.
+    fn collnet_comm() -> Comm {
+        let platform: PlatformSpec = from_ron(
+            r#"Cluster(nodes: 2, node: NodeSpec(gpus: 2, nvlink: Switch(bandwidth: "100GB/s"), nics: 2),
+               network: Star(bandwidth: "12.5GB/s"))"#,
+            "test",
+            "platform",
+        )
+        .unwrap();
+        let mut topo = topology(&platform).unwrap();
+        let members = (0..2)
+            .flat_map(|node| (0..2).map(move |gpu| Endpoint::Gpu { node, gpu }))
+            .collect();
+        let spec = NcclSpec {
+            collnet: true,
+            algo: Some(Algo::CollNetDirect),
+            ..NcclSpec::default()
+        };
+        Comm::new(members, &spec, &mut topo, "H100").unwrap()
+    }
+
+    #[test]
+    fn the_switches_give_collnet_to_two_communicators_and_the_third_falls_back() {
+        let mut colls = Collectives::default();
+        let call: NcclCall = from_ron("(op: AllReduce, bytes: 1048576)", "test", "call").unwrap();
+        for want_collnet in [true, true, false] {
+            let c = colls.register(collnet_comm(), vec![String::new(); 4], Done);
+            let comm = &colls.comms[c as usize].comm;
+            assert_eq!(comm.wants_collnet(), want_collnet);
+            let plan = comm.plan(&call);
+            if want_collnet {
+                assert_eq!(plan.unwrap().algo, Algo::CollNetDirect);
+            } else {
+                let e = plan.unwrap_err();
+                assert!(e.contains("two CollNet aggregation trees"), "{e}");
+            }
+        }
+    }
 }

@@ -26,6 +26,8 @@ pub struct Comm {
     node_of: Vec<u32>,
     pub tune: tuning::Shape,
     spec: NcclSpec,
+    /// CollNet was enabled but the switches had no aggregation tree left for it.
+    collnet_refused: bool,
 }
 
 /// One transfer of a planned collective: `wire_bytes` from rank `from` to rank `to`, at most
@@ -90,7 +92,7 @@ impl Comm {
             return Err("NCCL needs a Cluster platform (nodes of GPUs)".into());
         };
         let (nvlink, nics) = (layout.nvlink != NvLayout::None, layout.nics.max(1));
-        let multicast = layout.multicast && nvlink;
+        let multicast = layout.multicast;
         let (nodes, node_of) = group_by_node(&members)?;
         let generation = Gen::of_model(gpu_model);
         let per_node = nodes.iter().map(Vec::len).max().unwrap_or(1) as u32;
@@ -102,16 +104,9 @@ impl Comm {
             None => auto_channels(intra_total.min(inter_total), generation, nodes.len(), nics),
         };
         let per_channel = |total: f64| (total / channels as f64).min(generation.max_channel_bw());
-        let bw_intra = per_channel(if intra_total.is_finite() {
-            intra_total
-        } else {
-            inter_total
-        });
-        let bw_inter = per_channel(if inter_total.is_finite() {
-            inter_total
-        } else {
-            intra_total
-        });
+        let finite_or = |a: f64, b: f64| if a.is_finite() { a } else { b };
+        let bw_intra = per_channel(finite_or(intra_total, inter_total));
+        let bw_inter = per_channel(finite_or(inter_total, intra_total));
         let intra_hw = if nvlink { Hw::NvLink } else { Hw::Pci };
         let more = features(spec, generation, multicast, nodes.len() as u32, per_node).with_totals(
             intra_total,
@@ -135,11 +130,24 @@ impl Comm {
             nodes,
             node_of,
             spec: spec.clone(),
+            collnet_refused: false,
         })
     }
 
     pub fn size(&self) -> u32 {
         self.members.len() as u32
+    }
+
+    /// The communicator would run CollNet: it needs an aggregation tree in the switches.
+    pub fn wants_collnet(&self) -> bool {
+        self.tune.more.collnet.is_some()
+    }
+
+    /// The switches have no aggregation tree left: NCCL falls back to its other algorithms,
+    /// as it does when SHARP cannot allocate a communicator's resources.
+    pub fn refuse_collnet(&mut self) {
+        self.tune.more.collnet = None;
+        self.collnet_refused = true;
     }
 
     /// Transfers to a GPU on another rail go through the NVLink peer on that rail (PXN).
@@ -170,8 +178,14 @@ impl Comm {
         let (algo, proto, predicted_us) =
             tuning::choose(call.op, bytes, &self.tune, self.spec.algo, self.spec.proto)
                 .ok_or_else(|| {
+                    let why = if self.collnet_refused {
+                        " (the switches hold two CollNet aggregation trees, both taken by \
+                         earlier communicators)"
+                    } else {
+                        ""
+                    };
                     format!(
-                        "NCCL {} cannot run with algorithm {} and protocol {}",
+                        "NCCL {} cannot run with algorithm {} and protocol {}{why}",
                         call.op.name(),
                         self.spec.algo.map_or("any", |a| a.name()),
                         self.spec.proto.map_or("any", |p| p.name())
@@ -181,7 +195,10 @@ impl Comm {
             ll128: self.tune.ll128 || proto == Proto::LL128,
             ..self.tune
         };
-        let (edges, chain_hops) = self.edges(call, algo, proto, &tune);
+        let (edges, chain_hops) = match self.switch_transfers(call, algo, &tune) {
+            Some(transfers) => (self.transfer_edges(transfers, proto), 0),
+            None => self.edges(call, algo, proto, &tune),
+        };
         let fill_s = self.fill_s(call.op, bytes, (algo, proto), &tune, chain_hops);
         Ok(Plan {
             algo,
@@ -206,9 +223,6 @@ impl Comm {
         tune: &tuning::Shape,
     ) -> (Vec<Edge>, u32) {
         let n = self.size();
-        if let Some(transfers) = self.switch_transfers(call, algo, tune) {
-            return (self.transfer_edges(transfers, proto), 0);
-        }
         let (ch, per_ch) = (tune.channels, call.bytes.0 / tune.channels as f64);
         let cap_data = tuning::channel_cap(algo, proto, tune) * 1e9;
         let mut edges = Vec::new();
