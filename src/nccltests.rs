@@ -347,9 +347,14 @@ pub fn chart(rows: &[Row], o: &Options) -> hetsim_output::plot::LineChart {
     LineChart {
         title: format!("{}: bus bandwidth on {} GPUs", o.op.name(), o.gpus),
         note: Some(format!(
-            "simulated on {}; busbw = algbw x {:.3} (nccl-tests)",
+            "simulated on {}; busbw = algbw x {:.3} (nccl-tests){}",
             o.platform.display(),
-            o.op.bus_factor(o.gpus)
+            o.op.bus_factor(o.gpus),
+            if rows.iter().any(|r| r.algo == "nvls") && o.op == Coll::AllReduce {
+                "; NVLS moves S (n+1)/n through each switch port, not the ring's 2(n-1)/n"
+            } else {
+                ""
+            }
         )),
         x_desc: "message size (bytes, log scale)".into(),
         y_desc: "bus bandwidth (GB/s)".into(),
