@@ -6,8 +6,7 @@ mod common;
 use hetsim::nccltests::{self, Options};
 use hetsim::schema::cuda::{Algo, Coll, Proto};
 use hetsim::schema::load::parse_scenario;
-use hetsim::systems::cuda::CudaReport;
-use hetsim::{Error, RunOptions, simulate};
+use hetsim::{RunOptions, simulate};
 
 /// One node of `gpus` GPUs on an NVSwitch of 20 GB/s per port and direction, PCIe 10 GB/s.
 fn node(gpus: u32) -> String {
@@ -19,23 +18,7 @@ fn node(gpus: u32) -> String {
     )
 }
 
-/// Runs a Cuda workload (RON of `CudaSpec`) on a platform (RON).
-fn run(platform: &str, cuda: &str) -> Result<(CudaReport, f64), Error> {
-    let text = format!(r#"Scenario(name: "t", platform: {platform}, workload: Cuda({cuda}))"#);
-    let mut s = parse_scenario(&text, "test", &common::repo(), &[])
-        .map_err(|e| Error::Input(e.to_string()))?;
-    s.output = hetsim::schema::scenario::OutputSpec::tables_only();
-    let (app, stats) = simulate(&s, &RunOptions::default())?;
-    let report = app.world().resource::<CudaReport>().clone();
-    Ok((report, stats.sim_time.as_secs_f64()))
-}
-
-fn close(got: f64, want: f64, rel: f64) {
-    assert!(
-        (got - want).abs() <= rel * want.abs(),
-        "got {got}, expected {want} (within {rel})"
-    );
-}
+use common::{assert_close as close, run_cuda as run};
 
 #[test]
 fn ring_allreduce_takes_the_alpha_beta_time() {

@@ -7,9 +7,6 @@ mod common;
 
 use hetsim::nccltests::{self, Options};
 use hetsim::schema::cuda::{Algo, Coll};
-use hetsim::schema::load::parse_scenario;
-use hetsim::systems::cuda::CudaReport;
-use hetsim::{Error, RunOptions, simulate};
 
 const GIB: f64 = 1073741824.0;
 /// NCCL's NVLS efficiency on Hopper (tuning.cc nvlsEfficiency).
@@ -38,15 +35,7 @@ fn switch_cluster(nodes: u32, gpus: u32, nic: &str) -> String {
     )
 }
 
-fn run(platform: &str, cuda: &str) -> Result<(CudaReport, f64), Error> {
-    let text = format!(r#"Scenario(name: "t", platform: {platform}, workload: Cuda({cuda}))"#);
-    let mut s = parse_scenario(&text, "test", &common::repo(), &[])
-        .map_err(|e| Error::Input(e.to_string()))?;
-    s.output = hetsim::schema::scenario::OutputSpec::tables_only();
-    let (app, stats) = simulate(&s, &RunOptions::default())?;
-    let report = app.world().resource::<CudaReport>().clone();
-    Ok((report, stats.sim_time.as_secs_f64()))
-}
+use common::{assert_close as close, run_cuda as run};
 
 /// One collective with everything NCCL's copies lose set to none but NVLS's own efficiency.
 fn one_call(algo: &str, op: &str, bytes: f64) -> String {
@@ -54,13 +43,6 @@ fn one_call(algo: &str, op: &str, bytes: f64) -> String {
         r#"launch_overhead: "0us", nccl: NcclSpec({algo} nvlink_efficiency: 1.0, net_efficiency: 1.0),
            program: [Nccl(op: {op}, bytes: {bytes})]"#
     )
-}
-
-fn close(got: f64, want: f64, rel: f64) {
-    assert!(
-        (got - want).abs() <= rel * want.abs(),
-        "got {got}, expected {want} (within {rel})"
-    );
 }
 
 #[test]

@@ -27,3 +27,30 @@ pub fn ok(o: &Output) -> String {
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
+
+/// Runs a Cuda workload (RON of `CudaSpec`) on a platform (RON): the CUDA report and the
+/// simulated time in seconds.
+pub fn run_cuda(
+    platform: &str,
+    cuda: &str,
+) -> Result<(hetsim::systems::cuda::CudaReport, f64), hetsim::Error> {
+    use hetsim::schema::load::parse_scenario;
+    let text = format!(r#"Scenario(name: "t", platform: {platform}, workload: Cuda({cuda}))"#);
+    let mut s = parse_scenario(&text, "test", &repo(), &[])
+        .map_err(|e| hetsim::Error::Input(e.to_string()))?;
+    s.output = hetsim::schema::scenario::OutputSpec::tables_only();
+    let (app, stats) = hetsim::simulate(&s, &hetsim::RunOptions::default())?;
+    let report = app
+        .world()
+        .resource::<hetsim::systems::cuda::CudaReport>()
+        .clone();
+    Ok((report, stats.sim_time.as_secs_f64()))
+}
+
+/// `got` is within `rel` of `want`.
+pub fn assert_close(got: f64, want: f64, rel: f64) {
+    assert!(
+        (got - want).abs() <= rel * want.abs(),
+        "got {got}, expected {want} (within {rel})"
+    );
+}
