@@ -394,3 +394,28 @@ fn a_message_on_an_undefined_communicator_names_the_file_event_and_byte() {
         "{e}"
     );
 }
+
+/// TraceR's two-job stencil4d example (../shared/reference/otf2/stencil4d, read in place):
+/// its config, job files and global map agree, 64 and 32 ranks in slots 0-63 and 64-95.
+#[test]
+fn tracers_two_job_example_reads_and_its_job_files_match_the_global_map() {
+    use hetsim::systems::jobs::tracer;
+    let dir = reference().join("stencil4d");
+    let Ok(text) = std::fs::read_to_string(dir.join("tracer_config")) else {
+        println!("skipped: ../shared/reference/otf2/stencil4d is not here");
+        return;
+    };
+    let cfg = tracer::config(&text).unwrap();
+    assert_eq!(cfg.jobs.len(), 2);
+    let map = tracer::global_map(&std::fs::read(dir.join(&cfg.global_map)).unwrap()).unwrap();
+    assert_eq!(map.len(), 96);
+    let mut first = Vec::new();
+    for (j, job) in cfg.jobs.iter().enumerate() {
+        let slots = tracer::job_file(&std::fs::read(dir.join(&job.map)).unwrap()).unwrap();
+        assert_eq!(slots.len() as u32, job.ranks);
+        tracer::check_against_map(j as u32, &slots, &map).unwrap();
+        assert!(dir.join(&job.trace).exists(), "{}", job.trace);
+        first.push(slots[0]);
+    }
+    assert_eq!(first, vec![0, 64]);
+}

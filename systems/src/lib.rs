@@ -3,6 +3,7 @@
 
 pub mod chakra;
 pub mod cuda;
+pub mod jobs;
 pub mod mpi;
 pub mod nccl;
 pub mod network;
