@@ -213,7 +213,7 @@ mod tests {
         let one = place(&jobs, M, 7).unwrap();
         assert_eq!(one, place(&jobs, M, 7).unwrap(), "deterministic");
         assert_eq!(one[1].len(), 4);
-        assert!(one[1].iter().all(|&n| n >= 2 && n < 8), "{one:?}");
+        assert!(one[1].iter().all(|n| (2..8).contains(n)), "{one:?}");
         let other = place(&jobs, M, 8).unwrap();
         assert_ne!(one[1], other[1], "another seed, another draw");
         let big = [job("a", 9, Policy::Random)];

@@ -98,7 +98,7 @@ pub fn global_map(bytes: &[u8]) -> Result<Vec<Slot>, String> {
 /// The file as records of `per` little-endian i32s, or why not.
 fn words(bytes: &[u8], per: usize) -> Result<impl Iterator<Item = Vec<i32>> + '_, String> {
     let record = 4 * per;
-    if bytes.len() % record != 0 {
+    if !bytes.len().is_multiple_of(record) {
         return Err(format!(
             "{} bytes is not a whole number of {record}-byte records",
             bytes.len()
