@@ -155,6 +155,15 @@ fn collnet_is_off_unless_enabled_and_loads_each_nic_with_its_share_once_each_way
     )
     .unwrap();
     close(end, 39.2e-6 + GIB / 2.0 / 2e9, 1e-9);
+    // CollNet+NVLS: NVLS in each node (1.5 S at 17 GB/s) and each GPU's half through its NIC
+    // and back (S/2 at 2 GB/s, the slower); latency 25 + 18 us (NVLink and NET NVLS).
+    let (report, end) = run(
+        &switch_cluster(2, 2, "2GB/s"),
+        &one_call("algo: NVLS, collnet: true,", "AllReduce", GIB),
+    )
+    .unwrap();
+    close(end, 43e-6 + GIB / 2.0 / 2e9, 1e-9);
+    assert_eq!(report.collectives[0].algo, "nvls");
 }
 
 /// 2 nodes of 2 GPUs and 2 NICs on a rail-optimised tree whose spine links are slow.

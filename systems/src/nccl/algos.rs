@@ -13,7 +13,8 @@
 //!
 //! NVLSTree: NVLS inside each node (S + S/k per port), and for each local GPU g its share S/k
 //! over a double binary tree of the nodes' g-th GPUs (the same rail), half per tree, up and
-//! down. PAT at one GPU per node: step d = 1, 2, 4, ... sends min(d, n - d) shares to the rank
+//! down; NVLS across nodes (with CollNet) sends that share to the reducing switches instead.
+//! PAT at one GPU per node: step d = 1, 2, 4, ... sends min(d, n - d) shares to the rank
 //! d further, all steps streaming at once. CollNet: the switches reduce; each node's share per
 //! NIC goes up once and comes back once. Simplified: that is drawn as a transfer to the same
 //! GPU of the next node, which loads every NIC as SHARP does but crosses fewer upper links of
@@ -119,17 +120,29 @@ pub fn collnet_direct(nodes: &[Vec<u32>], bytes: f64) -> Vec<Transfer> {
             out.push(plain(ranks[i], ranks[(i + 1) % k], data));
         }
     }
-    for (a, ranks) in nodes.iter().enumerate() {
-        let next = &nodes[(a + 1) % nodes.len()];
-        for (g, &from) in ranks.iter().enumerate() {
-            out.push(plain(
-                from,
-                next[g % next.len()],
-                bytes / ranks.len() as f64,
-            ));
-        }
-    }
+    out.extend(through_the_switches(nodes, bytes));
     out
+}
+
+/// NVLS across nodes (NCCL's CollNet+NVLS): NVLS inside each node, and each GPU's reduced
+/// share through its NIC to the switches and back.
+pub fn nvls_collnet(nodes: &[Vec<u32>], bytes: f64, efficiency: f64) -> Vec<Transfer> {
+    let mut out = nvls(nodes, Coll::AllReduce, bytes, efficiency);
+    out.extend(through_the_switches(nodes, bytes));
+    out
+}
+
+/// Each GPU's share S/k of its node's data up to the reducing switches and back, drawn as a
+/// transfer to the same GPU of the next node (see the module's words).
+fn through_the_switches(nodes: &[Vec<u32>], bytes: f64) -> impl Iterator<Item = Transfer> + '_ {
+    nodes.iter().enumerate().flat_map(move |(a, ranks)| {
+        let next = &nodes[(a + 1) % nodes.len()];
+        let share = bytes / ranks.len() as f64;
+        ranks
+            .iter()
+            .enumerate()
+            .map(move |(g, &from)| plain(from, next[g % next.len()], share))
+    })
 }
 
 /// CollNet Chain's AllReduce on `heads` channels: per channel a chain through each node's GPUs

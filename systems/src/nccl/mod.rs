@@ -28,7 +28,8 @@
 //! point-to-point call of 0 bytes still meets its peer.
 //!
 //! Beyond rings and trees ([`algos`]): NVLS where the NVSwitch multicasts (the switch reads,
-//! reduces and writes: S + S/n through each GPU's port each way), NVLSTree across such nodes
+//! reduces and writes: S + S/n through each GPU's port each way; across nodes with CollNet,
+//! whose switches reduce the nodes' shares), NVLSTree across such nodes
 //! (NVLS inside, a double binary tree of each rail's GPUs across), PAT at one GPU per node,
 //! and CollNet where enabled. With PXN (on, as in NCCL) a transfer to a GPU on another rail
 //! goes over NVLink to the local GPU on that rail first ([`Topology::rail_relay`]).

@@ -287,6 +287,7 @@ impl Comm {
         let nvls_eff = tune.generation.nvls_efficiency();
         Some(match algo {
             Algo::Ring | Algo::Tree => return None,
+            Algo::NVLS if self.nodes.len() > 1 => algos::nvls_collnet(&self.nodes, bytes, nvls_eff),
             Algo::NVLS => algos::nvls(&self.nodes, call.op, bytes, nvls_eff),
             Algo::NVLSTree => algos::nvls_tree(&self.nodes, bytes, nvls_eff),
             Algo::PAT => algos::pat(self.size(), bytes, tuning::PAT_EFFICIENCY),

@@ -6,8 +6,7 @@
 //! The simulator uses this model for two things only: choosing (algorithm, protocol) as NCCL
 //! would, and the fixed latency of a collective. Its bandwidth comes from flows on the
 //! platform, which see contention this model cannot.
-//! Simplified: one pipelined op (numPipeOps = 1), balanced tree pattern, latencyInter 0;
-//! NVLS across nodes (NVLS with CollNet) is left out: across nodes NVLS runs as NVLSTree.
+//! Simplified: one pipelined op (numPipeOps = 1), balanced tree pattern, latencyInter 0.
 
 pub use hetsim_schema::cuda::{Algo, Coll, Proto};
 
@@ -250,7 +249,7 @@ impl Shape {
 }
 
 /// Whether NCCL runs `coll` with `algo` at all on `c` (tuning.cc's enables): NVLS on one
-/// node whose switch multicasts, NVLSTree across such nodes, PAT for AllGather and
+/// node whose switch multicasts (across nodes only with CollNet), NVLSTree across such nodes, PAT for AllGather and
 /// ReduceScatter at one GPU per node, CollNet for AllReduce across nodes where enabled.
 pub fn supported(coll: Coll, algo: Algo, c: &Shape) -> bool {
     let gather = matches!(coll, Coll::AllGather | Coll::ReduceScatter);
@@ -260,7 +259,11 @@ pub fn supported(coll: Coll, algo: Algo, c: &Shape) -> bool {
     match algo {
         Algo::Ring => true,
         Algo::Tree => coll == Coll::AllReduce,
-        Algo::NVLS => c.more.nvls.is_some() && c.nodes == 1 && (gather || coll == Coll::AllReduce),
+        // Across nodes NVLS reduces in the network switches too (CollNet+NVLS).
+        Algo::NVLS if c.nodes > 1 => {
+            c.more.nvls.is_some() && c.more.collnet.is_some() && coll == Coll::AllReduce
+        }
+        Algo::NVLS => c.more.nvls.is_some() && (gather || coll == Coll::AllReduce),
         Algo::NVLSTree => c.more.nvls.is_some() && c.nodes > 1 && coll == Coll::AllReduce,
         Algo::PAT => c.more.pat && gather && c.nodes > 1 && c.ranks == c.nodes,
         Algo::CollNetDirect | Algo::CollNetChain => {
@@ -877,6 +880,20 @@ mod tests {
         close(
             latency_us(Coll::AllReduce, Algo::CollNetChain, Proto::Simple, &on),
             69.2,
+            1e-9,
+        );
+        // With CollNet, NVLS runs across nodes (CollNet+NVLS): 25 + 18 (NET NVLS) = 43 us;
+        // bounded by the network's 22.5 per channel: busBw 360, algBw x 16/30 = 192.
+        assert!(supported(Coll::AllReduce, Algo::NVLS, &on));
+        assert!(!supported(Coll::AllGather, Algo::NVLS, &on));
+        close(
+            latency_us(Coll::AllReduce, Algo::NVLS, Proto::Simple, &on),
+            43.0,
+            1e-9,
+        );
+        close(
+            alg_bw(Coll::AllReduce, Algo::NVLS, Proto::Simple, &on),
+            192.0,
             1e-9,
         );
     }
