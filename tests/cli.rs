@@ -329,6 +329,7 @@ fn validate_accepts_the_shipped_scenarios() {
         "scenarios/whatif/halo.ron",
         "scenarios/whatif/allreduce.ron",
         "scenarios/whatif/cholesky.ron",
+        "scenarios/studies/nccl-superpod.ron",
     ] {
         let o = hetsim(&["validate", f], &repo());
         assert!(o.status.success(), "{f}: {}", stderr(&o));
