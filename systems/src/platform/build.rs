@@ -671,6 +671,9 @@ mod tests {
         assert_eq!(t.rail_relay(gpu(0, 0), gpu(1, 1)), Some(gpu(0, 1)));
         assert_eq!(t.rail_relay(gpu(0, 1), gpu(1, 1)), None, "same rail");
         assert_eq!(t.rail_relay(gpu(0, 0), gpu(0, 1)), None, "same node");
+        // NICs on the host's root complex are as far from every GPU: no relay.
+        let host = platform(&RAILS.replace("attach: GpuSwitch", "attach: Host")).unwrap();
+        assert_eq!(host.rail_relay(gpu(0, 0), gpu(1, 1)), None);
     }
 
     #[test]

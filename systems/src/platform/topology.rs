@@ -199,14 +199,16 @@ impl ClusterLayout {
     }
 
     /// The GPU of `src`'s node that shares `dst`'s NIC (its rail), when `src` and `dst` are
-    /// GPUs on different nodes reaching the network through different NICs and the node's
-    /// GPUs are joined by NVLink: where NCCL's PXN moves the data before it leaves the node.
+    /// GPUs on different nodes reaching the network through different NICs, the NICs sit
+    /// beside the GPUs (a NIC near one GPU is far from the others) and the GPUs are joined by
+    /// NVLink: where NCCL's PXN moves the data before it leaves the node.
     pub fn rail_relay(&self, src: Endpoint, dst: Endpoint) -> Option<Endpoint> {
         let (Endpoint::Gpu { node: a, .. }, Endpoint::Gpu { node: b, gpu }) = (src, dst) else {
             return None;
         };
         let crosses = a != b && self.nic_of(src) != self.nic_of(dst);
-        (crosses && self.nvlink != NvLayout::None).then_some(Endpoint::Gpu { node: a, gpu })
+        let near = self.nic_attach == NicAttach::GpuSwitch && self.nvlink != NvLayout::None;
+        (crosses && near).then_some(Endpoint::Gpu { node: a, gpu })
     }
 
     /// The NIC a GPU uses: GPUs are spread evenly over the NICs (rail affinity).
