@@ -248,4 +248,66 @@ mod tests {
         assert_eq!(c.len(), 2 * 2 * 3);
         assert!(c.iter().all(|x| x.data == 2e6));
     }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// PAT on any n: every rank sends and receives n - 1 of the n shares, in
+        /// ceil(log2 n) steps.
+        #[test]
+        fn pat_moves_n_minus_1_shares_each_way_for_any_n(n in 2u32..300) {
+            let t = pat(n, n as f64, 0.75);
+            prop_assert_eq!(t.len() as u32, n * (32 - (n - 1).leading_zeros()));
+            for r in 0..n {
+                let out: f64 = t.iter().filter(|x| x.from == r).map(|x| x.data).sum();
+                let inn: f64 = t.iter().filter(|x| x.to == r).map(|x| x.data).sum();
+                prop_assert_eq!(out, (n - 1) as f64);
+                prop_assert_eq!(inn, (n - 1) as f64);
+            }
+        }
+
+        /// Both node trees are trees: every node but one root has one parent, and no node is
+        /// a leaf of both when there are more than two.
+        #[test]
+        fn both_node_trees_span_the_nodes_with_one_parent_each(m in 1usize..200) {
+            for mirrored in [false, true] {
+                let mut parents = vec![0; m];
+                for (child, parent) in node_tree(m, mirrored) {
+                    prop_assert!(child < m && parent < m && child != parent);
+                    parents[child] += 1;
+                }
+                prop_assert_eq!(parents.iter().filter(|&&p| p == 0).count(), 1);
+                prop_assert!(parents.iter().all(|&p| p <= 1));
+            }
+            if m > 2 {
+                let inner = |mirrored| {
+                    let mut has_child = vec![false; m];
+                    for (_, p) in node_tree(m, mirrored) {
+                        has_child[p] = true;
+                    }
+                    has_child
+                };
+                let (a, b) = (inner(false), inner(true));
+                prop_assert!((0..m).all(|i| a[i] || b[i] || m % 2 == 1 && i == m / 2),
+                    "a node is a leaf in both trees");
+            }
+        }
+
+        /// NVLSTree: what each GPU sends across nodes equals what it receives, at most 2 S/k
+        /// (interior in one tree, a leaf in the other).
+        #[test]
+        fn nvls_tree_network_bytes_are_balanced(m in 2usize..40, k in 1usize..9) {
+            let nodes: Vec<Vec<u32>> =
+                (0..m).map(|a| (0..k).map(|g| (a * k + g) as u32).collect()).collect();
+            let s = 1e6;
+            let t = nvls_tree(&nodes, s, 0.85);
+            let net = |x: &Transfer| x.from as usize / k != x.to as usize / k;
+            for r in 0..(m * k) as u32 {
+                let out: f64 = t.iter().filter(|x| net(x) && x.from == r).map(|x| x.data).sum();
+                let inn: f64 = t.iter().filter(|x| net(x) && x.to == r).map(|x| x.data).sum();
+                prop_assert!((out - inn).abs() < 1e-6);
+                prop_assert!(out <= 2.0 * s / k as f64 + 1e-6, "{out}");
+            }
+        }
+    }
 }
