@@ -3,7 +3,7 @@
 
 mod common;
 
-use hetsim::nccltests::{self, Options};
+use hetsim::nccltests;
 use hetsim::schema::cuda::{Algo, Coll, Proto};
 use hetsim::schema::load::parse_scenario;
 use hetsim::{RunOptions, simulate};
@@ -18,7 +18,7 @@ fn node(gpus: u32) -> String {
     )
 }
 
-use common::{assert_close as close, run_cuda as run};
+use common::{assert_close as close, nccl_sweep as sweep, run_cuda as run};
 
 #[test]
 fn ring_allreduce_takes_the_alpha_beta_time() {
@@ -58,21 +58,6 @@ fn channels_split_the_bytes_and_share_the_links() {
     let want = 0.75 * 1073741824.0 / 20e9 + (8.4 + 3.0 * 3.4) * 1e-6;
     close(run_with(1), want, 1e-9);
     close(run_with(2), want, 1e-9);
-}
-
-fn sweep(op: Coll, platform: &str, gpus: u32, sizes: &[f64]) -> Options {
-    Options {
-        op,
-        sizes: sizes.to_vec(),
-        gpus,
-        platform: common::repo().join("scenarios/platforms").join(platform),
-        set: vec![],
-        algos: vec![],
-        protos: vec![],
-        channels: None,
-        iters: 5,
-        warmup: 1,
-    }
 }
 
 #[test]

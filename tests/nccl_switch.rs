@@ -192,18 +192,11 @@ fn pxn_keeps_cross_rail_sends_off_the_spine() {
     close(without, 22.4e-6 + 1e8 / 1e9, 1e-9);
 }
 
+/// One AllReduce size on a shipped platform, 2 timed iterations.
 fn sweep(platform: &str, gpus: u32, size: f64) -> Options {
     Options {
-        op: Coll::AllReduce,
-        sizes: vec![size],
-        gpus,
-        platform: common::repo().join("scenarios/platforms").join(platform),
-        set: vec![],
-        algos: vec![],
-        protos: vec![],
-        channels: None,
         iters: 2,
-        warmup: 1,
+        ..common::nccl_sweep(Coll::AllReduce, platform, gpus, &[size])
     }
 }
 

@@ -54,3 +54,25 @@ pub fn assert_close(got: f64, want: f64, rel: f64) {
         "got {got}, expected {want} (within {rel})"
     );
 }
+
+/// `hetsim nccl-tests` options for `op` on a shipped platform file, `gpus` GPUs, `sizes`,
+/// NCCL's own choice, 5 timed iterations after 1 warm-up.
+pub fn nccl_sweep(
+    op: hetsim::schema::cuda::Coll,
+    platform: &str,
+    gpus: u32,
+    sizes: &[f64],
+) -> hetsim::nccltests::Options {
+    hetsim::nccltests::Options {
+        op,
+        sizes: sizes.to_vec(),
+        gpus,
+        platform: repo().join("scenarios/platforms").join(platform),
+        set: vec![],
+        algos: vec![],
+        protos: vec![],
+        channels: None,
+        iters: 5,
+        warmup: 1,
+    }
+}

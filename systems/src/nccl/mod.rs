@@ -55,7 +55,6 @@ use hetsim_schema::SimTime;
 use hetsim_schema::cuda::NcclCall;
 
 use crate::network::{FlowSpec, Reach, Start};
-use crate::platform::Endpoint;
 pub use plan::{Comm, Edge, Plan};
 pub use record::{CollectiveRecord, group_name};
 
@@ -259,21 +258,7 @@ impl Collectives {
             reach.cal.schedule(start, done);
             return Ok(());
         };
-        let spec = FlowSpec {
-            id: "nccl.send".into(),
-            src_row: rt.rows[from as usize].clone(),
-            dst_row: rt.rows[to as usize].clone(),
-            bytes: edge.wire_bytes,
-            start: Start::At(start),
-            cap: None,
-            zero_latency: true,
-        };
-        let (a, b) = (rt.comm.members[from as usize], rt.comm.members[to as usize]);
-        let via = relay(&rt.comm, reach, (a, b));
-        reach
-            .flow_via(a, via, b, spec, done)
-            .map(|_| ())
-            .map_err(|e| format!("NCCL: {e}"))
+        rt.edge_flow(reach, edge, ("nccl.send".into(), Start::At(start)), done)
     }
 
     /// Every member is there: plan, then after NCCL's latency one flow per edge.
@@ -292,24 +277,8 @@ impl Collectives {
         let start = now.saturating_add(secs(plan.latency_s));
         let label = format!("nccl{k}");
         for edge in &plan.edges {
-            let (a, b) = (
-                rt.comm.members[edge.from as usize],
-                rt.comm.members[edge.to as usize],
-            );
-            let spec = FlowSpec {
-                id: label.clone(),
-                src_row: rt.rows[edge.from as usize].clone(),
-                dst_row: rt.rows[edge.to as usize].clone(),
-                bytes: edge.wire_bytes,
-                start: Start::Ahead(start),
-                cap: edge.cap.is_finite().then_some(edge.cap),
-                // NCCL's latency term already holds the hops' latencies.
-                zero_latency: true,
-            };
-            let via = relay(&rt.comm, reach, (a, b));
-            reach
-                .flow_via(a, via, b, spec, EdgeEnd { comm: c, k })
-                .map_err(|e| format!("NCCL: {e}"))?;
+            let id = (label.clone(), Start::Ahead(start));
+            rt.edge_flow(reach, edge, id, EdgeEnd { comm: c, k })?;
         }
         let coll = &mut rt.colls[k as usize];
         coll.start = now;
@@ -344,9 +313,39 @@ fn finish_edges(
     }
 }
 
-/// The GPU a transfer from `a` to `b` goes through first: with PXN, the peer on `b`'s rail.
-fn relay(comm: &Comm, reach: &Reach, (a, b): (Endpoint, Endpoint)) -> Option<Endpoint> {
-    comm.pxn().then(|| reach.topo.rail_relay(a, b)).flatten()
+impl CommRt {
+    /// Starts `edge` as the flow `id` from `start` on, drawn between its members' rows; with
+    /// PXN it goes first to the peer on the receiver's rail. NCCL's latency term already holds
+    /// the hops' latencies, so the route's is left out. `done` comes when its last byte has
+    /// arrived.
+    fn edge_flow<E: SimEvent>(
+        &self,
+        reach: &mut Reach,
+        edge: &Edge,
+        (id, start): (String, Start),
+        done: E,
+    ) -> Result<(), String> {
+        let (from, to) = (edge.from as usize, edge.to as usize);
+        let spec = FlowSpec {
+            id,
+            src_row: self.rows[from].clone(),
+            dst_row: self.rows[to].clone(),
+            bytes: edge.wire_bytes,
+            start,
+            cap: edge.cap.is_finite().then_some(edge.cap),
+            zero_latency: true,
+        };
+        let (a, b) = (self.comm.members[from], self.comm.members[to]);
+        let via = self
+            .comm
+            .pxn()
+            .then(|| reach.topo.rail_relay(a, b))
+            .flatten();
+        reach
+            .flow_via(a, via, b, spec, done)
+            .map(|_| ())
+            .map_err(|e| format!("NCCL: {e}"))
+    }
 }
 
 fn secs(s: f64) -> SimTime {
@@ -356,22 +355,11 @@ fn secs(s: f64) -> SimTime {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::platform::Endpoint;
     use crate::platform::build::topology;
     use hetsim_schema::cuda::{Algo, NcclSpec};
     use hetsim_schema::load::from_ron;
     use hetsim_schema::scenario::PlatformSpec;
-
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-    struct Done(u32);
-    impl SimEvent for Done {
-        const NAME: &'static str = "test.done";
-        fn pack(&self) -> (Entity, u64) {
-            (Entity::PLACEHOLDER, self.0 as u64)
-        }
-        fn unpack(_: Entity, arg: u64) -> Self {
-            Done(arg as u32)
-        }
-    }
 
     /// A communicator over 2 nodes of 2 GPUs with CollNet enabled and forced.
     fn collnet_comm() -> Comm {
@@ -399,7 +387,10 @@ mod tests {
         let mut colls = Collectives::default();
         let call: NcclCall = from_ron("(op: AllReduce, bytes: 1048576)", "test", "call").unwrap();
         for want_collnet in [true, true, false] {
-            let c = colls.register(collnet_comm(), vec![String::new(); 4], Done);
+            let c = colls.register(collnet_comm(), vec![String::new(); 4], |k| EdgeEnd {
+                comm: 0,
+                k,
+            });
             let comm = &colls.comms[c as usize].comm;
             assert_eq!(comm.wants_collnet(), want_collnet);
             let plan = comm.plan(&call);

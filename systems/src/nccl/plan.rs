@@ -104,14 +104,20 @@ impl Comm {
             None => auto_channels(intra_total.min(inter_total), generation, nodes.len(), nics),
         };
         let per_channel = |total: f64| (total / channels as f64).min(generation.max_channel_bw());
-        let finite_or = |a: f64, b: f64| if a.is_finite() { a } else { b };
         let bw_intra = per_channel(finite_or(intra_total, inter_total));
         let bw_inter = per_channel(finite_or(inter_total, intra_total));
         let intra_hw = if nvlink { Hw::NvLink } else { Hw::Pci };
-        let more = features(spec, generation, multicast, nodes.len() as u32, per_node).with_totals(
-            intra_total,
-            inter_total,
-            nics.min(per_node),
+        let totals = Totals {
+            intra: intra_total,
+            inter: inter_total,
+            heads: nics.min(per_node),
+        };
+        let more = features(
+            spec,
+            generation,
+            multicast,
+            (nodes.len() as u32, per_node),
+            totals,
         );
         Ok(Comm {
             tune: tuning::Shape {
@@ -585,41 +591,54 @@ fn ring_totals(
     Ok((intra_total, inter_total))
 }
 
-/// The algorithms beyond ring and tree that `spec` and the platform allow: NVLS where the
-/// NVSwitch multicasts and the GPUs have NVLS (Hopper on), with two GPUs or more per node;
-/// CollNet across nodes where enabled; PAT where enabled (one GPU per node is checked per call).
-fn features(spec: &NcclSpec, g: Gen, multicast: bool, nodes: u32, per_node: u32) -> Features {
-    let graph = |channels| Graph {
-        channels,
-        bw_intra: 0.0,
-        bw_inter: 0.0,
-    };
+/// The whole-ring bandwidths a communicator's graphs are built from (GB/s of data; infinite
+/// where there is none) and the NIC heads per node.
+struct Totals {
+    intra: f64,
+    inter: f64,
+    heads: u32,
+}
+
+/// The algorithms beyond ring and tree that `spec` and the platform allow, with their graphs:
+/// NVLS where the NVSwitch multicasts and the GPUs have NVLS (Hopper on), with two GPUs or
+/// more per node, splitting the node's NVLink and the network over its own channels; CollNet
+/// across nodes where enabled, a channel per NIC head at one NIC's rate; PAT where enabled
+/// (one GPU per node is checked per call).
+fn features(
+    spec: &NcclSpec,
+    g: Gen,
+    multicast: bool,
+    (nodes, per_node): (u32, u32),
+    t: Totals,
+) -> Features {
+    let intra = finite_or(t.intra, 1.0);
+    let nvls = (spec.nvls && multicast && g.nvls_efficiency() > 0.0 && per_node > 1).then(|| {
+        let channels = g.nvls_channels(nodes);
+        Graph {
+            channels,
+            bw_intra: intra / channels as f64,
+            bw_inter: finite_or(t.inter, intra) / channels as f64,
+        }
+    });
+    let collnet = (spec.collnet && nodes > 1).then(|| {
+        let channels = t.heads.max(1);
+        let per_nic = finite_or(t.inter, 1.0) / channels as f64;
+        Graph {
+            channels,
+            bw_intra: per_nic,
+            bw_inter: per_nic,
+        }
+    });
     Features {
-        nvls: (spec.nvls && multicast && g.nvls_efficiency() > 0.0 && per_node > 1)
-            .then(|| graph(g.nvls_channels(nodes))),
-        collnet: (spec.collnet && nodes > 1).then(|| graph(0)),
+        nvls,
+        collnet,
         pat: spec.pat,
     }
 }
 
-impl Features {
-    /// The graphs' per-channel bandwidths from the whole-ring totals (GB/s): NVLS splits the
-    /// node's NVLink and the network over its channels; CollNet has a channel per NIC head
-    /// (`heads`), each at one NIC's rate.
-    fn with_totals(mut self, intra_total: f64, inter_total: f64, heads: u32) -> Features {
-        let finite = |x: f64, or: f64| if x.is_finite() { x } else { or };
-        if let Some(g) = &mut self.nvls {
-            let ch = g.channels as f64;
-            g.bw_intra = finite(intra_total, 1.0) / ch;
-            g.bw_inter = finite(inter_total, finite(intra_total, 1.0)) / ch;
-        }
-        if let Some(g) = &mut self.collnet {
-            g.channels = heads.max(1);
-            g.bw_intra = finite(inter_total, 1.0) / g.channels as f64;
-            g.bw_inter = g.bw_intra;
-        }
-        self
-    }
+/// `a`, or `b` where `a` is infinite (no such link).
+fn finite_or(a: f64, b: f64) -> f64 {
+    if a.is_finite() { a } else { b }
 }
 
 /// The share of a channel's bytes every ring edge carries: 2(n-1)/n for AllReduce, (n-1)/n

@@ -83,7 +83,7 @@ pub enum Hw {
     Net,
 }
 
-/// `baseLatencies[algo][proto]` in us, {LL, LL128, Simple}, algorithms in [`ALGO_ORDER`].
+/// `baseLatencies[algo][proto]` in us, {LL, LL128, Simple}, algorithms in [`Algo`]'s order.
 const BASE_LAT: [[f64; 3]; 7] = [
     [6.6, 14.0, 8.4], // ring
     [6.8, 14.0, 8.4], // tree
@@ -123,15 +123,8 @@ const HW_LAT: [[[f64; 3]; 7]; 3] = [
         [0.0, 0.0, 30.0],
     ], // NET
 ];
-/// The order of the latency tables' rows ([`Algo::ALL`]'s order).
-const ALGO_ORDER: [Algo; 7] = Algo::ALL;
-
 fn hw_lat(hw: Hw, algo: Algo, p: Proto) -> f64 {
-    HW_LAT[hw as usize][algo_row(algo)][p as usize]
-}
-
-fn algo_row(algo: Algo) -> usize {
-    ALGO_ORDER.iter().position(|&a| a == algo).unwrap_or(0)
+    HW_LAT[hw as usize][algo as usize][p as usize]
 }
 
 /// `llMaxBws[row][min(nodes,3)-1]`: the row is the GPU generation on one node, the CPU vendor
@@ -252,20 +245,18 @@ impl Shape {
 /// node whose switch multicasts (across nodes only with CollNet), NVLSTree across such nodes, PAT for AllGather and
 /// ReduceScatter at one GPU per node, CollNet for AllReduce across nodes where enabled.
 pub fn supported(coll: Coll, algo: Algo, c: &Shape) -> bool {
-    let gather = matches!(coll, Coll::AllGather | Coll::ReduceScatter);
     if !algorithms(coll).contains(&algo) {
         return false;
     }
     match algo {
-        Algo::Ring => true,
-        Algo::Tree => coll == Coll::AllReduce,
+        Algo::Ring | Algo::Tree => true,
         // Across nodes NVLS reduces in the network switches too (CollNet+NVLS).
         Algo::NVLS if c.nodes > 1 => {
             c.more.nvls.is_some() && c.more.collnet.is_some() && coll == Coll::AllReduce
         }
-        Algo::NVLS => c.more.nvls.is_some() && (gather || coll == Coll::AllReduce),
-        Algo::NVLSTree => c.more.nvls.is_some() && c.nodes > 1 && coll == Coll::AllReduce,
-        Algo::PAT => c.more.pat && gather && c.nodes > 1 && c.ranks == c.nodes,
+        Algo::NVLS => c.more.nvls.is_some(),
+        Algo::NVLSTree => c.more.nvls.is_some() && c.nodes > 1,
+        Algo::PAT => c.more.pat && c.nodes > 1 && c.ranks == c.nodes,
         Algo::CollNetDirect | Algo::CollNetChain => {
             c.more.collnet.is_some() && c.nodes > 1 && coll == Coll::AllReduce
         }
@@ -294,7 +285,7 @@ pub fn algorithms(coll: Coll) -> &'static [Algo] {
 
 /// Latency in us of `coll` with (algo, proto), for one pipelined op.
 pub fn latency_us(coll: Coll, algo: Algo, p: Proto, c: &Shape) -> f64 {
-    let base = BASE_LAT[algo_row(algo)][p as usize];
+    let base = BASE_LAT[algo as usize][p as usize];
     let intra = hw_lat(c.intra_hw, algo, p);
     // Across nodes at one GPU per node NCCL charges the tree's network latency.
     let inter = if c.per_node() == 1 {
@@ -305,7 +296,7 @@ pub fn latency_us(coll: Coll, algo: Algo, p: Proto, c: &Shape) -> f64 {
     let depth = (c.nodes.max(1) as f64).log2().floor();
     let ppn = (c.per_node() - 1) as f64;
     match algo {
-        Algo::Ring => ring_latency_us(coll, p, c, base),
+        Algo::Ring => ring_latency_us(coll, p, c, base, inter),
         Algo::Tree => base + 2.0 * (ppn * intra + depth * inter),
         Algo::NVLS if c.nodes > 1 => intra + hw_lat(Hw::Net, algo, p),
         Algo::NVLS => intra,
@@ -316,17 +307,11 @@ pub fn latency_us(coll: Coll, algo: Algo, p: Proto, c: &Shape) -> f64 {
     }
 }
 
-/// The ring's latency: `nsteps` hops, those across nodes at the network's latency.
-fn ring_latency_us(coll: Coll, p: Proto, c: &Shape, base: f64) -> f64 {
+/// The ring's latency: `nsteps` hops, those across nodes at the network's latency `inter`.
+fn ring_latency_us(coll: Coll, p: Proto, c: &Shape, base: f64, inter: f64) -> f64 {
     let n = c.ranks;
     let nsteps = coll.steps(n) as f64;
     let intra = hw_lat(c.intra_hw, Algo::Ring, p).max(c.net_overhead(p));
-    let inter_algo = if c.nodes > 1 && c.per_node() == 1 {
-        Algo::Tree
-    } else {
-        Algo::Ring
-    };
-    let inter = hw_lat(Hw::Net, inter_algo, p);
     match coll {
         Coll::AllReduce | Coll::AllGather | Coll::ReduceScatter => {
             let n_inter = match (c.nodes, coll) {

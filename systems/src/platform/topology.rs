@@ -346,6 +346,8 @@ pub struct Topology {
     pub layout: Layout,
     link_by_name: HashMap<String, u32>,
     cache: HashMap<(Endpoint, Endpoint), Arc<Route>>,
+    /// Routes through a relay, by (source, relay, destination).
+    via_cache: HashMap<(Endpoint, Endpoint, Endpoint), Arc<Route>>,
 }
 
 impl Topology {
@@ -360,6 +362,7 @@ impl Topology {
             layout,
             link_by_name,
             cache: HashMap::default(),
+            via_cache: HashMap::default(),
         }
     }
 
@@ -444,17 +447,23 @@ impl Topology {
         }
     }
 
-    /// The route from `src` to `dst` through `via`: the two routes end to end.
+    /// The route from `src` to `dst` through `via`: the two routes end to end, computed once
+    /// and cached.
     pub fn route_via(
         &mut self,
         src: Endpoint,
         via: Endpoint,
         dst: Endpoint,
     ) -> Result<Arc<Route>, String> {
+        if let Some(r) = self.via_cache.get(&(src, via, dst)) {
+            return Ok(r.clone());
+        }
         let first = self.route(src, via)?;
         let second = self.route(via, dst)?;
         let hops = first.hops.iter().chain(second.hops.iter()).copied();
-        Ok(Arc::new(self.route_of_hops(hops.collect::<Vec<_>>())))
+        let route = Arc::new(self.route_of_hops(hops.collect::<Vec<_>>()));
+        self.via_cache.insert((src, via, dst), route.clone());
+        Ok(route)
     }
 
     /// The route between two endpoints, computed once and cached.
