@@ -33,6 +33,7 @@ fn bench(c: &mut Criterion) {
         let opts = RunOptions {
             disable: vec!["record".into()],
             progress: false,
+            ..Default::default()
         };
         group.bench_function(format!("real_step_{gpus}_h100"), |b| {
             b.iter(|| simulate_report(&s, &opts).unwrap().summary["sim_time_s"].clone())

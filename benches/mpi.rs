@@ -36,6 +36,7 @@ fn bench(c: &mut Criterion) {
         let opts = RunOptions {
             disable: vec!["record".into()],
             progress: false,
+            ..Default::default()
         };
         let name = match quantum {
             "0" => format!("{ranks}_ranks"),

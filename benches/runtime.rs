@@ -20,6 +20,7 @@ fn bench(c: &mut Criterion) {
         let opts = RunOptions {
             disable: vec!["record".into()],
             progress: false,
+            ..Default::default()
         };
         group.bench_function(format!("n{n}"), |b| {
             b.iter(|| simulate_report(&scenario, &opts).unwrap().summary["events"].clone())

@@ -136,6 +136,7 @@ pub fn parse(text: &str, label: &str) -> Result<Scenario, Error> {
             routes: vec![],
         }),
         workload: Workload::Flows(flows),
+        jobs: Vec::new(),
         switches: Default::default(),
         // A flow case asks for completion times only: nothing to record.
         output: OutputSpec::tables_only(),

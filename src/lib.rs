@@ -28,8 +28,8 @@ use hetsim_engine::{
 use hetsim_schema::pace;
 use hetsim_schema::scenario::{Scenario, Workload};
 use hetsim_systems::chakra::{ChakraConfig, ChakraPlugin};
-use hetsim_systems::cuda::{CudaConfig, CudaPlugin};
-use hetsim_systems::mpi::{MpiConfig, MpiPlugin};
+use hetsim_systems::cuda::{CudaConfig, CudaJob, CudaPlugin};
+use hetsim_systems::mpi::{MpiConfig, MpiJob, MpiPlugin};
 use hetsim_systems::nccl::NcclPlugin;
 use hetsim_systems::network::{Network, NetworkPlugin};
 use hetsim_systems::platform::{PlatformConfig, PlatformPlugin};
@@ -92,6 +92,11 @@ pub struct RunOptions {
     pub disable: Vec<String>,
     /// Show a progress display on stderr (only drawn when stderr is a terminal).
     pub progress: bool,
+    /// Also run each job alone on its nodes and report its slowdown (`None`: when the
+    /// scenario has more than one job).
+    pub alone: Option<bool>,
+    /// Run only this one of the scenario's `jobs`, on the nodes it has among all of them.
+    pub only_job: Option<usize>,
 }
 
 /// The app with every plugin, before any scenario-specific resource.
@@ -161,9 +166,15 @@ pub fn build_app(scenario: &Scenario, opts: &RunOptions) -> Result<App, Error> {
         .resource_mut::<Network>()
         .set_quantum(scenario.network_model.quantum.0);
     world.insert_resource(PlatformConfig(scenario.platform.clone()));
-    if matches!(&scenario.workload, Workload::Mix(parts) if parts.is_empty()) {
+    if !scenario.jobs.is_empty() {
+        insert_jobs(world, scenario, opts.only_job)?;
+        app.finish();
+        app.cleanup();
+        return Ok(app);
+    }
+    if scenario.workload.is_none() {
         return Err(Error::Input(
-            "workload.Mix: expected at least one workload".into(),
+            "workload.Mix: expected at least one workload (or `jobs`, each with its own)".into(),
         ));
     }
     let mut kinds = std::collections::BTreeMap::new();
@@ -180,9 +191,15 @@ pub fn build_app(scenario: &Scenario, opts: &RunOptions) -> Result<App, Error> {
             )));
         }
         match part {
-            Workload::Flows(flows) => world.insert_resource(FlowsWorkload(flows.clone())),
-            Workload::Mpi(spec) => world.insert_resource(MpiConfig(spec.clone())),
-            Workload::Cuda(spec) => world.insert_resource(CudaConfig(spec.clone())),
+            Workload::Flows(flows) => {
+                world.insert_resource(FlowsWorkload(flows.clone(), Vec::new()))
+            }
+            Workload::Mpi(spec) => {
+                world.insert_resource(MpiConfig(vec![MpiJob::whole(spec.clone())]))
+            }
+            Workload::Cuda(spec) => {
+                world.insert_resource(CudaConfig(vec![CudaJob::whole(spec.clone())]))
+            }
             Workload::Chakra(spec) => world.insert_resource(ChakraConfig(spec.clone())),
             Workload::Mix(_) => {
                 return Err(Error::Input(format!(
@@ -200,6 +217,40 @@ pub fn build_app(scenario: &Scenario, opts: &RunOptions) -> Result<App, Error> {
     app.finish();
     app.cleanup();
     Ok(app)
+}
+
+/// A scenario's jobs, placed and handed to their models.
+fn insert_jobs(
+    world: &mut bevy_ecs::world::World,
+    scenario: &Scenario,
+    only: Option<usize>,
+) -> Result<(), Error> {
+    use hetsim_systems::jobs::compile;
+    if !scenario.workload.is_none() {
+        return Err(Error::Input(
+            "workload: a scenario with jobs gives each job its workload; move this one into a job"
+                .into(),
+        ));
+    }
+    let read = |f: &str| std::fs::read(f).map_err(|e| e.to_string());
+    let mut done = compile::shape(&scenario.platform)
+        .and_then(|shape| compile::compile(&scenario.jobs, shape, scenario.seed, &read))
+        .map_err(Error::Input)?;
+    if let Some(i) = only {
+        done = done.only(i);
+    }
+    if !done.mpi.is_empty() {
+        world.insert_resource(MpiConfig(done.mpi));
+    }
+    if !done.cuda.is_empty() {
+        world.insert_resource(CudaConfig(done.cuda));
+    }
+    if !done.flows.is_empty() {
+        let (paths, flows) = done.flows.into_iter().unzip();
+        world.insert_resource(FlowsWorkload(flows, paths));
+    }
+    world.insert_resource(compile::JobsPlaced(done.placed));
+    Ok(())
 }
 
 /// Runs a scenario to the end.
@@ -223,11 +274,57 @@ pub fn simulate_report(
 ) -> Result<hetsim_output::Report, Error> {
     let (mut app, stats) = simulate(scenario, opts)?;
     let mut report = hetsim_output::report(app.world_mut(), &scenario.name, scenario.seed, &stats);
+    drop(app);
     // The one model setting that trades exactness for speed is stated beside the switches.
     report.summary["network_model"] = serde_json::json!({
         "quantum_s": scenario.network_model.quantum.0.as_secs_f64(),
     });
+    let jobs = scenario.jobs.len();
+    if opts.only_job.is_none() && opts.alone.unwrap_or(jobs > 1) && jobs > 0 {
+        add_alone_times(scenario, opts, &mut report.summary)?;
+    }
     Ok(report)
+}
+
+/// Runs each job alone on the nodes it had beside the others and adds to its row of the
+/// `jobs` section its time alone (`alone_s`) and the ratio of its time beside the others to
+/// it (`slowdown`).
+fn add_alone_times(
+    scenario: &Scenario,
+    opts: &RunOptions,
+    summary: &mut serde_json::Value,
+) -> Result<(), Error> {
+    use rayon::prelude::*;
+    let mut alone = scenario.clone();
+    alone.output = hetsim_schema::scenario::OutputSpec::tables_only();
+    let times = (0..scenario.jobs.len())
+        .into_par_iter()
+        .map(|i| {
+            let opts = RunOptions {
+                disable: opts.disable.clone(),
+                progress: false,
+                alone: Some(false),
+                only_job: Some(i),
+            };
+            let name = &scenario.jobs[i].name;
+            let report = simulate_report(&alone, &opts)
+                .map_err(|e| e.within(&format!("job `{name}` alone")))?;
+            Ok(report.summary["jobs"][0]["sim_time_s"]
+                .as_f64()
+                .unwrap_or(f64::NAN))
+        })
+        .collect::<Result<Vec<f64>, Error>>()?;
+    for (row, alone_s) in summary["jobs"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+        .zip(times)
+    {
+        let shared = row["sim_time_s"].as_f64().unwrap_or(f64::NAN);
+        row["alone_s"] = serde_json::json!(alone_s);
+        row["slowdown"] = serde_json::json!(if alone_s > 0.0 { shared / alone_s } else { 1.0 });
+    }
+    Ok(())
 }
 
 /// The links whose bandwidth or latency differ between two scenarios' platforms, by name, in

@@ -63,6 +63,13 @@ enum Command {
         /// Print nothing on success (no progress display, no result lines).
         #[arg(long, short)]
         quiet: bool,
+        /// Also run each job alone on its nodes and report its slowdown (the default when
+        /// the scenario has more than one job).
+        #[arg(long, conflicts_with = "no_alone")]
+        alone: bool,
+        /// Do not run the jobs alone (no slowdowns).
+        #[arg(long)]
+        no_alone: bool,
     },
     /// Run a study: a grid of scenario variants in parallel; writes results.csv and plots.
     Study {
@@ -240,7 +247,12 @@ fn main() -> ExitCode {
             set,
             disable,
             quiet,
-        } => run(scenario.as_deref(), out, &set, disable, quiet),
+            alone,
+            no_alone,
+        } => {
+            let alone = (alone || no_alone).then_some(alone);
+            run(scenario.as_deref(), out, &set, disable, quiet, alone)
+        }
         Command::Validate {
             scenario,
             set,
@@ -362,6 +374,7 @@ fn run(
     set: &[String],
     disable: Vec<String>,
     quiet: bool,
+    alone: Option<bool>,
 ) -> Result<(), Error> {
     let Some(file) = file else {
         return whatif(out, set, &disable, quiet);
@@ -370,6 +383,8 @@ fn run(
     let opts = RunOptions {
         disable,
         progress: !quiet,
+        alone,
+        only_job: None,
     };
     // Model input errors found while building name the scenario file, as loader errors do.
     let report = hetsim::simulate_report(&scenario, &opts).map_err(|e| match e {
@@ -610,6 +625,7 @@ fn validate(file: &Path, set: &[String], disable: Vec<String>) -> Result<(), Err
     let opts = RunOptions {
         disable,
         progress: false,
+        ..Default::default()
     };
     let mut app = hetsim::build_app(&scenario, &opts)?;
     let world = app.world_mut();
@@ -680,6 +696,7 @@ fn flows(case: &Path, disable: Vec<String>, stats: bool) -> Result<(), Error> {
         &RunOptions {
             disable,
             progress: false,
+            ..Default::default()
         },
     )?;
     if stats {

@@ -116,6 +116,7 @@ fn simulate_trace(base: &Scenario, mode: Mode, trace: &str) -> Result<f64, Error
             Mode::Hostcopy => vec!["gpudirect".into()],
         },
         progress: false,
+        ..Default::default()
     };
     let report = simulate_report(&scenario, &run)?;
     Ok(report.summary["sim_time_s"].as_f64().unwrap_or(f64::NAN))

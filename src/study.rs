@@ -307,6 +307,7 @@ fn metrics_of(
     let opts = RunOptions {
         disable: variant.disable.clone(),
         progress: false,
+        ..Default::default()
     };
     let report =
         simulate_report(&scenario, &opts).map_err(|e| (seed, Failure::Run(e.to_string())))?;
@@ -320,10 +321,22 @@ fn metrics_of(
 }
 
 /// A number at a dotted path of the summary.
+/// One key of a metric's path: a field, or in a list (the `jobs` section) an index or the
+/// name of an element (`jobs.halo.slowdown`).
+fn step<'a>(v: &'a Json, key: &str) -> Option<&'a Json> {
+    match v.as_array() {
+        Some(list) => match key.parse::<usize>() {
+            Ok(i) => list.get(i),
+            Err(_) => list.iter().find(|e| e["name"].as_str() == Some(key)),
+        },
+        None => v.get(key),
+    }
+}
+
 fn metric(summary: &Json, path: &str) -> Result<f64, String> {
     let mut v = summary;
     for key in path.split('.') {
-        v = v.get(key).ok_or_else(|| {
+        v = step(v, key).ok_or_else(|| {
             let known: Vec<&str> = v
                 .as_object()
                 .map(|o| o.keys().map(String::as_str).collect())

@@ -264,6 +264,7 @@ fn simulate(q: &Question, variant: Option<Variant>, disable: &[String]) -> Resul
     let opts = RunOptions {
         disable: off,
         progress: false,
+        ..Default::default()
     };
     let label = variant.map_or("as given", |v| v.label);
     crate::simulate_report(&scenario, &opts)

@@ -48,6 +48,7 @@ fn run(s: &Scenario) -> Result<hetsim::output::Report, Error> {
     let opts = RunOptions {
         disable: Vec::new(),
         progress: false,
+        ..Default::default()
     };
     simulate_report(s, &opts)
 }

@@ -56,6 +56,7 @@ fn opts() -> RunOptions {
     RunOptions {
         disable: Vec::new(),
         progress: false,
+        ..Default::default()
     }
 }
 

@@ -21,6 +21,7 @@ fn run(s: &Scenario, disable: &[&str]) -> Result<hetsim::output::Report, Error> 
     let opts = RunOptions {
         disable: disable.iter().map(|s| s.to_string()).collect(),
         progress: false,
+        ..Default::default()
     };
     simulate_report(s, &opts)
 }

@@ -66,6 +66,7 @@ fn summary(scenario: &Scenario, disable: &[&str]) -> Result<serde_json::Value, E
     let opts = RunOptions {
         disable: disable.iter().map(|s| s.to_string()).collect(),
         progress: false,
+        ..Default::default()
     };
     simulate_report(scenario, &opts).map(|r| r.summary)
 }
@@ -166,6 +167,7 @@ fn rank_ends(trace: &str, ranks: u32, disable: &[&str], extra: &str) -> Vec<f64>
     let opts = RunOptions {
         disable: disable.iter().map(|s| s.to_string()).collect(),
         progress: false,
+        ..Default::default()
     };
     let report = simulate_report(&star8(&workload, "").unwrap(), &opts).unwrap();
     report.mpi.unwrap().ranks.iter().map(|r| r.end_s).collect()

@@ -37,6 +37,7 @@ fn summary(s: &Scenario, disable: &[&str]) -> serde_json::Value {
     let opts = RunOptions {
         disable: disable.iter().map(|d| d.to_string()).collect(),
         progress: false,
+        ..Default::default()
     };
     simulate_report(s, &opts).unwrap().summary
 }

@@ -46,6 +46,7 @@ fn summary(s: &Scenario) -> Result<serde_json::Value, Error> {
     let opts = RunOptions {
         disable: Vec::new(),
         progress: false,
+        ..Default::default()
     };
     simulate_report(s, &opts).map(|r| r.summary)
 }

@@ -50,6 +50,7 @@ fn run_logged(
     let opts = RunOptions {
         disable: disable.iter().map(|s| s.to_string()).collect(),
         progress: false,
+        ..Default::default()
     };
     let (app, _) = simulate(&s, &opts)?;
     Ok(app.world().resource::<RuntimeReport>().clone())

@@ -116,6 +116,7 @@ fn hetsim(c: &Case, handshake: bool) -> f64 {
     let opts = RunOptions {
         disable,
         progress: false,
+        ..Default::default()
     };
     let report = simulate_report(&scenario, &opts).unwrap();
     let ranks = report.mpi.unwrap().ranks;

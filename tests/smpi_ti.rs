@@ -35,6 +35,7 @@ fn replay(trace: &str, ranks: u32) -> f64 {
     let opts = RunOptions {
         disable: vec!["record".into(), "rendezvous_handshake".into()],
         progress: false,
+        ..Default::default()
     };
     let r = simulate_report(&s, &opts).unwrap();
     r.summary["sim_time_s"].as_f64().unwrap()

@@ -203,6 +203,7 @@ fn predict_with(row: &Row, more: &[String], off: &[&str]) -> f64 {
     let opts = RunOptions {
         disable,
         progress: false,
+        ..Default::default()
     };
     let (app, _) = simulate(&scenario, &opts).unwrap();
     app.world().resource::<RuntimeReport>().gflops

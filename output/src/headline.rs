@@ -36,6 +36,13 @@ pub fn lines(report: &Report) -> Vec<String> {
     if out.is_empty() {
         out.push(format!("{name}: {}", flows(report)));
     }
+    if let Some(jobs) = s.get("jobs") {
+        out.extend(
+            crate::jobs::lines(jobs)
+                .into_iter()
+                .map(|l| format!("{name}: {l}")),
+        );
+    }
     out.push(format!(
         "{name}: simulated {} in {:.3} s wall ({} events; {} flows, {} moved)",
         seconds(num(&s["sim_time_s"])),
@@ -380,6 +387,8 @@ mod tests {
             cuda: None,
             chakra: None,
             runtime: None,
+            jobs: Vec::new(),
+            link_owners: Default::default(),
         }
     }
 

@@ -10,6 +10,7 @@ pub mod busiest;
 pub mod chrome;
 pub mod headline;
 pub mod intervals;
+pub mod jobs;
 pub mod order;
 pub mod paje;
 pub mod plot;
@@ -28,7 +29,8 @@ use hetsim_engine::{RunStats, Switches};
 use hetsim_schema::scenario::OutputSpec;
 use hetsim_systems::chakra::ChakraReport;
 use hetsim_systems::cuda::CudaReport;
-use hetsim_systems::mpi::MpiReport;
+use hetsim_systems::jobs::compile::{JobsPlaced, Placed};
+use hetsim_systems::mpi::{MpiJobReport, MpiReport, RankTotals};
 use hetsim_systems::nccl::CollectiveRecord;
 use hetsim_systems::platform::LinkEntities;
 use hetsim_systems::runtime::RuntimeReport;
@@ -71,6 +73,10 @@ pub struct Report {
     pub chakra: Option<ChakraReport>,
     /// What a task runtime ran: per-task times and the graph.
     pub runtime: Option<RuntimeReport>,
+    /// Where and when each job ran, when the scenario has `jobs`.
+    pub jobs: Vec<Placed>,
+    /// With jobs: the job that used each link most.
+    pub link_owners: jobs::LinkOwners,
 }
 
 /// Collects the report of a finished run.
@@ -124,10 +130,21 @@ pub fn report(world: &mut World, scenario: &str, seed: u64, stats: &RunStats) ->
     if let Some(c) = &chakra {
         summary["chakra"] = chakra_summary(c);
     }
+    let jobs = world
+        .get_resource::<JobsPlaced>()
+        .map(|j| j.0.clone())
+        .unwrap_or_default();
+    let mut link_owners = jobs::LinkOwners::default();
+    if !jobs.is_empty() {
+        summary["jobs"] = jobs::summary(&jobs, &flows, mpi.as_ref(), cuda.as_ref());
+        link_owners = jobs::link_owners(world, &jobs);
+    }
     let record = world
         .remove_resource::<Recorder>()
         .filter(|r| r.is_on() && !r.is_empty());
     Report {
+        jobs,
+        link_owners,
         scenario: scenario.to_string(),
         summary,
         flows,
@@ -171,15 +188,25 @@ fn algorithm_protocol<'a>(
 
 /// The `mpi` section of the summary: time split per rank, messages and bytes per path.
 fn mpi_summary(m: &MpiReport) -> Value {
+    mpi_totals(&m.ranks, &m.messages, &m.bytes)
+}
+
+/// A job's `mpi` section, as [`mpi_summary`] for the whole run.
+fn mpi_job_summary(j: &MpiJobReport) -> Value {
+    mpi_totals(&j.ranks, &j.messages, &j.bytes)
+}
+
+/// Time split per rank, messages and bytes per path.
+fn mpi_totals(ranks: &[RankTotals], messages: &[u64; 4], bytes: &[f64; 4]) -> Value {
     let mut paths = serde_json::Map::new();
     for (k, p) in hetsim_systems::mpi::Path::ALL.iter().enumerate() {
         paths.insert(
             p.name().to_string(),
-            json!({ "messages": m.messages[k], "bytes": m.bytes[k] }),
+            json!({ "messages": messages[k], "bytes": bytes[k] }),
         );
     }
-    let slowest = slowest(&m.ranks, |r| r.end_s);
-    let shares = m.ranks.iter().map(|r| {
+    let slowest = slowest(ranks, |r| r.end_s);
+    let shares = ranks.iter().map(|r| {
         if r.end_s > 0.0 {
             r.comm_s / r.end_s
         } else {
@@ -187,21 +214,33 @@ fn mpi_summary(m: &MpiReport) -> Value {
         }
     });
     json!({
-        "ranks": m.ranks.len(),
+        "ranks": ranks.len(),
         "comm_share": mean_max(shares)["mean"],
         "slowest_rank": slowest.map(|r| json!({ "rank": r.rank, "end_s": r.end_s })),
-        "comm_time_s": mean_max(m.ranks.iter().map(|r| r.comm_s)),
-        "compute_time_s": mean_max(m.ranks.iter().map(|r| r.compute_s)),
-        "end_s": mean_max(m.ranks.iter().map(|r| r.end_s)),
-        "messages": m.messages.iter().sum::<u64>(),
-        "bytes": m.bytes.iter().fold(0.0, |a, b| a + b),
+        "comm_time_s": mean_max(ranks.iter().map(|r| r.comm_s)),
+        "compute_time_s": mean_max(ranks.iter().map(|r| r.compute_s)),
+        "end_s": mean_max(ranks.iter().map(|r| r.end_s)),
+        "messages": messages.iter().sum::<u64>(),
+        "bytes": bytes.iter().fold(0.0, |a, b| a + b),
         "paths": paths,
     })
 }
 
 /// The `cuda` section: busy time per GPU and the NCCL calls by algorithm and protocol.
 fn cuda_summary(c: &CudaReport) -> Value {
-    let d = &c.devices;
+    cuda_totals(&c.devices, &c.collectives)
+}
+
+/// A job's `cuda` section, as [`cuda_summary`] for the whole run.
+fn cuda_job_summary(j: &hetsim_systems::cuda::CudaJobReport) -> Value {
+    cuda_totals(&j.devices, &j.collectives)
+}
+
+/// Busy time per GPU and the NCCL calls by algorithm and protocol.
+fn cuda_totals(
+    d: &[hetsim_systems::cuda::DeviceTotals],
+    collectives: &[CollectiveRecord],
+) -> Value {
     json!({
         "gpus": d.len(),
         "kernel_time_s": mean_max(d.iter().map(|g| g.kernel_s)),
@@ -210,9 +249,9 @@ fn cuda_summary(c: &CudaReport) -> Value {
         "end_s": mean_max(d.iter().map(|g| g.end_s)),
         "kernels": d.iter().map(|g| g.kernels).sum::<u64>(),
         "copies": d.iter().map(|g| g.copies).sum::<u64>(),
-        "collectives": c.collectives.len(),
-        "algorithm_protocol": algorithm_protocol(c.collectives.iter()),
-        "nccl": nccl_groups(c.collectives.iter()),
+        "collectives": collectives.len(),
+        "algorithm_protocol": algorithm_protocol(collectives.iter()),
+        "nccl": nccl_groups(collectives.iter()),
     })
 }
 
@@ -305,7 +344,12 @@ fn runtime_summary(r: &RuntimeReport) -> Value {
 
 /// `collectives.csv`: one row per NCCL call (a group is one row), in the order they ended;
 /// a Chakra workload's rows name their process group first.
-fn collectives_csv(records: &[(Option<&str>, &CollectiveRecord)]) -> std::io::Result<Vec<u8>> {
+/// `collectives.csv`: a row per NCCL call; records with a group (a Chakra process group, a
+/// job) begin with it under `group_header`.
+fn collectives_csv(
+    records: &[(Option<&str>, &CollectiveRecord)],
+    group_header: &'static str,
+) -> std::io::Result<Vec<u8>> {
     let mut w = csv::Writer::from_writer(Vec::new());
     let grouped = records.first().is_some_and(|(g, _)| g.is_some());
     let mut header = vec![
@@ -319,7 +363,7 @@ fn collectives_csv(records: &[(Option<&str>, &CollectiveRecord)]) -> std::io::Re
         "nccl_model_us",
     ];
     if grouped {
-        header.insert(0, "group");
+        header.insert(0, group_header);
     }
     w.write_record(&header)?;
     for (group, k) in records {
@@ -470,11 +514,13 @@ fn stage_tables(
     spec: &OutputSpec,
 ) -> std::io::Result<()> {
     st.json("summary.json", &report.summary)?;
-    if spec.flows_csv {
+    if spec.flows_csv && report.jobs.is_empty() {
         st.bytes(
             "flows.csv",
             csv_bytes(&report.flows, "id,src,dst,bytes,start_s,end_s")?,
         )?;
+    } else if spec.flows_csv {
+        st.bytes("flows.csv", job_flows_csv(&report.flows, &report.jobs)?)?;
     }
     if spec.links_csv {
         st.bytes(
@@ -486,8 +532,15 @@ fn stage_tables(
         st.bytes("ranks.csv", ranks_csv(m)?)?;
     }
     if let Some(c) = &report.cuda {
-        let rows: Vec<_> = c.collectives.iter().map(|k| (None, k)).collect();
-        st.bytes("collectives.csv", collectives_csv(&rows)?)?;
+        let rows: Vec<_> = if c.jobs.is_empty() {
+            c.collectives.iter().map(|k| (None, k)).collect()
+        } else {
+            c.jobs
+                .iter()
+                .flat_map(|j| j.collectives.iter().map(|k| (Some(j.name.as_str()), k)))
+                .collect()
+        };
+        st.bytes("collectives.csv", collectives_csv(&rows, "job")?)?;
     }
     if let Some(c) = &report.chakra {
         let rows: Vec<_> = c
@@ -500,7 +553,7 @@ fn stage_tables(
             (false, false) => ("collectives.csv", "ranks.csv"),
             _ => ("chakra_collectives.csv", "chakra_ranks.csv"),
         };
-        st.bytes(colls, collectives_csv(&rows)?)?;
+        st.bytes(colls, collectives_csv(&rows, "group")?)?;
         st.bytes(ranks, chakra_ranks_csv(c)?)?;
     }
     Ok(())
@@ -531,7 +584,8 @@ fn stage_record(
         st.figure("timeline", &g)?;
     }
     if spec.link_plot
-        && let Some(c) = link_utilisation(rec, &report.scenario, spec.width)
+        && let Some(c) =
+            link_utilisation(rec, &report.scenario, spec.width, &report.jobs_of_links())
     {
         st.figure("link_utilisation", &c)?;
     }
@@ -544,7 +598,23 @@ const BUSIEST_LINKS: usize = 8;
 /// Utilisation over time of the busiest links ([`busiest`]'s rule), from the `utilisation`
 /// counters; `None` when no link was sampled. With more samples than pixels, each pixel column
 /// shows the mean over its time span (the note says so).
-pub fn link_utilisation(rec: &Recorder, scenario: &str, width: u32) -> Option<plot::Panels> {
+impl Report {
+    /// Each link's job when the run had jobs: (job names, link name -> job index).
+    fn jobs_of_links(&self) -> Option<(Vec<&str>, &jobs::LinkOwners)> {
+        (!self.jobs.is_empty()).then(|| {
+            let names = self.jobs.iter().map(|j| j.name.as_str()).collect();
+            (names, &self.link_owners)
+        })
+    }
+}
+
+/// A run of jobs colours each link by the job that used it most and names that job.
+pub fn link_utilisation(
+    rec: &Recorder,
+    scenario: &str,
+    width: u32,
+    owners: &Option<(Vec<&str>, &jobs::LinkOwners)>,
+) -> Option<plot::Panels> {
     let end = rec
         .intervals()
         .iter()
@@ -588,10 +658,19 @@ pub fn link_utilisation(rec: &Recorder, scenario: &str, width: u32) -> Option<pl
             } else {
                 plot::lines::steps(pts, end)
             };
+            let name = &rec.resources()[i].name;
+            let owner = owners.as_ref().and_then(|(names, o)| {
+                // Rows of full-duplex links carry their direction (`name:up`).
+                let link = name.rsplit_once(':').map_or(name.as_str(), |(l, _)| l);
+                o.0.get(link).map(|&j| (names[j], j))
+            });
             plot::Series {
-                label: rec.resources()[i].name.clone(),
+                label: owner.map_or_else(|| name.clone(), |(job, _)| format!("{name} ({job})")),
                 points: drawn.into_iter().map(|(t, v)| (t / scale, v)).collect(),
-                style: Default::default(),
+                style: plot::lines::LineStyle {
+                    colour: owner.map(|(_, j)| j),
+                    dash: 0,
+                },
                 gaps: Vec::new(),
             }
         })
@@ -601,6 +680,9 @@ pub fn link_utilisation(rec: &Recorder, scenario: &str, width: u32) -> Option<pl
         ranked.len(),
         busiest::RULE
     );
+    if owners.is_some() {
+        note.push_str("; coloured by the job that moved the most bytes over it");
+    }
     if binned {
         note.push_str("; each pixel column shows the mean over its time span");
     }
@@ -622,24 +704,58 @@ pub fn link_utilisation(rec: &Recorder, scenario: &str, width: u32) -> Option<pl
 }
 
 /// `ranks.csv`: one row per rank.
+/// `ranks.csv`: a row per rank; with jobs, each row first names its job (ranks numbered
+/// within their job).
 fn ranks_csv(m: &MpiReport) -> std::io::Result<Vec<u8>> {
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record([
+    let header = [
         "rank",
         "node",
         "gpu",
         "comm_time_s",
         "compute_time_s",
         "end_s",
-    ])?;
-    for r in &m.ranks {
-        w.write_record([
+    ];
+    let row = |r: &RankTotals| {
+        [
             r.rank.to_string(),
             r.node.to_string(),
             r.gpu.to_string(),
             r.comm_s.to_string(),
             r.compute_s.to_string(),
             r.end_s.to_string(),
+        ]
+    };
+    if m.jobs.is_empty() {
+        w.write_record(header)?;
+        for r in &m.ranks {
+            w.write_record(row(r))?;
+        }
+    } else {
+        w.write_record(std::iter::once("job").chain(header))?;
+        for j in &m.jobs {
+            for r in &j.ranks {
+                w.write_record(std::iter::once(j.name.clone()).chain(row(r)))?;
+            }
+        }
+    }
+    w.into_inner()
+        .map_err(|e| std::io::Error::other(e.to_string()))
+}
+
+/// `flows.csv` of a run of jobs: each row first names its flow's job (empty for none).
+fn job_flows_csv(flows: &[FlowRow], jobs: &[Placed]) -> std::io::Result<Vec<u8>> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(["job", "id", "src", "dst", "bytes", "start_s", "end_s"])?;
+    for f in flows {
+        w.write_record([
+            jobs::job_of(f, jobs).unwrap_or("").to_string(),
+            f.id.clone(),
+            f.src.clone(),
+            f.dst.clone(),
+            f.bytes.to_string(),
+            f.start_s.to_string(),
+            f.end_s.to_string(),
         ])?;
     }
     w.into_inner()

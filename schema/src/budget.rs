@@ -107,7 +107,7 @@ pub fn estimates(s: &Scenario) -> Vec<Estimate> {
             });
         }
     }
-    for (path, part) in s.workload.parts() {
+    for (path, part) in s.parts() {
         if let (true, PlatformSpec::Cluster(c)) = (part.is_task_graph(), &s.platform) {
             // The runtime's memory nodes (RAM and node 0's GPUs), every pair routed.
             let pairs = (1.0 + f64::from(c.node.gpus)).powi(2);
@@ -335,8 +335,7 @@ pub fn output_estimates(s: &Scenario, recording: bool) -> Vec<Estimate> {
         + on(recording && o.trace_json, TRACE_JSON_PER_MESSAGE)
         + on(recording && o.paje, PAJE_PER_MESSAGE)
         + on(recording && o.intervals_csv, INTERVALS_PER_MESSAGE);
-    s.workload
-        .parts()
+    s.parts()
         .into_iter()
         .filter_map(|(path, part)| match part {
             Workload::Mpi(m) => mpi_messages(m).map(|(field, messages)| Estimate {

@@ -6,6 +6,7 @@
 pub mod budget;
 pub mod chakra;
 pub mod cuda;
+pub mod jobs;
 pub mod load;
 pub mod mpi;
 pub mod pace;

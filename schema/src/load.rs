@@ -109,7 +109,20 @@ pub fn parse_scenario(
 /// Makes OTF2 archive and Chakra trace paths relative to the scenario's folder, and checks
 /// they are there.
 fn resolve_archives(scenario: &mut Scenario, label: &str, base: &Path) -> Result<(), LoadError> {
-    for (path, part) in scenario.workload.parts_mut() {
+    for (i, job) in scenario.jobs.iter_mut().enumerate() {
+        if let crate::jobs::JobPlacement::TraceR { file, .. } = &mut job.placement {
+            let path = base.join(&*file);
+            if !path.is_file() {
+                return Err(LoadError::new(
+                    label,
+                    format!("jobs[{i}].placement.TraceR.file"),
+                    format!("`{}`: no such TraceR job file", path.display()),
+                ));
+            }
+            *file = path.display().to_string();
+        }
+    }
+    for (path, part) in scenario.parts_mut() {
         if let crate::scenario::Workload::Chakra(spec) = part {
             resolve_chakra(spec, label, &path, base)?;
             continue;
@@ -321,7 +334,7 @@ fn resolve_traces(
     read: &ReadInclude<'_>,
 ) -> Result<(), LoadError> {
     use crate::mpi::ProgramSpec;
-    for (path, part) in scenario.workload.parts_mut() {
+    for (path, part) in scenario.parts_mut() {
         let crate::scenario::Workload::Mpi(mpi) = part else {
             continue;
         };

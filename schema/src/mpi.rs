@@ -282,6 +282,20 @@ pub enum Generator {
         allreduces: u32,
         compute: Duration,
     },
+    /// An all-to-all bound code (FFT transposes, embedding exchanges): per iteration
+    /// `compute`, then an MPI_Alltoall of `bytes` to each other rank.
+    Alltoall {
+        iterations: u32,
+        bytes: Bytes,
+        compute: Duration,
+    },
+    /// Data-parallel training: per iteration (a step) `compute` (forward and backward), then
+    /// an NCCL AllReduce of the `gradients` over every rank's GPU.
+    Training {
+        iterations: u32,
+        gradients: Bytes,
+        compute: Duration,
+    },
 }
 
 fn one() -> u32 {
@@ -409,6 +423,8 @@ impl Generator {
             Generator::Sweep { .. } => "Sweep",
             Generator::Stencil { .. } => "Stencil",
             Generator::Solver { .. } => "Solver",
+            Generator::Alltoall { .. } => "Alltoall",
+            Generator::Training { .. } => "Training",
         }
     }
 
@@ -418,7 +434,9 @@ impl Generator {
             Generator::Halo3d { iterations, .. }
             | Generator::Sweep { iterations, .. }
             | Generator::Stencil { iterations, .. }
-            | Generator::Solver { iterations, .. } => *iterations,
+            | Generator::Solver { iterations, .. }
+            | Generator::Alltoall { iterations, .. }
+            | Generator::Training { iterations, .. } => *iterations,
         }
     }
 
@@ -456,6 +474,10 @@ impl Generator {
                 (2 * *levels as u64).saturating_sub(1) as f64 * faces(&dims_create(p, 2)),
                 *allreduces,
             ),
+            // Pairwise exchange: every rank sends to every other one.
+            Generator::Alltoall { .. } => (p as f64 * (p as f64 - 1.0), 0),
+            // NCCL's transfers are not MPI messages.
+            Generator::Training { .. } => (0.0, 0),
         }
     }
 }

@@ -17,7 +17,12 @@ pub struct Scenario {
     #[serde(default)]
     pub seed: u64,
     pub platform: PlatformSpec,
+    /// What runs on the whole machine; absent when `jobs` says it.
+    #[serde(default = "no_workload", skip_serializing_if = "Workload::is_none")]
     pub workload: Workload,
+    /// Several jobs, each on nodes of its own, sharing the fabric (instead of `workload`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jobs: Vec<crate::jobs::JobSpec>,
     /// Model components switched on (`true`) or off (`false`); see `hetsim systems`.
     #[serde(default, deserialize_with = "crate::unique::map")]
     pub switches: BTreeMap<String, bool>,
@@ -31,6 +36,37 @@ pub struct Scenario {
     /// Settings of the network model (the machine itself is in `platform`).
     #[serde(default)]
     pub network_model: NetworkModel,
+}
+
+fn no_workload() -> Workload {
+    Workload::Mix(Vec::new())
+}
+
+impl Scenario {
+    /// Every workload that runs with its field path: the scenario's own
+    /// ([`Workload::parts`]) and each job's (`jobs[1].workload.Mpi`).
+    pub fn parts(&self) -> Vec<(String, &Workload)> {
+        let mut out = self.workload.parts();
+        for (i, job) in self.jobs.iter().enumerate() {
+            out.extend(job_parts(i, job.workload.parts()));
+        }
+        out
+    }
+
+    /// [`Scenario::parts`], to be changed in place.
+    pub fn parts_mut(&mut self) -> Vec<(String, &mut Workload)> {
+        let mut out = self.workload.parts_mut();
+        for (i, job) in self.jobs.iter_mut().enumerate() {
+            out.extend(job_parts(i, job.workload.parts_mut()));
+        }
+        out
+    }
+}
+
+fn job_parts<T>(i: usize, parts: Vec<(String, T)>) -> impl Iterator<Item = (String, T)> {
+    parts
+        .into_iter()
+        .map(move |(path, w)| (format!("jobs[{i}].{path}"), w))
 }
 
 /// How the network model trades exactness for speed.
@@ -466,6 +502,11 @@ impl Workload {
                 .collect(),
             w => vec![(format!("workload.{}", w.kind()), w)],
         }
+    }
+
+    /// An empty mix: no workload given (a scenario of `jobs`).
+    pub fn is_none(&self) -> bool {
+        matches!(self, Workload::Mix(parts) if parts.is_empty())
     }
 
     /// The variant's name as scenario files spell it.

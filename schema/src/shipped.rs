@@ -19,6 +19,7 @@ pub const PLATFORMS: &[(&str, &str)] = platforms!(
     "dgx-h200",
     "gb200-nvl72",
     "lassen",
+    "lassen-72-tapered",
     "pcie-2gpu",
 );
 

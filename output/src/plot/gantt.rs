@@ -257,22 +257,30 @@ fn tint([r, g, b]: [u8; 3], shade: u8) -> RGBColor {
     RGBColor(mix(r), mix(g), mix(b))
 }
 
+impl Gantt {
+    /// The header: title, notes (16 px each; room for two in [`HEADER_H`]), then the legend.
+    fn header_h(&self) -> u32 {
+        HEADER_H + 16 * self.notes.len().saturating_sub(2) as u32
+    }
+}
+
 impl Figure for Gantt {
     fn size(&self) -> (u32, u32) {
         (
             self.width,
-            HEADER_H + AXIS_H + 20 + self.rows.len() as u32 * self.row_h,
+            self.header_h() + AXIS_H + 20 + self.rows.len() as u32 * self.row_h,
         )
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         root.fill(&WHITE).map_err(err)?;
-        let (header, body) = root.split_vertically(HEADER_H);
+        let header_h = self.header_h();
+        let (header, body) = root.split_vertically(header_h);
         let notes: Vec<&str> = self.notes.iter().map(String::as_str).collect();
         draw_title(&header, &self.title, &notes)?;
         // The legend: one swatch per state, in one line under the notes.
         let mut x = 12i32;
-        let y = HEADER_H as i32 - 22;
+        let y = header_h as i32 - 22;
         for (name, rgb) in &self.states {
             let c = RGBColor(rgb[0], rgb[1], rgb[2]);
             header

@@ -503,7 +503,7 @@ impl Figure for Panels {
                 mesh.x_label_formatter(&|_| String::new());
             }
             mesh.draw().map_err(err)?;
-            let color = series_rgb(i);
+            let color = s.style.colour(i);
             chart
                 .draw_series(AreaSeries::new(
                     s.points.iter().copied(),

@@ -45,78 +45,163 @@ use device::{Effect, Gpus};
 
 pub use device::DeviceTotals;
 
-/// The CUDA workload to run (inserted by whoever assembles the app).
+/// The CUDA workloads to run (inserted by whoever assembles the app): the scenario's `Cuda`
+/// workload, or each CUDA job of its `jobs`.
 #[derive(Resource, Debug, Clone)]
-pub struct CudaConfig(pub CudaSpec);
+pub struct CudaConfig(pub Vec<CudaJob>);
+
+/// One CUDA job: its GPUs, host threads and NCCL communicator are its own.
+#[derive(Debug, Clone)]
+pub struct CudaJob {
+    /// The job's name (`None`: the scenario's own workload).
+    pub name: Option<String>,
+    /// Its field path, for errors (`workload.Cuda`, `jobs[1].workload.Cuda`).
+    pub path: String,
+    pub spec: CudaSpec,
+    /// The platform nodes it holds, its node `i` being `nodes[i]` (`None`: the whole machine).
+    pub nodes: Option<Vec<u32>>,
+    /// When its host threads begin.
+    pub start: SimTime,
+}
+
+impl CudaJob {
+    /// The scenario's own CUDA workload: the whole machine from time 0.
+    pub fn whole(spec: CudaSpec) -> CudaJob {
+        CudaJob {
+            name: None,
+            path: "workload.Cuda".into(),
+            spec,
+            nodes: None,
+            start: SimTime::ZERO,
+        }
+    }
+
+    /// An error of its setup, with the job's path and name.
+    fn blame(&self, e: String) -> String {
+        let e = e.replacen("workload.Cuda", &self.path, 1);
+        match &self.name {
+            Some(n) => format!("job `{n}`: {e}"),
+            None => e,
+        }
+    }
+}
 
 /// Totals published at the end of a run (the output crate reads this).
 #[derive(Resource, Debug, Clone, Default)]
 pub struct CudaReport {
+    /// Every device, job after job.
+    pub devices: Vec<DeviceTotals>,
+    pub collectives: Vec<CollectiveRecord>,
+    /// Each job's share of the above, when the scenario has `jobs`.
+    pub jobs: Vec<CudaJobReport>,
+}
+
+/// One CUDA job's totals.
+#[derive(Debug, Clone, Default)]
+pub struct CudaJobReport {
+    pub name: String,
+    pub start_s: f64,
     pub devices: Vec<DeviceTotals>,
     pub collectives: Vec<CollectiveRecord>,
 }
 
-/// The state of every GPU and host thread, and their communicator in the NCCL plugin.
+/// Every job's GPUs and host threads.
 #[derive(Resource, Default)]
 pub struct Cuda {
+    jobs: Vec<CudaRt>,
+}
+
+/// The state of one job's GPUs and host threads, and their communicator in the NCCL plugin.
+#[derive(Default)]
+struct CudaRt {
     gpus: Gpus,
     comm: Option<u32>,
+    name: Option<String>,
+    start: SimTime,
 }
 
 /// A stream item's time is up (`done`) or its enqueueing call has returned (not `done`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct StreamTimer {
+    job: u16,
     dev: u32,
     stream: u32,
     done: bool,
 }
 
+/// Bits of a packed device and stream index: a job's GPUs number below 2^24 (checked at
+/// setup), its streams below [`setup::MAX_STREAMS`].
+const DEV_BITS: u32 = 24;
+const STREAM_BITS: u32 = 23;
+
 impl SimEvent for StreamTimer {
     const NAME: &'static str = "cuda.stream_timer";
     fn pack(&self) -> (Entity, u64) {
-        let arg = ((self.dev as u64) << 32) | ((self.stream as u64) << 1) | self.done as u64;
+        let arg = ((self.job as u64) << (DEV_BITS + STREAM_BITS + 1))
+            | ((self.dev as u64) << (STREAM_BITS + 1))
+            | ((self.stream as u64) << 1)
+            | self.done as u64;
         (Entity::PLACEHOLDER, arg)
     }
     fn unpack(_: Entity, arg: u64) -> Self {
         StreamTimer {
-            dev: (arg >> 32) as u32,
-            stream: ((arg & 0xffff_ffff) >> 1) as u32,
+            job: (arg >> (DEV_BITS + STREAM_BITS + 1)) as u16,
+            dev: ((arg >> (STREAM_BITS + 1)) & ((1 << DEV_BITS) - 1)) as u32,
+            stream: ((arg >> 1) & ((1 << STREAM_BITS) - 1)) as u32,
             done: arg & 1 == 1,
         }
     }
 }
 
-/// A host thread's busy time is over.
+/// Packs a job and a 32-bit index (a device, a collective) into an event's argument.
+fn pack_job(job: u16, i: u32) -> u64 {
+    ((job as u64) << 32) | i as u64
+}
+
+fn unpack_job(arg: u64) -> (u16, u32) {
+    ((arg >> 32) as u16, arg as u32)
+}
+
+/// A host thread's busy time is over (`dev`: its device in job `job`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct HostWake(u32);
+struct HostWake {
+    job: u16,
+    dev: u32,
+}
 
 impl SimEvent for HostWake {
     const NAME: &'static str = "cuda.host_wake";
     fn pack(&self) -> (Entity, u64) {
-        (Entity::PLACEHOLDER, self.0 as u64)
+        (Entity::PLACEHOLDER, pack_job(self.job, self.dev))
     }
     fn unpack(_: Entity, arg: u64) -> Self {
-        HostWake(arg as u32)
+        let (job, dev) = unpack_job(arg);
+        HostWake { job, dev }
     }
 }
 
-/// A collective's transfers and fill are over.
+/// Collective `k` of job `job`: its transfers and fill are over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct CollDone(u32);
+struct CollDone {
+    job: u16,
+    k: u32,
+}
 
 impl SimEvent for CollDone {
     const NAME: &'static str = "cuda.collective_done";
     fn pack(&self) -> (Entity, u64) {
-        (Entity::PLACEHOLDER, self.0 as u64)
+        (Entity::PLACEHOLDER, pack_job(self.job, self.k))
     }
     fn unpack(_: Entity, arg: u64) -> Self {
-        CollDone(arg as u32)
+        let (job, k) = unpack_job(arg);
+        CollDone { job, k }
     }
 }
 
 /// The flow of the copy at the head of a stream has delivered its bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct CopyEnd {
+    job: u16,
     dev: u32,
     stream: u32,
 }
@@ -124,15 +209,20 @@ struct CopyEnd {
 impl SimEvent for CopyEnd {
     const NAME: &'static str = "cuda.copy_end";
     fn pack(&self) -> (Entity, u64) {
-        (
-            Entity::PLACEHOLDER,
-            ((self.dev as u64) << 32) | self.stream as u64,
-        )
+        let t = StreamTimer {
+            job: self.job,
+            dev: self.dev,
+            stream: self.stream,
+            done: false,
+        };
+        t.pack()
     }
-    fn unpack(_: Entity, arg: u64) -> Self {
+    fn unpack(e: Entity, arg: u64) -> Self {
+        let t = StreamTimer::unpack(e, arg);
         CopyEnd {
-            dev: (arg >> 32) as u32,
-            stream: arg as u32,
+            job: t.job,
+            dev: t.dev,
+            stream: t.stream,
         }
     }
 }
@@ -177,19 +267,37 @@ impl Plugin for CudaPlugin {
 }
 
 fn setup_devices(world: &mut World) {
-    let Some(spec) = world.get_resource::<CudaConfig>().map(|c| c.0.clone()) else {
+    let Some(cfg) = world.get_resource::<CudaConfig>().map(|c| c.0.clone()) else {
         return;
     };
-    if let Err(e) = setup(world, spec) {
+    if cfg.len() > u16::MAX as usize {
+        let e = format!("jobs: {} CUDA jobs, at most {}", cfg.len(), u16::MAX);
         world.resource_mut::<SimErrors>().0.push(e);
+        return;
     }
+    let mut cuda = Cuda::default();
+    for (j, job) in cfg.iter().enumerate() {
+        match setup(world, job, j as u16) {
+            Ok(rt) => cuda.jobs.push(rt),
+            Err(e) => world.resource_mut::<SimErrors>().0.push(job.blame(e)),
+        }
+    }
+    world.insert_resource(cuda);
 }
 
-fn setup(world: &mut World, spec: CudaSpec) -> Result<(), String> {
+fn setup(world: &mut World, job: &CudaJob, j: u16) -> Result<CudaRt, String> {
     let PlatformSpec::Cluster(cluster) = world.resource::<PlatformConfig>().0.clone() else {
         return Err("workload.Cuda: needs a Cluster platform (nodes of GPUs)".into());
     };
-    let mut gpus = setup::build(spec, &cluster)?;
+    let prefix = job.name.as_ref().map_or(String::new(), |n| format!("{n}/"));
+    let mut gpus = setup::build(job.spec.clone(), &cluster, job.nodes.as_deref(), &prefix)?;
+    if gpus.devs.len() >= 1 << DEV_BITS {
+        return Err(format!(
+            "workload.Cuda.gpus: {} GPUs, at most {} in one job",
+            gpus.devs.len(),
+            (1u32 << DEV_BITS) - 1
+        ));
+    }
     let comm = if setup::uses_nccl(&gpus.spec().program) {
         let members: Vec<_> = gpus.devs.iter().map(|d| d.gpu).collect();
         let mut topo = world.resource_mut::<Topology>();
@@ -200,9 +308,9 @@ fn setup(world: &mut World, spec: CudaSpec) -> Result<(), String> {
             &cluster.node.gpu.name,
         )
         .map_err(|e| format!("workload.Cuda.nccl: {e}"))?;
-        let rows = members.iter().map(setup::device_name).collect();
+        let rows = gpus.devs.iter().map(|d| d.name.clone()).collect();
         let mut colls = world.resource_mut::<Collectives>();
-        Some(colls.register(comm, rows, CollDone))
+        Some(colls.register(comm, rows, move |k| CollDone { job: j, k }))
     } else {
         None
     };
@@ -216,11 +324,15 @@ fn setup(world: &mut World, spec: CudaSpec) -> Result<(), String> {
         }
     }
     let mut cal = world.resource_mut::<Calendar>();
-    for d in 0..gpus.devs.len() as u32 {
-        cal.schedule(SimTime::ZERO, HostWake(d));
+    for dev in 0..gpus.devs.len() as u32 {
+        cal.schedule(job.start, HostWake { job: j, dev });
     }
-    world.insert_resource(Cuda { gpus, comm });
-    Ok(())
+    Ok(CudaRt {
+        gpus,
+        comm,
+        name: job.name.clone(),
+        start: job.start,
+    })
 }
 
 /// Where the devices' effects go: the calendar and the network, the NCCL plugin.
@@ -236,50 +348,65 @@ fn finish_timed_items(
     clock: Res<Clock>,
 ) {
     for t in inbox.drain() {
-        cuda.gpus.timer(t.dev, t.stream, t.done, clock.now);
+        let gpus = &mut cuda.jobs[t.job as usize].gpus;
+        gpus.timer(t.dev, t.stream, t.done, clock.now);
     }
 }
 
 fn finish_copies(mut inbox: ResMut<Inbox<CopyEnd>>, mut cuda: ResMut<Cuda>, clock: Res<Clock>) {
-    for CopyEnd { dev, stream } in inbox.drain() {
-        cuda.gpus.copy_done(dev, stream, clock.now);
+    for CopyEnd { job, dev, stream } in inbox.drain() {
+        cuda.jobs[job as usize]
+            .gpus
+            .copy_done(dev, stream, clock.now);
     }
 }
 
 fn finish_collectives(mut inbox: ResMut<Inbox<CollDone>>, mut cuda: ResMut<Cuda>, sinks: Sinks) {
     let now = sinks.reach.now();
-    for CollDone(k) in inbox.drain() {
-        let comm = cuda.comm.expect("a communicator");
+    for CollDone { job, k } in inbox.drain() {
+        let rt = &mut cuda.jobs[job as usize];
+        let comm = rt.comm.expect("a communicator");
         let record = sinks.colls.record(comm, k, now);
-        cuda.gpus.end_collective(k, now, record);
+        rt.gpus.end_collective(k, now, record);
     }
 }
 
 fn wake_hosts(mut inbox: ResMut<Inbox<HostWake>>, mut cuda: ResMut<Cuda>) {
-    for HostWake(d) in inbox.drain() {
-        cuda.gpus.hosts.push(d);
+    for HostWake { job, dev } in inbox.drain() {
+        cuda.jobs[job as usize].gpus.hosts.push(dev);
     }
 }
 
 fn run_hosts_and_streams(mut cuda: ResMut<Cuda>, mut sinks: Sinks) {
-    cuda.gpus.run_hosts_and_streams(sinks.reach.now());
-    cuda.apply_effects(&mut sinks);
+    let now = sinks.reach.now();
+    for (j, rt) in cuda.jobs.iter_mut().enumerate() {
+        rt.gpus.run_hosts_and_streams(now);
+        rt.apply_effects(j as u16, &mut sinks);
+    }
 }
 
-impl Cuda {
-    /// Carries out what the devices asked, in the order they asked.
-    fn apply_effects(&mut self, sinks: &mut Sinks) {
+impl CudaRt {
+    /// Carries out what the devices of job `j` asked, in the order they asked.
+    fn apply_effects(&mut self, j: u16, sinks: &mut Sinks) {
         let Sinks { reach, colls } = sinks;
         let now = reach.now();
         for fx in std::mem::take(&mut self.gpus.fx) {
             match fx {
-                Effect::HostWake { at, dev } => reach.cal.schedule(at, HostWake(dev)),
+                Effect::HostWake { at, dev } => reach.cal.schedule(at, HostWake { job: j, dev }),
                 Effect::StreamTimer {
                     at,
                     dev,
                     stream,
                     done,
-                } => reach.cal.schedule(at, StreamTimer { dev, stream, done }),
+                } => reach.cal.schedule(
+                    at,
+                    StreamTimer {
+                        job: j,
+                        dev,
+                        stream,
+                        done,
+                    },
+                ),
                 Effect::Copy {
                     dev,
                     stream,
@@ -299,14 +426,20 @@ impl Cuda {
                         cap: None,
                         zero_latency: false,
                     };
-                    if let Err(e) = reach.flow(from, to, spec, CopyEnd { dev, stream }) {
+                    let done = CopyEnd {
+                        job: j,
+                        dev,
+                        stream,
+                    };
+                    if let Err(e) = reach.flow(from, to, spec, done) {
                         reach.fail(format!("{name}: copy: {e}"));
                     }
                 }
                 Effect::Nccl { k } => {
                     let c = self.comm.expect("a communicator for NCCL calls");
                     if let Err(e) = colls.arrive(c, k, &self.gpus.colls[k as usize], reach) {
-                        reach.fail(format!("workload.Cuda: {e}"));
+                        let job = self.name.as_ref().map(|n| format!("job `{n}`: "));
+                        reach.fail(format!("{}workload.Cuda: {e}", job.unwrap_or_default()));
                     }
                 }
             }
@@ -316,16 +449,18 @@ impl Cuda {
 
 /// Hands the stream intervals that ended this step to the recorder.
 fn record_stream_intervals(mut cuda: ResMut<Cuda>, mut rec: ResMut<Recorder>) {
-    for (row, state, label, start, end) in cuda.gpus.finished.drain(..) {
-        let state = rec.name_id(&state);
-        let label = label.map(|l| rec.name_id(&l));
-        rec.interval(Interval {
-            resource: row,
-            state,
-            label,
-            start,
-            end,
-        });
+    for rt in &mut cuda.jobs {
+        for (row, state, label, start, end) in rt.gpus.finished.drain(..) {
+            let state = rec.name_id(&state);
+            let label = label.map(|l| rec.name_id(&l));
+            rec.interval(Interval {
+                resource: row,
+                state,
+                label,
+                start,
+                end,
+            });
+        }
     }
 }
 
@@ -334,11 +469,22 @@ pub fn publish_report(world: &mut World) {
     if world.get_resource::<CudaConfig>().is_none() {
         return;
     }
-    let cuda = world.resource::<Cuda>();
-    let report = CudaReport {
-        devices: cuda.gpus.totals(),
-        collectives: cuda.gpus.done_colls.clone(),
-    };
+    let mut report = CudaReport::default();
+    for rt in &world.resource::<Cuda>().jobs {
+        let devices = rt.gpus.totals();
+        report.devices.extend(devices.iter().cloned());
+        report
+            .collectives
+            .extend(rt.gpus.done_colls.iter().cloned());
+        if let Some(name) = &rt.name {
+            report.jobs.push(CudaJobReport {
+                name: name.clone(),
+                start_s: rt.start.as_secs_f64(),
+                devices,
+                collectives: rt.gpus.done_colls.clone(),
+            });
+        }
+    }
     world.insert_resource(report);
 }
 
@@ -348,9 +494,20 @@ fn stuck_devices(world: &mut World) -> Vec<String> {
         return Vec::new();
     };
     let colls = world.get_resource::<Collectives>();
-    let arrived = |k: u32| match (cuda.comm, colls) {
-        (Some(c), Some(colls)) => colls.arrived(c, k),
-        _ => 0,
-    };
-    cuda.gpus.stuck(arrived)
+    let mut out = Vec::new();
+    for rt in &cuda.jobs {
+        let arrived = |k: u32| match (rt.comm, colls) {
+            (Some(c), Some(colls)) => colls.arrived(c, k),
+            _ => 0,
+        };
+        let job = rt.name.as_ref().map(|n| format!("job `{n}`: "));
+        let job = job.unwrap_or_default();
+        out.extend(
+            rt.gpus
+                .stuck(arrived)
+                .into_iter()
+                .map(|s| format!("{job}{s}")),
+        );
+    }
+    out
 }

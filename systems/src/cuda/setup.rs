@@ -11,9 +11,16 @@ use super::device::{Device, DeviceTotals, Gpus, HostState, Stream, enqueues_on, 
 use crate::nccl;
 use crate::platform::Endpoint;
 
-/// The devices of `spec` on `cluster` (the first `gpus` GPUs in node order), checked.
-pub fn build(spec: CudaSpec, cluster: &Cluster) -> Result<Gpus, String> {
-    let total = cluster.nodes * cluster.node.gpus;
+/// The devices of `spec` on `cluster` (the first `gpus` GPUs in node order), checked: on the
+/// platform nodes `nodes` (a job's node `i` is `nodes[i]`; `None`: the whole machine), device
+/// names beginning with `prefix` (`train/` for a job `train`).
+pub fn build(
+    spec: CudaSpec,
+    cluster: &Cluster,
+    nodes: Option<&[u32]>,
+    prefix: &str,
+) -> Result<Gpus, String> {
+    let total = nodes.map_or(cluster.nodes, |n| n.len() as u32) * cluster.node.gpus;
     let n = spec.gpus.unwrap_or(total);
     if n == 0 || n > total {
         return Err(format!(
@@ -42,11 +49,16 @@ pub fn build(spec: CudaSpec, cluster: &Cluster) -> Result<Gpus, String> {
     let streams = max_stream(&spec.program) + 1;
     let devs = (0..n)
         .map(|i| {
+            let local = i / per;
             let gpu = Endpoint::Gpu {
-                node: i / per,
+                node: nodes.map_or(local, |n| n[local as usize]),
                 gpu: i % per,
             };
-            Device::idle(gpu, streams)
+            let mut dev = Device::idle(gpu, streams);
+            if !prefix.is_empty() {
+                dev.name = format!("{prefix}{}", dev.name);
+            }
+            dev
         })
         .collect();
     Ok(Gpus {

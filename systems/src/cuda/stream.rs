@@ -181,7 +181,7 @@ mod tests {
             r#"(gpus: 1, launch_overhead: "{overhead}", copy_engines: {copy_engines}, program: {program})"#
         );
         let spec: CudaSpec = from_ron(&text, "test", "").unwrap();
-        let mut g = setup::build(spec, &cluster).unwrap();
+        let mut g = setup::build(spec, &cluster, None, "").unwrap();
         g.hosts.push(0);
         g
     }

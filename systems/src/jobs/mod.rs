@@ -1,7 +1,9 @@
-//! Several jobs on one machine (issue 55, under way): where each job's nodes are
-//! ([`placement`]) and TraceR's job files that say it for traces ([`tracer`]). Both are leaves:
-//! plain data in, outcomes out. Running the jobs side by side is not wired yet; no scenario
-//! field reaches this module.
+//! Several jobs on one machine (issue 55): where each job's nodes are ([`placement`]),
+//! TraceR's job files that say it for traces ([`tracer`]), and the jobs made into what the
+//! models run ([`compile`]: MPI jobs with their node lists, flows renamed onto their nodes).
+//! All leaves: plain data in, outcomes out. The MPI plugin keeps each job's ranks, requests,
+//! matching and communicators apart; the network shares the fabric.
 
+pub mod compile;
 pub mod placement;
 pub mod tracer;

@@ -129,7 +129,7 @@ fn counts(g: &Generator) -> (&'static str, Vec<(&'static str, u32)>) {
         Generator::Halo3d { side, .. } => counts.push(("side", *side)),
         Generator::Sweep { blocks, .. } => counts.push(("blocks", *blocks)),
         Generator::Solver { levels, .. } => counts.push(("levels", *levels)),
-        Generator::Stencil { .. } => {}
+        Generator::Stencil { .. } | Generator::Alltoall { .. } | Generator::Training { .. } => {}
     }
     (g.name(), counts)
 }
@@ -211,8 +211,30 @@ fn iteration(g: &Generator, r: u32, p: u32) -> Vec<Op> {
             (largest.0, *coarsening, *levels, *allreduces),
             secs(compute),
         ),
+        Generator::Alltoall { bytes, compute, .. } => compute_then(
+            &mut ops,
+            secs(compute),
+            Op::Coll(Coll::Alltoall { bytes: bytes.0 }),
+        ),
+        Generator::Training {
+            gradients, compute, ..
+        } => compute_then(
+            &mut ops,
+            secs(compute),
+            Op::Nccl {
+                op: hetsim_schema::cuda::Coll::AllReduce,
+                bytes: gradients.0,
+                root: 0,
+            },
+        ),
     }
     ops
+}
+
+/// An iteration of work, then one collective (all-to-all codes, data-parallel training).
+fn compute_then(ops: &mut Vec<Op>, secs: f64, collective: Op) {
+    ops.push(Op::ComputeFor { secs });
+    ops.push(collective);
 }
 
 /// LULESH's halo: a third of `compute` seconds before each of its three exchanges, then an

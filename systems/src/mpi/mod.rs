@@ -81,9 +81,53 @@ use rank::Job;
 pub use message::{Path, Stage};
 pub use rank::RankTotals;
 
-/// The MPI job to run (inserted by whoever assembles the app).
+/// The MPI jobs to run (inserted by whoever assembles the app): the scenario's `Mpi`
+/// workload, or each MPI job of its `jobs`.
 #[derive(Resource, Debug, Clone)]
-pub struct MpiConfig(pub MpiSpec);
+pub struct MpiConfig(pub Vec<MpiJob>);
+
+/// One MPI job: its ranks, communicators, tags and matching are its own.
+#[derive(Debug, Clone)]
+pub struct MpiJob {
+    /// The job's name (`None`: the scenario's own workload).
+    pub name: Option<String>,
+    /// Its field path, for errors (`workload.Mpi`, `jobs[1].workload.Mpi`).
+    pub path: String,
+    pub spec: MpiSpec,
+    /// The platform nodes it holds, its node `i` being `nodes[i]` (`None`: the whole machine).
+    pub nodes: Option<Vec<u32>>,
+    /// When its ranks begin.
+    pub start: SimTime,
+}
+
+impl MpiJob {
+    /// The scenario's own MPI workload: the whole machine from time 0.
+    pub fn whole(spec: MpiSpec) -> MpiJob {
+        MpiJob {
+            name: None,
+            path: "workload.Mpi".into(),
+            spec,
+            nodes: None,
+            start: SimTime::ZERO,
+        }
+    }
+
+    /// What this job's rows and flow ids begin with (`halo/`; empty without a name).
+    fn prefix(&self) -> String {
+        self.name
+            .as_ref()
+            .map_or(String::new(), |n| format!("{n}/"))
+    }
+
+    /// An error of its setup, with the job's path and name.
+    fn blame(&self, e: String) -> String {
+        let e = e.replacen("workload.Mpi", &self.path, 1);
+        match &self.name {
+            Some(n) => format!("job `{n}`: {e}"),
+            None => e,
+        }
+    }
+}
 
 /// A rank's entity.
 #[derive(Component, Debug, Clone)]
@@ -96,88 +140,141 @@ pub struct Rank {
 /// What the MPI layer reports after a run.
 #[derive(Resource, Debug, Clone, Default)]
 pub struct MpiReport {
+    /// Every rank, job after job.
     pub ranks: Vec<RankTotals>,
     /// Messages and bytes per path, in [`Path::ALL`] order.
     pub messages: [u64; 4],
     pub bytes: [f64; 4],
+    /// Each job's share of the above, when the scenario has `jobs`.
+    pub jobs: Vec<MpiJobReport>,
 }
 
-/// The MPI layer's state: the job, and its NCCL communicator in the NCCL plugin.
+/// One job's totals.
+#[derive(Debug, Clone, Default)]
+pub struct MpiJobReport {
+    pub name: String,
+    pub start_s: f64,
+    /// Its ranks, numbered within the job.
+    pub ranks: Vec<RankTotals>,
+    pub messages: [u64; 4],
+    pub bytes: [f64; 4],
+}
+
+/// The MPI layer's state: its jobs.
 #[derive(Resource, Default)]
 pub struct Mpi {
+    jobs: Vec<JobRt>,
+}
+
+/// One running job, its NCCL communicator in the NCCL plugin, and its flows' prefix.
+#[derive(Default)]
+struct JobRt {
     job: Job,
     nccl_comm: Option<u32>,
+    prefix: String,
+    name: Option<String>,
+    start: SimTime,
 }
 
-/// A protocol step due after a delay (copies, pinning, control messages).
+/// A protocol step of job `job` due after a delay (copies, pinning, control messages).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct MsgTimer {
+    job: u16,
     msg: u32,
     stage: Stage,
 }
 
-/// The flow of a stage of a message has delivered its bytes.
+/// The flow of a stage of a message of job `job` has delivered its bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct FlowEnd {
+    job: u16,
     msg: u32,
     stage: Stage,
 }
 
-fn pack_stage(msg: u32, stage: Stage) -> u64 {
-    ((msg as u64) << 8) | stage as u64
+fn pack_stage(job: u16, msg: u32, stage: Stage) -> u64 {
+    ((job as u64) << 48) | ((msg as u64) << 8) | stage as u64
 }
 
-fn unpack_stage(arg: u64) -> (u32, Stage) {
-    ((arg >> 8) as u32, Stage::from_u8((arg & 0xff) as u8))
+fn unpack_stage(arg: u64) -> (u16, u32, Stage) {
+    (
+        (arg >> 48) as u16,
+        (arg >> 8) as u32,
+        Stage::from_u8((arg & 0xff) as u8),
+    )
 }
 
 impl SimEvent for MsgTimer {
     const NAME: &'static str = "mpi.msg_timer";
     fn pack(&self) -> (Entity, u64) {
-        (Entity::PLACEHOLDER, pack_stage(self.msg, self.stage))
+        (
+            Entity::PLACEHOLDER,
+            pack_stage(self.job, self.msg, self.stage),
+        )
     }
     fn unpack(_: Entity, arg: u64) -> Self {
-        let (msg, stage) = unpack_stage(arg);
-        MsgTimer { msg, stage }
+        let (job, msg, stage) = unpack_stage(arg);
+        MsgTimer { job, msg, stage }
     }
 }
 
 impl SimEvent for FlowEnd {
     const NAME: &'static str = "mpi.flow_end";
     fn pack(&self) -> (Entity, u64) {
-        (Entity::PLACEHOLDER, pack_stage(self.msg, self.stage))
+        (
+            Entity::PLACEHOLDER,
+            pack_stage(self.job, self.msg, self.stage),
+        )
     }
     fn unpack(_: Entity, arg: u64) -> Self {
-        let (msg, stage) = unpack_stage(arg);
-        FlowEnd { msg, stage }
+        let (job, msg, stage) = unpack_stage(arg);
+        FlowEnd { job, msg, stage }
     }
 }
 
-/// A rank's busy period is over (`u32::MAX`: the start signal).
+/// Rank `rank` of job `job` is done being busy (`u32::MAX`: the job's start signal).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct RankWake(u32);
+struct RankWake {
+    job: u16,
+    rank: u32,
+}
 
 impl SimEvent for RankWake {
     const NAME: &'static str = "mpi.rank_wake";
     fn pack(&self) -> (Entity, u64) {
-        (Entity::PLACEHOLDER, self.0 as u64)
+        (
+            Entity::PLACEHOLDER,
+            ((self.job as u64) << 32) | self.rank as u64,
+        )
     }
     fn unpack(_: Entity, arg: u64) -> Self {
-        RankWake(arg as u32)
+        RankWake {
+            job: (arg >> 32) as u16,
+            rank: arg as u32,
+        }
     }
 }
 
-/// NCCL call `k` is over (its flows and its pipeline fill).
+/// NCCL call `k` of job `job` is over (its flows and its pipeline fill).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct NcclDone(u32);
+struct NcclDone {
+    job: u16,
+    k: u32,
+}
 
 impl SimEvent for NcclDone {
     const NAME: &'static str = "mpi.nccl_done";
     fn pack(&self) -> (Entity, u64) {
-        (Entity::PLACEHOLDER, self.0 as u64)
+        (
+            Entity::PLACEHOLDER,
+            ((self.job as u64) << 32) | self.k as u64,
+        )
     }
     fn unpack(_: Entity, arg: u64) -> Self {
-        NcclDone(arg as u32)
+        NcclDone {
+            job: (arg >> 32) as u16,
+            k: arg as u32,
+        }
     }
 }
 
@@ -244,12 +341,22 @@ fn spawn_ranks(world: &mut World) {
     let Some(cfg) = world.get_resource::<MpiConfig>().map(|c| c.0.clone()) else {
         return;
     };
-    if let Err(e) = setup(world, &cfg) {
+    if cfg.len() > u16::MAX as usize {
+        let e = format!("jobs: {} MPI jobs, at most {}", cfg.len(), u16::MAX);
         world.resource_mut::<SimErrors>().0.push(e);
+        return;
     }
+    let mut mpi = Mpi::default();
+    for (j, job) in cfg.iter().enumerate() {
+        match setup(world, job, j as u16) {
+            Ok(rt) => mpi.jobs.push(rt),
+            Err(e) => world.resource_mut::<SimErrors>().0.push(job.blame(e)),
+        }
+    }
+    world.insert_resource(mpi);
 }
 
-fn setup(world: &mut World, cfg: &MpiSpec) -> Result<(), String> {
+fn setup(world: &mut World, cfg: &MpiJob, j: u16) -> Result<JobRt, String> {
     let topo = world
         .get_resource::<Topology>()
         .ok_or("workload.Mpi: the platform did not build")?;
@@ -257,44 +364,90 @@ fn setup(world: &mut World, cfg: &MpiSpec) -> Result<(), String> {
         return Err("workload.Mpi: MPI ranks need a Cluster platform (nodes with GPUs)".into());
     };
     let shape = (layout.nodes, layout.gpus);
+    let (speeds, model) = gpu_speeds(world);
+    let switches = protocol_switches(world.resource::<Switches>());
+    let prefix = cfg.prefix();
+    let on = setup::On {
+        shape,
+        nodes: cfg.nodes.as_deref(),
+        prefix: &prefix,
+    };
+    let mut job = setup::build(&cfg.spec, on, &speeds, switches)?;
+    // A rank's name is its timeline row, its entity's name and its row in NCCL's flows.
+    let names: Vec<String> = job
+        .ranks
+        .iter()
+        .enumerate()
+        .map(|(r, rank)| on.rank_row(rank.node, r))
+        .collect();
+    spawn_rank_entities(world, &mut job, &names);
+    let nccl_comm = if job.ranks.iter().any(|r| r.calls_nccl()) {
+        let model = model.unwrap_or_default();
+        Some(register_communicator(
+            world,
+            (&job, j),
+            &cfg.spec,
+            &model,
+            names,
+        )?)
+    } else {
+        None
+    };
+    // The ranks run from the job's start.
+    if cfg.start > SimTime::ZERO {
+        job.hold();
+    }
+    world.resource_mut::<Calendar>().schedule(
+        cfg.start,
+        RankWake {
+            job: j,
+            rank: u32::MAX,
+        },
+    );
+    Ok(JobRt {
+        job,
+        nccl_comm,
+        prefix,
+        name: cfg.name.clone(),
+        start: cfg.start,
+    })
+}
+
+/// Each GPU's flop/s by (node, gpu), and the GPUs' model.
+fn gpu_speeds(world: &mut World) -> (HashMap<(u32, u32), f64>, Option<String>) {
     let mut speeds = HashMap::new();
     let mut model = None;
     for g in world.query::<&Gpu>().iter(world) {
         speeds.insert((g.node, g.index), g.speed);
         model.get_or_insert_with(|| g.model.clone());
     }
-    let sw = world.resource::<Switches>();
-    let switches = protocol::Switches {
+    (speeds, model)
+}
+
+/// The protocol's switches as the scenario set them.
+fn protocol_switches(sw: &Switches) -> protocol::Switches {
+    protocol::Switches {
         gpudirect: sw.is_on("gpudirect"),
         eager: sw.is_on("eager_protocol"),
         copy_contention: sw.is_on("pcie_copy_contention"),
         handshake: sw.is_on("rendezvous_handshake"),
-    };
-    let mut job = setup::build(cfg, shape, &speeds, switches)?;
-    // A rank's name is its timeline row, its entity's name and its row in NCCL's flows.
-    let names: Vec<String> = job
-        .ranks
-        .iter()
-        .enumerate()
-        .map(|(r, rank)| message::rank_row(rank.node, r))
-        .collect();
-    spawn_rank_entities(world, &mut job, &names);
-    let nccl_comm = if job.ranks.iter().any(|r| r.calls_nccl()) {
-        let gpus = job.ranks.iter().map(|r| r.gpu).collect();
-        let mut topo = world.resource_mut::<Topology>();
-        let comm = nccl::Comm::new(gpus, &cfg.nccl, &mut topo, &model.unwrap_or_default())
-            .map_err(|e| format!("workload.Mpi.nccl: {e}"))?;
-        let mut colls = world.resource_mut::<Collectives>();
-        Some(colls.register(comm, names, NcclDone))
-    } else {
-        None
-    };
-    world.insert_resource(Mpi { job, nccl_comm });
-    // Run the ranks at time 0.
-    world
-        .resource_mut::<Calendar>()
-        .schedule(SimTime::ZERO, RankWake(u32::MAX));
-    Ok(())
+    }
+}
+
+/// The NCCL communicator of job `j`'s ranks (rows `names`) for its programs' NCCL calls.
+fn register_communicator(
+    world: &mut World,
+    (job, j): (&Job, u16),
+    spec: &MpiSpec,
+    model: &str,
+    names: Vec<String>,
+) -> Result<u32, String> {
+    let gpus = job.ranks.iter().map(|r| r.gpu).collect();
+    let mut topo = world.resource_mut::<Topology>();
+    let comm = nccl::Comm::new(gpus, &spec.nccl, &mut topo, model)
+        .map_err(|e| format!("workload.Mpi.nccl: {e}"))?;
+    let mut colls = world.resource_mut::<Collectives>();
+    Ok(colls.register(comm, names, move |k| NcclDone { job: j, k }))
 }
 
 /// Each rank's entity, named `names[r]`, and its timeline row when the recorder is on.
@@ -322,7 +475,7 @@ fn spawn_rank_entities(world: &mut World, job: &mut Job, names: &[String]) {
     }
 }
 
-/// Where the job's effects go: the calendar and the network, the recorder, the NCCL plugin.
+/// Where the jobs' effects go: the calendar and the network, the recorder, the NCCL plugin.
 #[derive(bevy_ecs::system::SystemParam)]
 struct Sinks<'w, 's> {
     reach: Reach<'w, 's>,
@@ -338,11 +491,11 @@ fn advance_messages(
     mut sinks: Sinks,
 ) {
     let now = sinks.reach.now();
-    for FlowEnd { msg, stage } in flows.drain() {
-        mpi.job.stage_done(msg, stage, now);
+    for FlowEnd { job, msg, stage } in flows.drain() {
+        mpi.jobs[job as usize].job.stage_done(msg, stage, now);
     }
-    for MsgTimer { msg, stage } in timers.drain() {
-        mpi.job.stage_done(msg, stage, now);
+    for MsgTimer { job, msg, stage } in timers.drain() {
+        mpi.jobs[job as usize].job.stage_done(msg, stage, now);
     }
     mpi.apply_effects(&mut sinks);
 }
@@ -352,40 +505,87 @@ fn wake_computed_ranks(
     mut mpi: ResMut<Mpi>,
     clock: Res<Clock>,
 ) {
-    for RankWake(r) in inbox.drain() {
-        // The start signal: every rank is already ready.
-        if r != u32::MAX {
-            mpi.job.wake(r, clock.now);
+    for RankWake { job, rank } in inbox.drain() {
+        let job = &mut mpi.jobs[job as usize].job;
+        match rank {
+            // The start signal of a job that started at once: its ranks are ready already.
+            u32::MAX if clock.now == SimTime::ZERO => {}
+            u32::MAX => job.start_all(),
+            r => job.wake(r, clock.now),
         }
     }
 }
 
 fn finish_nccl_calls(mut inbox: ResMut<Inbox<NcclDone>>, mut mpi: ResMut<Mpi>, mut sinks: Sinks) {
     let now = sinks.reach.now();
-    for NcclDone(k) in inbox.drain() {
-        let name = mpi
+    for NcclDone { job, k } in inbox.drain() {
+        let rt = &mut mpi.jobs[job as usize];
+        let name = rt
             .nccl_comm
             .and_then(|c| sinks.colls.name(c, k))
             .unwrap_or_else(|| "nccl".to_string());
-        mpi.job.end_nccl(k, &name, now);
+        rt.job.end_nccl(k, &name, now);
     }
     mpi.apply_effects(&mut sinks);
 }
 
 fn run_ready_ranks(mut mpi: ResMut<Mpi>, mut sinks: Sinks) {
-    mpi.job.run_ready(sinks.reach.now());
+    let now = sinks.reach.now();
+    for rt in &mut mpi.jobs {
+        rt.job.run_ready(now);
+    }
     mpi.apply_effects(&mut sinks);
 }
 
 impl Mpi {
-    /// Carries out what the job asked, in the order it asked.
+    /// Carries out what each job asked, job after job, in the order it asked.
     fn apply_effects(&mut self, sinks: &mut Sinks) {
+        for (j, rt) in self.jobs.iter_mut().enumerate() {
+            rt.apply_effects(j as u16, sinks);
+        }
+    }
+}
+
+/// Starts the flow of a message stage (an `Effect::Flow`) of job `j`, its id after `prefix`.
+fn start_flow(prefix: &str, j: u16, fx: Effect, reach: &mut Reach) {
+    let Effect::Flow {
+        msg,
+        serial,
+        stage,
+        from,
+        to,
+        bytes,
+        src_row,
+        dst_row,
+    } = fx
+    else {
+        return;
+    };
+    let spec = FlowSpec {
+        id: format!("{prefix}m{serial}.{}", stage.name()),
+        src_row,
+        dst_row,
+        bytes,
+        start: Start::At(reach.now()),
+        cap: None,
+        zero_latency: false,
+    };
+    let done = FlowEnd { job: j, msg, stage };
+    if let Err(e) = reach.flow(from, to, spec, done) {
+        reach.fail(format!("mpi: {prefix}message {serial}: {e}"));
+    }
+}
+
+impl JobRt {
+    /// Carries out what the job (number `j`) asked, in the order it asked.
+    fn apply_effects(&mut self, j: u16, sinks: &mut Sinks) {
         let Sinks { reach, rec, colls } = sinks;
-        let now = reach.now();
         for fx in self.job.take_effects() {
             match fx {
-                Effect::Timer { at, msg, stage } => reach.cal.schedule(at, MsgTimer { msg, stage }),
-                Effect::Wake { at, rank } => reach.cal.schedule(at, RankWake(rank)),
+                Effect::Timer { at, msg, stage } => {
+                    reach.cal.schedule(at, MsgTimer { job: j, msg, stage })
+                }
+                Effect::Wake { at, rank } => reach.cal.schedule(at, RankWake { job: j, rank }),
                 Effect::Control {
                     msg,
                     serial,
@@ -394,32 +594,10 @@ impl Mpi {
                     to,
                     bytes,
                 } => match reach.control_due(from, to, bytes) {
-                    Ok(at) => reach.cal.schedule(at, MsgTimer { msg, stage }),
-                    Err(e) => reach.fail(format!("mpi: message {serial}: {e}")),
+                    Ok(at) => reach.cal.schedule(at, MsgTimer { job: j, msg, stage }),
+                    Err(e) => reach.fail(format!("mpi: {}message {serial}: {e}", self.prefix)),
                 },
-                Effect::Flow {
-                    msg,
-                    serial,
-                    stage,
-                    from,
-                    to,
-                    bytes,
-                    src_row,
-                    dst_row,
-                } => {
-                    let spec = FlowSpec {
-                        id: format!("m{serial}.{}", stage.name()),
-                        src_row,
-                        dst_row,
-                        bytes,
-                        start: Start::At(now),
-                        cap: None,
-                        zero_latency: false,
-                    };
-                    if let Err(e) = reach.flow(from, to, spec, FlowEnd { msg, stage }) {
-                        reach.fail(format!("mpi: message {serial}: {e}"));
-                    }
-                }
+                fx @ Effect::Flow { .. } => start_flow(&self.prefix, j, fx, reach),
                 Effect::Interval {
                     row,
                     state,
@@ -431,7 +609,8 @@ impl Mpi {
                     None => reach.fail("mpi: NCCL call without a communicator".into()),
                     Some(c) => {
                         if let Err(e) = colls.arrive(c, k, &[call], reach) {
-                            reach.fail(format!("workload.Mpi: {e}"));
+                            let job = self.name.as_ref().map(|n| format!("job `{n}`: "));
+                            reach.fail(format!("{}workload.Mpi: {e}", job.unwrap_or_default()));
                         }
                     }
                 },
@@ -464,12 +643,24 @@ pub fn publish_report(world: &mut World) {
     if world.get_resource::<MpiConfig>().is_none() {
         return;
     }
-    let job = &world.resource::<Mpi>().job;
-    let report = MpiReport {
-        ranks: job.totals(),
-        messages: job.msgs.messages,
-        bytes: job.msgs.bytes,
-    };
+    let mut report = MpiReport::default();
+    for rt in &world.resource::<Mpi>().jobs {
+        let ranks = rt.job.totals();
+        report.ranks.extend(ranks.iter().cloned());
+        for k in 0..4 {
+            report.messages[k] += rt.job.msgs.messages[k];
+            report.bytes[k] += rt.job.msgs.bytes[k];
+        }
+        if let Some(name) = &rt.name {
+            report.jobs.push(MpiJobReport {
+                name: name.clone(),
+                start_s: rt.start.as_secs_f64(),
+                ranks,
+                messages: rt.job.msgs.messages,
+                bytes: rt.job.msgs.bytes,
+            });
+        }
+    }
     world.insert_resource(report);
 }
 
@@ -479,9 +670,20 @@ fn stuck_ranks(world: &mut World) -> Vec<String> {
         return Vec::new();
     };
     let colls = world.get_resource::<Collectives>();
-    let arrived = |k: u32| match (mpi.nccl_comm, colls) {
-        (Some(c), Some(colls)) => colls.arrived(c, k),
-        _ => 0,
-    };
-    mpi.job.stuck(arrived)
+    let mut out = Vec::new();
+    for rt in &mpi.jobs {
+        let arrived = |k: u32| match (rt.nccl_comm, colls) {
+            (Some(c), Some(colls)) => colls.arrived(c, k),
+            _ => 0,
+        };
+        let job = rt.name.as_ref().map(|n| format!("job `{n}`: "));
+        let job = job.unwrap_or_default();
+        out.extend(
+            rt.job
+                .stuck(arrived)
+                .into_iter()
+                .map(|s| format!("{job}{s}")),
+        );
+    }
+    out
 }

@@ -10,7 +10,7 @@ use hetsim_schema::mpi::{CopyAt, ProtocolSpec};
 
 use super::effects::Effect;
 use super::matching::{Envelope, Posted, Queues};
-use super::message::{Path, RankEnds, Stage, rank_row};
+use super::message::{Path, RankEnds, Stage};
 use super::program::Loc;
 use crate::platform::Endpoint;
 
@@ -93,10 +93,17 @@ pub struct Messages {
 }
 
 impl Messages {
-    pub fn new(spec: ProtocolSpec, ends: Vec<RankEnds>, nodes: usize, switches: Switches) -> Self {
+    /// The messages of ranks at `ends`, named `rows` in flows, on a platform of `nodes` nodes.
+    pub fn new(
+        spec: ProtocolSpec,
+        ends: Vec<RankEnds>,
+        rows: Vec<String>,
+        nodes: usize,
+        switches: Switches,
+    ) -> Self {
         Messages {
             queues: vec![Queues::default(); ends.len()],
-            rows: (0..ends.len()).map(|r| rank_row(ends[r].node, r)).collect(),
+            rows,
             ends,
             spec,
             switches: Some(switches),
@@ -455,6 +462,7 @@ pub(super) fn reuse_slot<T>(items: &mut Vec<T>, free: &mut Vec<u32>, item: T) ->
 
 #[cfg(test)]
 mod tests {
+    use super::super::message;
     use super::*;
 
     /// Two ranks on two nodes, one GPU each.
@@ -470,7 +478,14 @@ mod tests {
             copy_contention: false,
             handshake: true,
         };
-        Messages::new(ProtocolSpec::default(), vec![end(0), end(1)], 2, switches)
+        let rows = vec![message::rank_row(0, 0), message::rank_row(1, 1)];
+        Messages::new(
+            ProtocolSpec::default(),
+            vec![end(0), end(1)],
+            rows,
+            2,
+            switches,
+        )
     }
 
     fn kinds(out: &mut Out) -> Vec<String> {

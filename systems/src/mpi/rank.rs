@@ -189,6 +189,16 @@ impl Job {
         }
     }
 
+    /// No rank runs until [`Job::start_all`] (a job that starts later).
+    pub fn hold(&mut self) {
+        self.ready.clear();
+    }
+
+    /// Every rank that has not run yet is ready: the job's start.
+    pub fn start_all(&mut self) {
+        self.ready = (0..self.ranks.len() as u32).collect();
+    }
+
     /// What the job asked of the world, in order (drained: the buffer keeps its capacity
     /// for the next step).
     pub fn take_effects(&mut self) -> std::vec::Drain<'_, Effect> {

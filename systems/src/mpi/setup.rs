@@ -14,18 +14,41 @@ use super::protocol::{Messages, Switches};
 use super::rank::{Job, RankRt};
 use crate::platform::Endpoint;
 
-/// The job of `cfg` on a cluster of `nodes` nodes of `gpus` GPUs each; `speeds` gives each
-/// GPU's flop/s by (node, gpu).
+/// Where a job runs: the platform's shape (nodes, GPUs per node), the platform nodes the job
+/// holds (its node `i` is `nodes[i]`; `None`: the whole machine as numbered), and what its
+/// rank rows begin with (`halo/` for a job named `halo`, empty for the scenario's workload).
+#[derive(Debug, Clone, Copy)]
+pub struct On<'a> {
+    pub shape: (u32, u32),
+    pub nodes: Option<&'a [u32]>,
+    pub prefix: &'a str,
+}
+
+impl On<'_> {
+    /// The name of rank `r` on platform node `node`: its timeline row, its entity's name and
+    /// its row in flows.
+    pub fn rank_row(&self, node: u32, r: usize) -> String {
+        format!("{}{}", self.prefix, super::message::rank_row(node, r))
+    }
+}
+
+/// The job of `cfg` on the nodes `on` gives it; `speeds` gives each GPU's flop/s by
+/// (node, gpu).
 pub fn build(
     cfg: &MpiSpec,
-    (nodes, gpus): (u32, u32),
+    on: On,
     speeds: &HashMap<(u32, u32), f64>,
     switches: Switches,
 ) -> Result<Job, String> {
     if cfg.ranks == 0 {
         return Err("workload.Mpi.ranks: expected at least one rank".into());
     }
-    let placed = place(cfg, nodes, gpus)?;
+    let (nodes, gpus) = on.shape;
+    let local_nodes = on.nodes.map_or(nodes, |n| n.len() as u32);
+    let placed: Vec<(u32, u32)> = place(cfg, local_nodes, gpus)?
+        .into_iter()
+        .map(|(node, gpu)| (on.nodes.map_or(node, |n| n[node as usize]), gpu))
+        .collect();
     let programs = programs_of(cfg)?;
     // The speed of a program's `compute` flops: the scenario's, OTF2's conversion rate, or
     // the rank's GPU.
@@ -59,7 +82,12 @@ pub fn build(
             host: Endpoint::Host { node: r.node },
         })
         .collect();
-    let msgs = Messages::new(cfg.protocol.clone(), ends, nodes as usize, switches);
+    let rows = ranks
+        .iter()
+        .enumerate()
+        .map(|(i, r)| on.rank_row(r.node, i))
+        .collect();
+    let msgs = Messages::new(cfg.protocol.clone(), ends, rows, nodes as usize, switches);
     Ok(Job::new(ranks, msgs, policy, cfg.protocol.call_overhead.0))
 }
 

@@ -13,9 +13,10 @@ use hetsim_schema::scenario::FlowSpec;
 use crate::network::{FlowRequest, Launch, Start};
 use crate::platform::{Route, Topology};
 
-/// The flows to run (inserted by whoever assembles the app).
+/// The flows to run (inserted by whoever assembles the app), and each one's field path for
+/// errors (empty: `workload.Flows[i]`).
 #[derive(Resource, Debug, Clone, Default)]
-pub struct FlowsWorkload(pub Vec<FlowSpec>);
+pub struct FlowsWorkload(pub Vec<FlowSpec>, pub Vec<String>);
 
 pub struct FlowsPlugin;
 
@@ -36,6 +37,7 @@ fn spawn_flows(
     mut launch: Launch,
 ) {
     let specs = std::mem::take(&mut workload.0);
+    let paths = std::mem::take(&mut workload.1);
     let Some(mut topo) = topo else {
         return;
     };
@@ -43,7 +45,10 @@ fn spawn_flows(
     let mut ids = HashSet::new();
     let mut starts = Vec::with_capacity(specs.len());
     for (i, spec) in specs.iter().enumerate() {
-        let path = format!("workload.Flows[{i}]");
+        let path = paths
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| format!("workload.Flows[{i}]"));
         let id = spec.id.clone().unwrap_or_else(|| format!("f{i}"));
         if !ids.insert(id.clone()) {
             errors.push(format!("{path}.id: `{id}` is used by an earlier flow"));
