@@ -195,11 +195,12 @@ pub fn build_app(scenario: &Scenario, opts: &RunOptions) -> Result<App, Error> {
                 world.insert_resource(FlowsWorkload(flows.clone(), Vec::new()))
             }
             Workload::Mpi(spec) => {
-                world.insert_resource(MpiConfig(vec![MpiJob::whole(spec.clone())]))
+                world.insert_resource(MpiConfig(vec![MpiJob::whole(spec.clone(), "workload.Mpi")]))
             }
-            Workload::Cuda(spec) => {
-                world.insert_resource(CudaConfig(vec![CudaJob::whole(spec.clone())]))
-            }
+            Workload::Cuda(spec) => world.insert_resource(CudaConfig(vec![CudaJob::whole(
+                spec.clone(),
+                "workload.Cuda",
+            )])),
             Workload::Chakra(spec) => world.insert_resource(ChakraConfig(spec.clone())),
             Workload::Mix(_) => {
                 return Err(Error::Input(format!(

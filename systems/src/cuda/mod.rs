@@ -51,40 +51,7 @@ pub use device::DeviceTotals;
 pub struct CudaConfig(pub Vec<CudaJob>);
 
 /// One CUDA job: its GPUs, host threads and NCCL communicator are its own.
-#[derive(Debug, Clone)]
-pub struct CudaJob {
-    /// The job's name (`None`: the scenario's own workload).
-    pub name: Option<String>,
-    /// Its field path, for errors (`workload.Cuda`, `jobs[1].workload.Cuda`).
-    pub path: String,
-    pub spec: CudaSpec,
-    /// The platform nodes it holds, its node `i` being `nodes[i]` (`None`: the whole machine).
-    pub nodes: Option<Vec<u32>>,
-    /// When its host threads begin.
-    pub start: SimTime,
-}
-
-impl CudaJob {
-    /// The scenario's own CUDA workload: the whole machine from time 0.
-    pub fn whole(spec: CudaSpec) -> CudaJob {
-        CudaJob {
-            name: None,
-            path: "workload.Cuda".into(),
-            spec,
-            nodes: None,
-            start: SimTime::ZERO,
-        }
-    }
-
-    /// An error of its setup, with the job's path and name.
-    fn blame(&self, e: String) -> String {
-        let e = e.replacen("workload.Cuda", &self.path, 1);
-        match &self.name {
-            Some(n) => format!("job `{n}`: {e}"),
-            None => e,
-        }
-    }
-}
+pub type CudaJob = crate::jobs::instance::Instance<CudaSpec>;
 
 /// Totals published at the end of a run (the output crate reads this).
 #[derive(Resource, Debug, Clone, Default)]
@@ -289,7 +256,7 @@ fn setup(world: &mut World, job: &CudaJob, j: u16) -> Result<CudaRt, String> {
     let PlatformSpec::Cluster(cluster) = world.resource::<PlatformConfig>().0.clone() else {
         return Err("workload.Cuda: needs a Cluster platform (nodes of GPUs)".into());
     };
-    let prefix = job.name.as_ref().map_or(String::new(), |n| format!("{n}/"));
+    let prefix = job.prefix();
     let mut gpus = setup::build(job.spec.clone(), &cluster, job.nodes.as_deref(), &prefix)?;
     if gpus.devs.len() >= 1 << DEV_BITS {
         return Err(format!(

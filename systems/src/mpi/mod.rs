@@ -87,47 +87,7 @@ pub use rank::RankTotals;
 pub struct MpiConfig(pub Vec<MpiJob>);
 
 /// One MPI job: its ranks, communicators, tags and matching are its own.
-#[derive(Debug, Clone)]
-pub struct MpiJob {
-    /// The job's name (`None`: the scenario's own workload).
-    pub name: Option<String>,
-    /// Its field path, for errors (`workload.Mpi`, `jobs[1].workload.Mpi`).
-    pub path: String,
-    pub spec: MpiSpec,
-    /// The platform nodes it holds, its node `i` being `nodes[i]` (`None`: the whole machine).
-    pub nodes: Option<Vec<u32>>,
-    /// When its ranks begin.
-    pub start: SimTime,
-}
-
-impl MpiJob {
-    /// The scenario's own MPI workload: the whole machine from time 0.
-    pub fn whole(spec: MpiSpec) -> MpiJob {
-        MpiJob {
-            name: None,
-            path: "workload.Mpi".into(),
-            spec,
-            nodes: None,
-            start: SimTime::ZERO,
-        }
-    }
-
-    /// What this job's rows and flow ids begin with (`halo/`; empty without a name).
-    fn prefix(&self) -> String {
-        self.name
-            .as_ref()
-            .map_or(String::new(), |n| format!("{n}/"))
-    }
-
-    /// An error of its setup, with the job's path and name.
-    fn blame(&self, e: String) -> String {
-        let e = e.replacen("workload.Mpi", &self.path, 1);
-        match &self.name {
-            Some(n) => format!("job `{n}`: {e}"),
-            None => e,
-        }
-    }
-}
+pub type MpiJob = crate::jobs::instance::Instance<MpiSpec>;
 
 /// A rank's entity.
 #[derive(Component, Debug, Clone)]
