@@ -10,16 +10,15 @@ use hetsim_systems::mpi::MpiReport;
 
 use crate::FlowRow;
 
-/// The job a flow belongs to: the one its id or its source row names first (`halo/m3.data`,
-/// `halo/node[2].rank[5]`); `None` for a flow of no job.
-pub fn job_of<'a>(f: &FlowRow, jobs: &'a [Placed]) -> Option<&'a str> {
+/// The index in `jobs` of the job a flow (its `id` and source row `src`) belongs to: the one
+/// its id or its source row names first (`halo/m3.data`, `halo/node[2].rank[5]`); `None` for
+/// a flow of no job.
+pub fn job_of(id: &str, src: &str, jobs: &[Placed]) -> Option<usize> {
     let named = |s: &str| {
         let (prefix, _) = s.split_once('/')?;
-        jobs.iter()
-            .find(|j| j.name == prefix)
-            .map(|j| j.name.as_str())
+        jobs.iter().position(|j| j.name == prefix)
     };
-    named(&f.id).or_else(|| named(&f.src))
+    named(id).or_else(|| named(src))
 }
 
 /// The `jobs` section: per job its nodes, start, end and time, its flows and bytes, and for
@@ -30,12 +29,16 @@ pub fn summary(
     mpi: Option<&MpiReport>,
     cuda: Option<&CudaReport>,
 ) -> Value {
+    let owner: Vec<Option<usize>> = flows.iter().map(|f| job_of(&f.id, &f.src, jobs)).collect();
     let rows: Vec<Value> = jobs
         .iter()
-        .map(|job| {
+        .enumerate()
+        .map(|(j, job)| {
             let mine: Vec<&FlowRow> = flows
                 .iter()
-                .filter(|f| job_of(f, jobs) == Some(job.name.as_str()))
+                .zip(&owner)
+                .filter(|(_, o)| **o == Some(j))
+                .map(|(f, _)| f)
                 .collect();
             let start_s = job.start.as_secs_f64();
             let flows_end = mine.iter().map(|f| f.end_s).fold(start_s, f64::max);
@@ -119,15 +122,7 @@ pub fn link_owners(world: &mut bevy_ecs::world::World, jobs: &[Placed]) -> LinkO
     let mut bytes = vec![vec![0.0f64; jobs.len()]; names.len()];
     let mut q = world.query::<(&Flow, &FlowRoute)>();
     for (f, route) in q.iter(world) {
-        let row = FlowRow {
-            id: f.id.clone(),
-            src: f.src.clone(),
-            dst: f.dst.clone(),
-            bytes: f.size,
-            start_s: 0.0,
-            end_s: 0.0,
-        };
-        let Some(j) = job_of(&row, jobs).and_then(|n| jobs.iter().position(|p| p.name == n)) else {
+        let Some(j) = job_of(&f.id, &f.src, jobs) else {
             continue;
         };
         for hop in &route.0.hops {

@@ -749,7 +749,9 @@ fn job_flows_csv(flows: &[FlowRow], jobs: &[Placed]) -> std::io::Result<Vec<u8>>
     w.write_record(["job", "id", "src", "dst", "bytes", "start_s", "end_s"])?;
     for f in flows {
         w.write_record([
-            jobs::job_of(f, jobs).unwrap_or("").to_string(),
+            jobs::job_of(&f.id, &f.src, jobs)
+                .map_or("", |j| jobs[j].name.as_str())
+                .to_string(),
             f.id.clone(),
             f.src.clone(),
             f.dst.clone(),

@@ -32,7 +32,7 @@ use bevy_ecs::prelude::*;
 
 use hetsim_engine::record::{Interval, Recorder, ResourceKind};
 use hetsim_engine::{
-    Calendar, Clock, Inbox, SimAppExt, SimErrors, SimEvent, SimSet, SimStartup, SimStep, StartupSet,
+    Calendar, Clock, Inbox, SimAppExt, SimEvent, SimSet, SimStartup, SimStep, StartupSet,
 };
 use hetsim_schema::SimTime;
 use hetsim_schema::cuda::CudaSpec;
@@ -237,19 +237,8 @@ fn setup_devices(world: &mut World) {
     let Some(cfg) = world.get_resource::<CudaConfig>().map(|c| c.0.clone()) else {
         return;
     };
-    if cfg.len() > u16::MAX as usize {
-        let e = format!("jobs: {} CUDA jobs, at most {}", cfg.len(), u16::MAX);
-        world.resource_mut::<SimErrors>().0.push(e);
-        return;
-    }
-    let mut cuda = Cuda::default();
-    for (j, job) in cfg.iter().enumerate() {
-        match setup(world, job, j as u16) {
-            Ok(rt) => cuda.jobs.push(rt),
-            Err(e) => world.resource_mut::<SimErrors>().0.push(job.blame(e)),
-        }
-    }
-    world.insert_resource(cuda);
+    let jobs = crate::jobs::instance::set_up_each(world, &cfg, "CUDA", setup);
+    world.insert_resource(Cuda { jobs });
 }
 
 fn setup(world: &mut World, job: &CudaJob, j: u16) -> Result<CudaRt, String> {

@@ -7,6 +7,7 @@ use hetsim_schema::jobs::{JobPlacement, JobSpec};
 use hetsim_schema::mpi::{MpiSpec, Placement};
 use hetsim_schema::scenario::{FlowSpec, Network, PlatformSpec, Workload};
 
+use super::instance::Instance;
 use super::placement::{self, Machine, Policy, Request};
 use crate::cuda::CudaJob;
 use crate::mpi::MpiJob;
@@ -130,20 +131,8 @@ pub fn compile(
                     out.flows.push((path, f));
                 }
             }
-            Work::Mpi(spec) => out.mpi.push(MpiJob {
-                name: Some(job.name.clone()),
-                path: format!("jobs[{i}].workload.Mpi"),
-                spec,
-                nodes: Some(nodes.clone()),
-                start: job.start.0,
-            }),
-            Work::Cuda(spec) => out.cuda.push(CudaJob {
-                name: Some(job.name.clone()),
-                path: format!("jobs[{i}].workload.Cuda"),
-                spec,
-                nodes: Some(nodes.clone()),
-                start: job.start.0,
-            }),
+            Work::Mpi(spec) => out.mpi.push(instance(spec, i, job, &nodes)),
+            Work::Cuda(spec) => out.cuda.push(instance(spec, i, job, &nodes)),
         }
         out.placed.push(Placed {
             name: job.name.clone(),
@@ -153,6 +142,17 @@ pub fn compile(
         });
     }
     Ok(out)
+}
+
+/// Job `i` as its model runs it: on `nodes`, from its start, named, its path its workload's.
+fn instance<S>(spec: S, i: usize, job: &JobSpec, nodes: &[u32]) -> Instance<S> {
+    Instance {
+        name: Some(job.name.clone()),
+        path: format!("jobs[{i}].workload.{}", job.workload.kind()),
+        spec,
+        nodes: Some(nodes.to_vec()),
+        start: job.start.0,
+    }
 }
 
 /// Job names are plain and distinct: they prefix rows and flow ids.

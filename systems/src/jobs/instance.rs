@@ -51,6 +51,38 @@ impl<S> Instance<S> {
     }
 }
 
+/// Sets up each job of a model (`kind`, for the message) with `setup`, which gets the job's
+/// index for its events: the jobs that set up, in order; every error, blamed on its job, in
+/// `SimErrors`.
+pub fn set_up_each<S, R>(
+    world: &mut bevy_ecs::world::World,
+    jobs: &[Instance<S>],
+    kind: &str,
+    mut setup: impl FnMut(&mut bevy_ecs::world::World, &Instance<S>, u16) -> Result<R, String>,
+) -> Vec<R> {
+    let mut errors = Vec::new();
+    let mut out = Vec::with_capacity(jobs.len());
+    if jobs.len() > u16::MAX as usize {
+        errors.push(format!(
+            "jobs: {} {kind} jobs, at most {}",
+            jobs.len(),
+            u16::MAX
+        ));
+    } else {
+        for (j, job) in jobs.iter().enumerate() {
+            match setup(world, job, j as u16) {
+                Ok(rt) => out.push(rt),
+                Err(e) => errors.push(job.blame(e)),
+            }
+        }
+    }
+    world
+        .resource_mut::<hetsim_engine::SimErrors>()
+        .0
+        .extend(errors);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -65,8 +65,7 @@ use std::collections::HashMap;
 use hetsim_components::Gpu;
 use hetsim_engine::record::{Interval, Recorder, ResId, ResourceKind};
 use hetsim_engine::{
-    Calendar, Clock, Inbox, SimAppExt, SimErrors, SimEvent, SimSet, SimStartup, SimStep,
-    StartupSet, Switches,
+    Calendar, Clock, Inbox, SimAppExt, SimEvent, SimSet, SimStartup, SimStep, StartupSet, Switches,
 };
 use hetsim_schema::SimTime;
 use hetsim_schema::mpi::MpiSpec;
@@ -301,19 +300,8 @@ fn spawn_ranks(world: &mut World) {
     let Some(cfg) = world.get_resource::<MpiConfig>().map(|c| c.0.clone()) else {
         return;
     };
-    if cfg.len() > u16::MAX as usize {
-        let e = format!("jobs: {} MPI jobs, at most {}", cfg.len(), u16::MAX);
-        world.resource_mut::<SimErrors>().0.push(e);
-        return;
-    }
-    let mut mpi = Mpi::default();
-    for (j, job) in cfg.iter().enumerate() {
-        match setup(world, job, j as u16) {
-            Ok(rt) => mpi.jobs.push(rt),
-            Err(e) => world.resource_mut::<SimErrors>().0.push(job.blame(e)),
-        }
-    }
-    world.insert_resource(mpi);
+    let jobs = crate::jobs::instance::set_up_each(world, &cfg, "MPI", setup);
+    world.insert_resource(Mpi { jobs });
 }
 
 fn setup(world: &mut World, cfg: &MpiJob, j: u16) -> Result<JobRt, String> {
