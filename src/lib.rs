@@ -273,7 +273,30 @@ pub fn simulate_report(
     scenario: &Scenario,
     opts: &RunOptions,
 ) -> Result<hetsim_output::Report, Error> {
+    simulate_with_work(scenario, opts).map(|(report, _)| report)
+}
+
+/// What a run cost: the run loop's counters and the max-min solver's (`hetsim run --stats`).
+#[derive(Debug, Clone, Copy)]
+pub struct Work {
+    pub run: RunStats,
+    pub solver: hetsim_systems::network::maxmin::SolveStats,
+}
+
+/// Runs a scenario and collects its report and what the run cost (the jobs' reruns alone,
+/// if any, are not counted).
+pub fn simulate_with_work(
+    scenario: &Scenario,
+    opts: &RunOptions,
+) -> Result<(hetsim_output::Report, Work), Error> {
     let (mut app, stats) = simulate(scenario, opts)?;
+    let work = Work {
+        run: stats,
+        solver: app
+            .world()
+            .resource::<hetsim_systems::network::Network>()
+            .solver_stats(),
+    };
     let mut report = hetsim_output::report(app.world_mut(), &scenario.name, scenario.seed, &stats);
     drop(app);
     // The one model setting that trades exactness for speed is stated beside the switches.
@@ -284,7 +307,7 @@ pub fn simulate_report(
     if opts.only_job.is_none() && opts.alone.unwrap_or(jobs > 1) && jobs > 0 {
         add_alone_times(scenario, opts, &mut report.summary)?;
     }
-    Ok(report)
+    Ok((report, work))
 }
 
 /// Runs each job alone on the nodes it had beside the others and adds to its row of the

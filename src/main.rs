@@ -70,6 +70,9 @@ enum Command {
         /// Do not run the jobs alone (no slowdowns).
         #[arg(long)]
         no_alone: bool,
+        /// Print the run's and the max-min solver's work counters on stderr.
+        #[arg(long)]
+        stats: bool,
     },
     /// Run a study: a grid of scenario variants in parallel; writes results.csv and plots.
     Study {
@@ -249,9 +252,10 @@ fn main() -> ExitCode {
             quiet,
             alone,
             no_alone,
+            stats,
         } => {
             let alone = (alone || no_alone).then_some(alone);
-            run(scenario.as_deref(), out, &set, disable, quiet, alone)
+            run(scenario.as_deref(), out, &set, disable, quiet, alone, stats)
         }
         Command::Validate {
             scenario,
@@ -375,6 +379,7 @@ fn run(
     disable: Vec<String>,
     quiet: bool,
     alone: Option<bool>,
+    stats: bool,
 ) -> Result<(), Error> {
     let Some(file) = file else {
         return whatif(out, set, &disable, quiet);
@@ -387,12 +392,15 @@ fn run(
         only_job: None,
     };
     // Model input errors found while building name the scenario file, as loader errors do.
-    let report = hetsim::simulate_report(&scenario, &opts).map_err(|e| match e {
+    let (report, work) = hetsim::simulate_with_work(&scenario, &opts).map_err(|e| match e {
         Error::Input(msg) if !msg.starts_with(&file.display().to_string()) => {
             Error::Input(format!("{}: {msg}", file.display()))
         }
         e => e,
     })?;
+    if stats {
+        print_work(&work.run, &work.solver);
+    }
     let dir = out
         .or_else(|| scenario.output.dir.clone().map(PathBuf::from))
         .unwrap_or_else(|| Path::new("results").join(&scenario.name));
@@ -686,6 +694,20 @@ fn systems(long: bool) {
     }
 }
 
+/// The run loop's and the max-min solver's work counters, on stderr.
+fn print_work(r: &hetsim::engine::RunStats, solver: &hetsim::systems::network::maxmin::SolveStats) {
+    eprintln!(
+        "run: {} events, {} steps, {:.3} s of run loop",
+        r.events, r.steps, r.wall_s
+    );
+    eprintln!("solver: {solver:?}");
+    let [b1, b2, b3] = hetsim::systems::network::maxmin::CHANGE_SIZE_BOUNDS;
+    let [tiny, small, medium, large] = solver.changed_by_size;
+    eprintln!(
+        "rate changes of flows already running, by relative size: <{b1:e} {tiny}, {b1:e}..{b2:e} {small}, {b2:e}..{b3:e} {medium}, >={b3:e} {large}"
+    );
+}
+
 fn flows(case: &Path, disable: Vec<String>, stats: bool) -> Result<(), Error> {
     let label = case.display().to_string();
     let text = hetsim::schema::load::read_input(case)
@@ -700,17 +722,7 @@ fn flows(case: &Path, disable: Vec<String>, stats: bool) -> Result<(), Error> {
         },
     )?;
     if stats {
-        let r = &result.run;
-        eprintln!(
-            "run: {} events, {} steps, {:.3} s of run loop",
-            r.events, r.steps, r.wall_s
-        );
-        eprintln!("solver: {:?}", result.solver);
-        let [b1, b2, b3] = hetsim_systems::network::maxmin::CHANGE_SIZE_BOUNDS;
-        let [tiny, small, medium, large] = result.solver.changed_by_size;
-        eprintln!(
-            "rate changes of flows already running, by relative size: <{b1:e} {tiny}, {b1:e}..{b2:e} {small}, {b2:e}..{b3:e} {medium}, >={b3:e} {large}"
-        );
+        print_work(&result.run, &result.solver);
     }
     let out = serde_json::json!({ "flows": result.ends });
     say!(

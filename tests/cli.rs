@@ -187,6 +187,41 @@ fn the_flow_demo_runs_and_writes_its_outputs() {
 }
 
 #[test]
+fn run_stats_prints_the_run_and_solver_counters_on_stderr() {
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = repo().join("scenarios/demo.ron");
+    let o = hetsim(
+        &["run", demo.to_str().unwrap(), "--quiet", "--stats"],
+        tmp.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        o.stdout.is_empty(),
+        "--quiet still prints nothing on stdout"
+    );
+    let err = stderr(&o);
+    let summary: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(tmp.path().join("results/demo/summary.json")).unwrap(),
+    )
+    .unwrap();
+    // The counters are the run's own: its event count is the summary's.
+    let events = format!("run: {} events, ", summary["events"]);
+    assert!(err.starts_with(&events), "{err}");
+    // Six flows start and end: the solver ran and moved rates.
+    let solves: u64 = err
+        .split("solves: ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no solve count in {err}"));
+    assert!(solves >= 2, "{err}");
+    assert!(
+        err.contains("rate changes of flows already running"),
+        "{err}"
+    );
+}
+
+#[test]
 fn same_scenario_twice_gives_identical_outputs() {
     let tmp = tempfile::tempdir().unwrap();
     let lassen = repo().join("scenarios/lassen-shared-nic.ron");
