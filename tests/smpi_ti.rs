@@ -11,10 +11,14 @@
 //! alltoallv and gatherv/scatterv are linear on both sides; allgatherv is SMPI's `pair`
 //! (p - 1 exchanges one after another) against hetsim's all-at-once exchange: actions.c's
 //! 80 KB allgatherv is the one step where the two differ by algorithm.
+//!
+//! A third program, lulesh.c (64 ranks: a 26-neighbour and a 6-face exchange and an
+//! allreduce per iteration), runs on the SMPI oracle's fat-tree (fattree.xml, fattree.ron)
+//! through the scenario tests/oracles/smpi-ti/lulesh.ron, which users can run as it is.
 
 use std::path::Path;
 
-use hetsim::schema::load::parse_scenario;
+use hetsim::schema::load::{load_scenario, parse_scenario};
 use hetsim::schema::scenario::OutputSpec;
 use hetsim::{RunOptions, simulate_report};
 
@@ -50,7 +54,7 @@ fn smpi(trace: &str) -> (u32, f64) {
         .find(|l| l.starts_with(&format!("{trace},")))
         .unwrap();
     let f: Vec<&str> = row.split(',').collect();
-    (f[1].parse().unwrap(), f[2].parse().unwrap())
+    (f[1].parse().unwrap(), f[3].parse().unwrap())
 }
 
 #[test]
@@ -72,6 +76,35 @@ fn every_recorded_action_replays_and_matches_smpi() {
     eprintln!("actions: hetsim {got:.6e} s, SMPI {want:.6e} s");
     assert!(
         (got - want).abs() <= 0.01 * want,
+        "hetsim {got} s, SMPI {want} s"
+    );
+}
+
+#[test]
+fn a_recorded_lulesh_like_run_of_64_ranks_on_a_fat_tree_replays_as_smpi_replays_it() {
+    let (ranks, want) = smpi("lulesh");
+    assert_eq!(ranks, 64);
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oracles/smpi-ti/lulesh.ron");
+    let mut s = load_scenario(&file, &[]).unwrap();
+    s.output = OutputSpec::tables_only();
+    let opts = RunOptions {
+        disable: vec!["record".into(), "rendezvous_handshake".into()],
+        progress: false,
+        ..Default::default()
+    };
+    let r = simulate_report(&s, &opts).unwrap();
+    let got = r.summary["sim_time_s"].as_f64().unwrap();
+    eprintln!("lulesh: hetsim {got:.6e} s, SMPI {want:.6e} s");
+    assert_eq!(r.summary["mpi"]["messages"], 16080);
+    // Both sides compute exactly 1.4 ms per rank (10 x 140 kflop at 1 Gflop/s), so the rest
+    // is communication: SMPI's 2.026 ms leaves 626 us, hetsim's 597.5 us (-4.6 %: hetsim's
+    // 26-neighbour phases end about 2.9 us sooner per iteration on this fat-tree, a gap the
+    // star's traces do not show; an open finding, not a tolerance: the bar holds it there).
+    let compute = 10.0 * 140e3 / 1e9;
+    let (hetsim_comm, smpi_comm) = (got - compute, want - compute);
+    eprintln!("lulesh communication: hetsim {hetsim_comm:.6e} s, SMPI {smpi_comm:.6e} s");
+    assert!(
+        (hetsim_comm - smpi_comm).abs() <= 0.05 * smpi_comm,
         "hetsim {got} s, SMPI {want} s"
     );
 }
