@@ -32,7 +32,7 @@ use bevy_ecs::prelude::*;
 use std::sync::Arc;
 
 use hetsim_components::{Flow, FlowDone, LinkUsage};
-use hetsim_engine::record::{Interval, Recorder, ResourceKind, Sample, Transfer};
+use hetsim_engine::record::{Interval, Recorder, ResId, ResourceKind, Sample, Transfer};
 use hetsim_engine::{
     Calendar, Clock, Inbox, SimAppExt, SimEvent, SimFinish, SimSet, SimStartup, SimStep,
     StartupSet, Switches, Timeline,
@@ -178,6 +178,9 @@ struct LinkLog {
     /// Link directions whose rate changed this step.
     touched: Vec<(u32, usize)>,
     touched_mark: Vec<[bool; 2]>,
+    /// The recorder's row of each link direction, once it has one (so that a step names
+    /// the rows it samples without formatting and hashing their names again).
+    rows: Vec<[Option<ResId>; 2]>,
     /// Flows that ended this step, with their exact end in seconds.
     done: Vec<(Entity, f64)>,
 }
@@ -187,8 +190,15 @@ impl LinkLog {
         LinkLog {
             rate: vec![[0.0; 2]; links],
             touched_mark: vec![[false; 2]; links],
+            rows: vec![[None; 2]; links],
             ..Default::default()
         }
+    }
+
+    /// The recorder's row of link `link` in direction `dir`, registered on first use.
+    fn row(&mut self, rec: &mut Recorder, topo: &Topology, link: usize, dir: usize) -> ResId {
+        *self.rows[link][dir]
+            .get_or_insert_with(|| rec.resource(ResourceKind::Link, &link_row(topo, link, dir)))
     }
 
     fn add_rate(&mut self, link: usize, dir: usize, delta: f64) {
@@ -588,8 +598,9 @@ fn record_link_activity(
         return;
     };
     let busy = rec.name_id("busy");
-    for (l, d, start, end) in log.busy.drain(..) {
-        let resource = rec.resource(ResourceKind::Link, &link_row(&topo, l as usize, d));
+    let mut busy_periods = std::mem::take(&mut log.busy);
+    for (l, d, start, end) in busy_periods.drain(..) {
+        let resource = log.row(&mut rec, &topo, l as usize, d);
         rec.interval(Interval {
             resource,
             state: busy,
@@ -598,8 +609,10 @@ fn record_link_activity(
             end,
         });
     }
+    log.busy = busy_periods;
     let utilisation = rec.counter_id("utilisation", "%");
-    for (l, d) in log.touched.drain(..) {
+    let mut touched = std::mem::take(&mut log.touched);
+    for (l, d) in touched.drain(..) {
         let (l, d) = (l as usize, d);
         log.touched_mark[l][d] = false;
         let bandwidth = topo.links[l].bandwidth;
@@ -609,7 +622,7 @@ fn record_link_activity(
             rate = 0.0;
             log.rate[l][d] = 0.0;
         }
-        let resource = rec.resource(ResourceKind::Link, &link_row(&topo, l, d));
+        let resource = log.row(&mut rec, &topo, l, d);
         rec.sample(Sample {
             resource,
             counter: utilisation,
@@ -617,6 +630,7 @@ fn record_link_activity(
             value: 100.0 * rate / bandwidth,
         });
     }
+    log.touched = touched;
     for (e, end_s) in log.done.drain(..) {
         let Ok(flow) = flows.get(e) else { continue };
         let from = rec.resource(endpoint_kind(&flow.src), &flow.src);
