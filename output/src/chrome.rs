@@ -102,18 +102,30 @@ pub fn trace_json(rec: &Recorder, scenario: &str) -> std::io::Result<Vec<u8>> {
             out.push(b'}');
         }
     }
+    // Each counter track's name, written out once per (resource, counter) as JSON.
+    let mut tracks: Vec<Vec<(u32, Vec<u8>)>> = vec![Vec::new(); rec.resources().len()];
     for s in rec.samples() {
         let (pid, _) = place[s.resource.index()];
         let info = rec.counter_info(s.counter);
-        let track = format!(
-            "{} {} ({})",
-            rec.resource_info(s.resource).name,
-            info.name,
-            info.unit
-        );
+        let known = &mut tracks[s.resource.index()];
+        let k = match known.iter().position(|(c, _)| *c == s.counter.0) {
+            Some(k) => k,
+            None => {
+                let name = format!(
+                    "{} {} ({})",
+                    rec.resource_info(s.resource).name,
+                    info.name,
+                    info.unit
+                );
+                let mut json = Vec::new();
+                json_str(&mut json, &name)?;
+                known.push((s.counter.0, json));
+                known.len() - 1
+            }
+        };
         sep(&mut out);
         out.extend_from_slice(b"{\"ph\":\"C\",\"name\":");
-        json_str(&mut out, &track)?;
+        out.extend_from_slice(&known[k].1);
         write!(out, ",\"pid\":{pid},\"ts\":{},\"args\":{{", us(s.at))?;
         json_str(&mut out, &info.name)?;
         write!(out, ":{}}}}}", finite(s.value))?;

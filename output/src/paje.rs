@@ -108,14 +108,24 @@ fn kind_type(kind: ResourceKind) -> String {
     format!("T_{}", kind.as_str())
 }
 
-/// One timed line, sorted by (time, phase, order of emission).
+/// One timed line, sorted by (time, phase, order of emission); formatted only when written.
 struct Timed {
     at: SimTime,
     /// 0 = ends (pop, end link), 1 = starts and values, 2 = ends of empty intervals.
     phase: u8,
-    line: String,
+    event: Event,
 }
 
+/// What a timed line says, by index into the recorder's rows.
+#[derive(Clone, Copy)]
+enum Event {
+    /// Push (`start`) or pop of interval `i` of `crate::intervals::sorted`.
+    State { i: u32, start: bool },
+    /// Start or end of transfer `n`.
+    Link { n: u32, start: bool },
+    /// Counter sample `i`.
+    Value { i: u32 },
+}
 /// The whole trace file.
 pub fn paje_trace(rec: &Recorder) -> std::io::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(4096 + 80 * rec.intervals().len());
@@ -198,62 +208,49 @@ pub fn paje_trace(rec: &Recorder) -> std::io::Result<Vec<u8>> {
     }
 
     // Timed events.
+    let intervals = crate::intervals::sorted(rec);
     let mut timed: Vec<Timed> = Vec::new();
     let mut end = SimTime::ZERO;
-    for iv in crate::intervals::sorted(rec) {
-        let k = rec.resource_info(iv.resource).kind.as_str();
-        let value = format!("E_{k}_{}", iv.state.0);
+    for (i, iv) in intervals.iter().enumerate() {
+        let i = i as u32;
         timed.push(Timed {
             at: iv.start,
             phase: 1,
-            line: format!("8 {} S_{k} R{} {value}", secs(iv.start), iv.resource.0),
+            event: Event::State { i, start: true },
         });
         timed.push(Timed {
             at: iv.end,
             // An empty interval pops after its own push.
             phase: if iv.end == iv.start { 2 } else { 0 },
-            line: format!("9 {} S_{k} R{}", secs(iv.end), iv.resource.0),
+            event: Event::State { i, start: false },
         });
         end = end.max(iv.end);
     }
     for (n, t) in rec.transfers().iter().enumerate() {
-        let ty = format!(
-            "L_{}_{}",
-            rec.resource_info(t.from).kind.as_str(),
-            rec.resource_info(t.to).kind.as_str()
-        );
-        let label = q(rec.name(t.label));
+        let n = n as u32;
         timed.push(Timed {
             at: t.start,
             phase: 1,
-            line: format!("10 {} {ty} 0 {label} R{} t{n}", secs(t.start), t.from.0),
+            event: Event::Link { n, start: true },
         });
         timed.push(Timed {
             at: t.end,
             phase: 0,
-            line: format!("11 {} {ty} 0 {label} R{} t{n}", secs(t.end), t.to.0),
+            event: Event::Link { n, start: false },
         });
         end = end.max(t.end);
     }
-    for s in rec.samples() {
-        let k = rec.resource_info(s.resource).kind.as_str();
-        let v = if s.value.is_finite() { s.value } else { 0.0 };
+    for (i, s) in rec.samples().iter().enumerate() {
         timed.push(Timed {
             at: s.at,
             phase: 1,
-            line: format!(
-                "7 {} V_{k}_{} R{} {v}",
-                secs(s.at),
-                s.counter.0,
-                s.resource.0
-            ),
+            event: Event::Value { i: i as u32 },
         });
         end = end.max(s.at);
     }
     timed.sort_by_key(|t| (t.at, t.phase));
     for t in &timed {
-        out.extend_from_slice(t.line.as_bytes());
-        out.push(b'\n');
+        write_event(&mut out, rec, &intervals, t.event)?;
     }
 
     // Containers end with the trace, innermost first.
@@ -265,4 +262,50 @@ pub fn paje_trace(rec: &Recorder) -> std::io::Result<Vec<u8>> {
         writeln!(out, "6 {} T_group G{g}", secs(end))?;
     }
     Ok(out)
+}
+
+/// Writes one timed line.
+fn write_event(
+    out: &mut Vec<u8>,
+    rec: &Recorder,
+    intervals: &[hetsim_engine::record::Interval],
+    event: Event,
+) -> std::io::Result<()> {
+    let kind = |r: hetsim_engine::record::ResId| rec.resource_info(r).kind.as_str();
+    match event {
+        Event::State { i, start } => {
+            let iv = &intervals[i as usize];
+            let k = kind(iv.resource);
+            if start {
+                let value = iv.state.0;
+                writeln!(
+                    out,
+                    "8 {} S_{k} R{} E_{k}_{value}",
+                    secs(iv.start),
+                    iv.resource.0
+                )
+            } else {
+                writeln!(out, "9 {} S_{k} R{}", secs(iv.end), iv.resource.0)
+            }
+        }
+        Event::Link { n, start } => {
+            let t = &rec.transfers()[n as usize];
+            let (from, to) = (kind(t.from), kind(t.to));
+            let label = q(rec.name(t.label));
+            if start {
+                let (at, r) = (secs(t.start), t.from.0);
+                writeln!(out, "10 {at} L_{from}_{to} 0 {label} R{r} t{n}")
+            } else {
+                let (at, r) = (secs(t.end), t.to.0);
+                writeln!(out, "11 {at} L_{from}_{to} 0 {label} R{r} t{n}")
+            }
+        }
+        Event::Value { i } => {
+            let s = &rec.samples()[i as usize];
+            let k = kind(s.resource);
+            let v = if s.value.is_finite() { s.value } else { 0.0 };
+            let (at, c, r) = (secs(s.at), s.counter.0, s.resource.0);
+            writeln!(out, "7 {at} V_{k}_{c} R{r} {v}")
+        }
+    }
 }
