@@ -34,15 +34,19 @@ fn replay(trace: &str, ranks: u32) -> f64 {
         dir.join("smpi/star.ron").display().to_string(),
         index.display().to_string()
     );
-    let mut s = parse_scenario(&text, "smpi-ti", Path::new("."), &[]).unwrap();
+    let s = parse_scenario(&text, "smpi-ti", Path::new("."), &[]).unwrap();
+    run_as_smpi(s).summary["sim_time_s"].as_f64().unwrap()
+}
+
+/// Runs a scenario with SMPI's replay settings: no RTS/CTS handshake, tables only.
+fn run_as_smpi(mut s: hetsim::schema::scenario::Scenario) -> hetsim::output::Report {
     s.output = OutputSpec::tables_only();
     let opts = RunOptions {
         disable: vec!["record".into(), "rendezvous_handshake".into()],
         progress: false,
         ..Default::default()
     };
-    let r = simulate_report(&s, &opts).unwrap();
-    r.summary["sim_time_s"].as_f64().unwrap()
+    simulate_report(&s, &opts).unwrap()
 }
 
 fn smpi(trace: &str) -> (u32, f64) {
@@ -85,14 +89,7 @@ fn a_recorded_lulesh_like_run_of_64_ranks_on_a_fat_tree_replays_as_smpi_replays_
     let (ranks, want) = smpi("lulesh");
     assert_eq!(ranks, 64);
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oracles/smpi-ti/lulesh.ron");
-    let mut s = load_scenario(&file, &[]).unwrap();
-    s.output = OutputSpec::tables_only();
-    let opts = RunOptions {
-        disable: vec!["record".into(), "rendezvous_handshake".into()],
-        progress: false,
-        ..Default::default()
-    };
-    let r = simulate_report(&s, &opts).unwrap();
+    let r = run_as_smpi(load_scenario(&file, &[]).unwrap());
     let got = r.summary["sim_time_s"].as_f64().unwrap();
     eprintln!("lulesh: hetsim {got:.6e} s, SMPI {want:.6e} s");
     assert_eq!(r.summary["mpi"]["messages"], 16080);
