@@ -19,9 +19,11 @@
 //!   notifies the 8.5 constraints of its route: 296 M notifications in all, 212 M of them
 //!   to unsaturated constraints. The flows frozen or released together at one fill cross
 //!   only 34.7 M distinct constraints for 192.7 M (flow, constraint) pairs (5.5 x fewer).
-//! - 4,860 ranks (3.0 M messages, 17.9 M events; `/usr/bin/time`): quantum 100 ns 293 s,
-//!   300 ns 175 s, both 1.99 GB peak; 300 ns is +0.12 % of mean communication time above
-//!   100 ns (the run's end +0.052 %).
+//! - 4,860 ranks (3.0 M messages; `/usr/bin/time`): exact 5,814 s and 1.99 GB (19.5 M
+//!   events, 2.27 M solves touching 794 flows each, 1.79 G rate changes; run at low priority
+//!   beside the test suite, so an upper bound). Quantum 100 ns 293 s, 300 ns 175 s, both
+//!   1.99 GB; their mean communication time is +0.060 % and +0.18 % above exact (52.314
+//!   ms), the run's end +0.026 % and +0.078 %.
 //! - SMPI-TI trace (tests/oracles/smpi-ti/lulesh.ron, 16,080 messages): 0.248 s against
 //!   SMPI 3.32's 1.240 s for `smpirun -replay` of the same trace (5.0 x;
 //!   tools/simgrid/replay-speed.sh); simulated 1.9975 ms against SMPI's 2.026 ms.
