@@ -151,9 +151,8 @@ pub fn parse(text: &str, label: &str) -> Result<Scenario, Error> {
 pub struct CaseResult {
     /// Each flow's completion time in seconds, by id.
     pub ends: BTreeMap<String, f64>,
-    pub run: hetsim_engine::RunStats,
-    /// The max-min solver's work counters.
-    pub solver: hetsim_systems::network::maxmin::SolveStats,
+    /// What the run cost.
+    pub work: crate::Work,
 }
 
 /// Runs a flow case.
@@ -173,13 +172,10 @@ pub fn solve(text: &str, label: &str, opts: &RunOptions) -> Result<CaseResult, E
         },
         e => e,
     })?;
-    let solver = app
-        .world()
-        .resource::<hetsim_systems::network::Network>()
-        .solver_stats();
+    let work = crate::Work::of(&app, run);
     let report = hetsim_output::report(app.world_mut(), &scenario.name, scenario.seed, &run);
     let ends = report.flows.into_iter().map(|f| (f.id, f.end_s)).collect();
-    Ok(CaseResult { ends, run, solver })
+    Ok(CaseResult { ends, work })
 }
 
 /// An error of the scenario a case becomes, in the case's own terms: its file, and the JSON

@@ -276,11 +276,25 @@ pub fn simulate_report(
     simulate_with_work(scenario, opts).map(|(report, _)| report)
 }
 
-/// What a run cost: the run loop's counters and the max-min solver's (`hetsim run --stats`).
+/// What a run cost: the run loop's counters and the max-min solver's (`hetsim run --stats`,
+/// `hetsim flows --stats`).
 #[derive(Debug, Clone, Copy)]
 pub struct Work {
     pub run: RunStats,
     pub solver: hetsim_systems::network::maxmin::SolveStats,
+}
+
+impl Work {
+    /// The cost of the finished run `app` whose loop counted `run`.
+    pub(crate) fn of(app: &App, run: RunStats) -> Work {
+        Work {
+            run,
+            solver: app
+                .world()
+                .resource::<hetsim_systems::network::Network>()
+                .solver_stats(),
+        }
+    }
 }
 
 /// Runs a scenario and collects its report and what the run cost (the jobs' reruns alone,
@@ -290,13 +304,7 @@ pub fn simulate_with_work(
     opts: &RunOptions,
 ) -> Result<(hetsim_output::Report, Work), Error> {
     let (mut app, stats) = simulate(scenario, opts)?;
-    let work = Work {
-        run: stats,
-        solver: app
-            .world()
-            .resource::<hetsim_systems::network::Network>()
-            .solver_stats(),
-    };
+    let work = Work::of(&app, stats);
     let mut report = hetsim_output::report(app.world_mut(), &scenario.name, scenario.seed, &stats);
     drop(app);
     // The one model setting that trades exactness for speed is stated beside the switches.

@@ -399,7 +399,7 @@ fn run(
         e => e,
     })?;
     if stats {
-        print_work(&work.run, &work.solver);
+        print_work(&work);
     }
     let dir = out
         .or_else(|| scenario.output.dir.clone().map(PathBuf::from))
@@ -695,7 +695,8 @@ fn systems(long: bool) {
 }
 
 /// The run loop's and the max-min solver's work counters, on stderr.
-fn print_work(r: &hetsim::engine::RunStats, solver: &hetsim::systems::network::maxmin::SolveStats) {
+fn print_work(work: &hetsim::Work) {
+    let (r, solver) = (&work.run, &work.solver);
     eprintln!(
         "run: {} events, {} steps, {:.3} s of run loop",
         r.events, r.steps, r.wall_s
@@ -722,7 +723,7 @@ fn flows(case: &Path, disable: Vec<String>, stats: bool) -> Result<(), Error> {
         },
     )?;
     if stats {
-        print_work(&result.run, &result.solver);
+        print_work(&result.work);
     }
     let out = serde_json::json!({ "flows": result.ends });
     say!(

@@ -92,12 +92,22 @@ const HEADER: &str = "\
 ";
 
 /// A Paje string field: quoted, without the characters that would break a line.
-fn q(s: &str) -> String {
-    let clean: String = s
-        .chars()
-        .map(|c| if c == '"' || c == '\n' { '\'' } else { c })
-        .collect();
-    format!("\"{clean}\"")
+fn q(s: &str) -> Quoted<'_> {
+    Quoted(s)
+}
+
+/// [`q`]'s field, written where it is formatted (no string of its own).
+struct Quoted<'a>(&'a str);
+
+impl std::fmt::Display for Quoted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use std::fmt::Write;
+        f.write_char('"')?;
+        for c in self.0.chars() {
+            f.write_char(if c == '"' || c == '\n' { '\'' } else { c })?;
+        }
+        f.write_char('"')
+    }
 }
 
 fn secs(t: SimTime) -> f64 {
@@ -126,6 +136,7 @@ enum Event {
     /// Counter sample `i`.
     Value { i: u32 },
 }
+
 /// The whole trace file.
 pub fn paje_trace(rec: &Recorder) -> std::io::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(4096 + 80 * rec.intervals().len());

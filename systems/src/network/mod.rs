@@ -195,12 +195,6 @@ impl LinkLog {
         }
     }
 
-    /// The recorder's row of link `link` in direction `dir`, registered on first use.
-    fn row(&mut self, rec: &mut Recorder, topo: &Topology, link: usize, dir: usize) -> ResId {
-        *self.rows[link][dir]
-            .get_or_insert_with(|| rec.resource(ResourceKind::Link, &link_row(topo, link, dir)))
-    }
-
     fn add_rate(&mut self, link: usize, dir: usize, delta: f64) {
         self.rate[link][dir] += delta;
         if !self.touched_mark[link][dir] {
@@ -559,6 +553,19 @@ fn stat_slot(cons: &[[ConsId; 2]], hop: &Hop) -> (usize, usize) {
 
 /// The timeline row of a link direction: the link's name, with `:up` or `:down` when each
 /// direction has its own capacity.
+/// The recorder's row of link `link` in direction `dir` (kept in `rows`), registered on first
+/// use.
+fn link_row_id(
+    rows: &mut [[Option<ResId>; 2]],
+    rec: &mut Recorder,
+    topo: &Topology,
+    link: usize,
+    dir: usize,
+) -> ResId {
+    *rows[link][dir]
+        .get_or_insert_with(|| rec.resource(ResourceKind::Link, &link_row(topo, link, dir)))
+}
+
 fn link_row(topo: &Topology, link: usize, dir: usize) -> String {
     let info = &topo.links[link];
     match info.sharing {
@@ -598,9 +605,8 @@ fn record_link_activity(
         return;
     };
     let busy = rec.name_id("busy");
-    let mut busy_periods = std::mem::take(&mut log.busy);
-    for (l, d, start, end) in busy_periods.drain(..) {
-        let resource = log.row(&mut rec, &topo, l as usize, d);
+    for (l, d, start, end) in log.busy.drain(..) {
+        let resource = link_row_id(&mut log.rows, &mut rec, &topo, l as usize, d);
         rec.interval(Interval {
             resource,
             state: busy,
@@ -609,10 +615,8 @@ fn record_link_activity(
             end,
         });
     }
-    log.busy = busy_periods;
     let utilisation = rec.counter_id("utilisation", "%");
-    let mut touched = std::mem::take(&mut log.touched);
-    for (l, d) in touched.drain(..) {
+    for (l, d) in log.touched.drain(..) {
         let (l, d) = (l as usize, d);
         log.touched_mark[l][d] = false;
         let bandwidth = topo.links[l].bandwidth;
@@ -622,7 +626,7 @@ fn record_link_activity(
             rate = 0.0;
             log.rate[l][d] = 0.0;
         }
-        let resource = log.row(&mut rec, &topo, l, d);
+        let resource = link_row_id(&mut log.rows, &mut rec, &topo, l, d);
         rec.sample(Sample {
             resource,
             counter: utilisation,
@@ -630,7 +634,6 @@ fn record_link_activity(
             value: 100.0 * rate / bandwidth,
         });
     }
-    log.touched = touched;
     for (e, end_s) in log.done.drain(..) {
         let Ok(flow) = flows.get(e) else { continue };
         let from = rec.resource(endpoint_kind(&flow.src), &flow.src);
