@@ -20,7 +20,7 @@ snapshot() {
         "$bin" "$@" >"$out/$name.stdout" 2>"$out/$name.stderr" || echo "FAILED: $name (see $out/$name.stderr)"
     }
     run whatif run --out "$out/whatif"
-    for f in scenarios/*.ron scenarios/studies/{nccl-allreduce,halo3d,sweep,stencil,solver}.ron tests/data/scenarios/*.ron; do
+    for f in scenarios/*.ron scenarios/studies/{nccl-allreduce,nccl-superpod,halo3d,sweep,stencil,solver}.ron tests/data/scenarios/*.ron; do
         local n; n=$(basename "$f" .ron)
         case $n in *study*) continue ;; esac
         run "$n" run "$f" --out "$out/$n"
@@ -41,7 +41,7 @@ snapshot() {
     run p2p p2p --platform scenarios/platforms/lassen.ron --from 'node[0].gpu[0]' --to 'node[1].gpu[0]' --mode gpudirect --mode hostcopy -b 1 -e 16M --out "$out/p2p"
     for s in scenarios/studies/*.ron scenarios/*study*.ron; do
         local n; n=$(basename "$s" .ron)
-        case $n in halo3d|sweep|stencil|solver|nccl-allreduce) continue ;; esac
+        case $n in halo3d|sweep|stencil|solver|nccl-allreduce|nccl-superpod) continue ;; esac
         run "study-$n" study "$s" --jobs 2 --out "$out/study-$n"
     done
     echo "$(find "$out" -type f | wc -l) files in $out"

@@ -82,6 +82,12 @@ impl SimEvent for NextCompletion {
 /// Completion times of the flows in progress, by slot: a d-ary heap with a position array,
 /// so that the hundreds of re-timings one solve may cause cost a sift each, not a hash.
 /// Ties at equal times break by slot, deterministically.
+///
+/// A key may be *early*: a lower bound on its flow's completion. A rate that drops moves a
+/// completion later, and that re-timing is left until the key reaches the top
+/// ([`Network::settle_next`]), where it is corrected; most never get there before the rate
+/// changes again. The top, once settled, is the exact earliest completion, so flows complete
+/// in the same order as with exact keys.
 struct Completions {
     heap: QuaternaryHeapOfIndices<usize, (SimTime, u32)>,
 }
@@ -95,22 +101,28 @@ impl Default for Completions {
 }
 
 impl Completions {
+    /// Keys `slot` at `due`, unless its key is already no later (then it stays, early).
     fn set(&mut self, slot: u32, due: SimTime) {
         if slot as usize >= self.heap.index_bound() {
             self.heap = regrown(&self.heap, (slot as usize + 1).next_power_of_two());
         }
-        self.heap.update_key_or_push(&(slot as usize), (due, slot));
+        let node = slot as usize;
+        self.heap.try_decrease_key_or_push(&node, (due, slot));
     }
 
-    fn next_due(&self) -> Option<SimTime> {
-        self.heap.peek().map(|(_, (due, _))| *due)
+    /// Moves `slot`'s key to exactly `due` (later than its early key).
+    fn correct(&mut self, slot: u32, due: SimTime) {
+        self.heap.update_key(&(slot as usize), (due, slot));
     }
 
-    /// Takes the earliest completion if it is due by `now`.
-    fn pop_due(&mut self, now: SimTime) -> Option<u32> {
-        if self.next_due()? > now {
-            return None;
-        }
+    /// The slot with the earliest key, and that key.
+    fn top(&self) -> Option<(u32, SimTime)> {
+        self.heap
+            .peek()
+            .map(|(slot, (due, _))| (*slot as u32, *due))
+    }
+
+    fn pop(&mut self) -> Option<u32> {
         self.heap.pop().map(|(slot, _)| slot as u32)
     }
 }
@@ -140,6 +152,9 @@ struct Active {
     since: SimTime,
     /// Exact completion time in seconds at the current rate.
     end_s: f64,
+    /// Its completion event's time: `end_s` rounded to the femtosecond, on the quantum's grid
+    /// (exact; the heap's key may be early).
+    due: SimTime,
 }
 
 /// Per link and direction: bytes carried, busy time, flows in progress.
@@ -359,14 +374,14 @@ fn admit_ready_flows(
             rate: 0.0,
             since: now,
             end_s: f64::INFINITY,
+            due: SimTime::MAX,
         };
         if !contention {
             let alone = topo
                 .bottleneck(&route.0)
                 .min(cap.map_or(f64::INFINITY, |c| c.0));
-            active.set_rate(alone, now);
-            let due = on_grid(active.due(now), net.quantum);
-            net.completions.set(slot, due);
+            active.set_rate(alone, now, net.quantum);
+            net.completions.set(slot, active.due);
         }
         net.open(slot, active, now);
     }
@@ -386,7 +401,13 @@ fn complete_flows(
     }
     let contention = switches.is_on("contention");
     let now = clock.now;
-    while let Some(slot) = net.completions.pop_due(now) {
+    while let Some(due) = net.settle_next()
+        && due <= now
+    {
+        let slot = net
+            .completions
+            .pop()
+            .expect("a settled completion is pending");
         let active = net.close(slot, now);
         // The end is a time in f64 seconds: late in a long run its last bit is worth more
         // than a femtosecond, and that much time at the flow's rate is rounding, not loss.
@@ -429,9 +450,8 @@ fn reshare_bandwidth(mut net: ResMut<Network>, clock: Res<Clock>) {
             .as_mut()
             .expect("solver flows are active");
         let old = active.rate;
-        active.set_rate(rate, now);
-        net.completions
-            .set(slot, on_grid(active.due(now), net.quantum));
+        active.set_rate(rate, now, net.quantum);
+        net.completions.set(slot, active.due);
         if let Some(log) = net.log.as_deref_mut() {
             for h in &active.route.hops {
                 let (l, d) = stat_slot(&net.cons, h);
@@ -456,8 +476,8 @@ fn on_grid(t: SimTime, quantum: SimTime) -> SimTime {
 }
 
 /// Keeps the one calendar event of the network at its earliest completion.
-fn schedule_next_completion(net: Res<Network>, mut cal: ResMut<Calendar>) {
-    match net.completions.next_due() {
+fn schedule_next_completion(mut net: ResMut<Network>, mut cal: ResMut<Calendar>) {
+    match net.settle_next() {
         Some(due) => cal.retime(due, NextCompletion),
         None => {
             cal.cancel(NextCompletion);
@@ -466,22 +486,37 @@ fn schedule_next_completion(net: Res<Network>, mut cal: ResMut<Calendar>) {
 }
 
 impl Active {
-    /// Brings the byte count up to `now` at the old rate, then switches to `rate`.
-    fn set_rate(&mut self, rate: f64, now: SimTime) {
+    /// Brings the byte count up to `now` at the old rate, then switches to `rate` and
+    /// re-times the completion (the exact end rounded to the femtosecond, never before now,
+    /// on the `quantum`'s grid).
+    fn set_rate(&mut self, rate: f64, now: SimTime, quantum: SimTime) {
         let elapsed = now.saturating_sub(self.since).as_secs_f64();
         self.remaining = (self.remaining - self.rate * elapsed).max(0.0);
         self.rate = rate;
         self.since = now;
         self.end_s = now.as_secs_f64() + self.remaining / rate;
-    }
-
-    /// The completion event time: the exact end rounded to the femtosecond, never before now.
-    fn due(&self, now: SimTime) -> SimTime {
-        SimTime::from_secs_saturating(self.end_s).max(now)
+        self.due = on_grid(SimTime::from_secs_saturating(self.end_s).max(now), quantum);
     }
 }
 
 impl Network {
+    /// The earliest completion, exactly: early keys that reach the top of the heap are
+    /// moved to their flow's completion until the top's key is its own.
+    fn settle_next(&mut self) -> Option<SimTime> {
+        loop {
+            let (slot, key) = self.completions.top()?;
+            let due = self.active[slot as usize]
+                .as_ref()
+                .expect("pending completions are of active flows")
+                .due;
+            debug_assert!(key <= due, "a key is never late");
+            if key == due {
+                return Some(key);
+            }
+            self.completions.correct(slot, due);
+        }
+    }
+
     fn constraints_of(&self, route: &Route, topo: &Topology) -> (Vec<ConsId>, Option<f64>) {
         let mut cons = Vec::with_capacity(route.hops.len());
         let mut bound: Option<f64> = None;
