@@ -101,13 +101,13 @@ impl Default for Completions {
 }
 
 impl Completions {
-    /// Keys `slot` at `due`, unless its key is already no later (then it stays, early).
-    fn set(&mut self, slot: u32, due: SimTime) {
+    /// Keys `slot` at `due`, earlier than its key if it has one.
+    fn lower(&mut self, slot: u32, due: SimTime) {
         if slot as usize >= self.heap.index_bound() {
             self.heap = regrown(&self.heap, (slot as usize + 1).next_power_of_two());
         }
-        let node = slot as usize;
-        self.heap.try_decrease_key_or_push(&node, (due, slot));
+        self.heap
+            .decrease_key_or_push(&(slot as usize), (due, slot));
     }
 
     /// Moves `slot`'s key to exactly `due` (later than its early key).
@@ -155,6 +155,8 @@ struct Active {
     /// Its completion event's time: `end_s` rounded to the femtosecond, on the quantum's grid
     /// (exact; the heap's key may be early).
     due: SimTime,
+    /// Its key in the heap of completions (`SimTime::MAX` before it has one).
+    key: SimTime,
 }
 
 /// Per link and direction: bytes carried, busy time, flows in progress.
@@ -375,13 +377,15 @@ fn admit_ready_flows(
             since: now,
             end_s: f64::INFINITY,
             due: SimTime::MAX,
+            key: SimTime::MAX,
         };
         if !contention {
             let alone = topo
                 .bottleneck(&route.0)
                 .min(cap.map_or(f64::INFINITY, |c| c.0));
             active.set_rate(alone, now, net.quantum);
-            net.completions.set(slot, active.due);
+            active.key = active.due;
+            net.completions.lower(slot, active.due);
         }
         net.open(slot, active, now);
     }
@@ -451,7 +455,11 @@ fn reshare_bandwidth(mut net: ResMut<Network>, clock: Res<Clock>) {
             .expect("solver flows are active");
         let old = active.rate;
         active.set_rate(rate, now, net.quantum);
-        net.completions.set(slot, active.due);
+        if active.due < active.key {
+            // Sooner than its key: re-keyed now. Later: the key stays, early.
+            active.key = active.due;
+            net.completions.lower(slot, active.due);
+        }
         if let Some(log) = net.log.as_deref_mut() {
             for h in &active.route.hops {
                 let (l, d) = stat_slot(&net.cons, h);
@@ -505,15 +513,18 @@ impl Network {
     fn settle_next(&mut self) -> Option<SimTime> {
         loop {
             let (slot, key) = self.completions.top()?;
-            let due = self.active[slot as usize]
-                .as_ref()
-                .expect("pending completions are of active flows")
-                .due;
-            debug_assert!(key <= due, "a key is never late");
-            if key == due {
+            let active = self.active[slot as usize]
+                .as_mut()
+                .expect("pending completions are of active flows");
+            debug_assert!(
+                key == active.key && key <= active.due,
+                "a key is never late"
+            );
+            if key == active.due {
                 return Some(key);
             }
-            self.completions.correct(slot, due);
+            active.key = active.due;
+            self.completions.correct(slot, active.due);
         }
     }
 
