@@ -705,7 +705,8 @@ fn print_work(work: &hetsim::Work) {
     let [b1, b2, b3] = hetsim::systems::network::maxmin::CHANGE_SIZE_BOUNDS;
     let [tiny, small, medium, large] = solver.changed_by_size;
     eprintln!(
-        "rate changes of flows already running, by relative size: <{b1:e} {tiny}, {b1:e}..{b2:e} {small}, {b2:e}..{b3:e} {medium}, >={b3:e} {large}"
+        "rate changes of flows already running, by relative size: <{b1:e} {tiny}, {b1:e}..{b2:e} {small}, {b2:e}..{b3:e} {medium}, >={b3:e} {large}; {} with the same bottleneck",
+        solver.same_bottleneck
     );
 }
 

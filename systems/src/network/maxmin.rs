@@ -317,6 +317,10 @@ pub struct SolveStats {
     /// [`CHANGE_SIZE_BOUNDS`]: below 1e-9, 1e-9 to 1e-6, 1e-6 to 1e-3, and 1e-3 or more.
     /// (Completion times exact to 1e-9 cannot skip any but the first.)
     pub changed_by_size: [u64; 4],
+    /// ... of which flows that had a rate before and kept their bottleneck: they changed
+    /// with the level of the constraint that limits them (what a solver over groups of flows
+    /// with one bottleneck would re-rate once per group).
+    pub same_bottleneck: u64,
     /// Constraints tracked by totals alone (unsaturated, not scanned), summed over solves.
     pub lazy: u64,
     /// ... of which had to be scanned after all (their fill bound was reached).
@@ -910,11 +914,13 @@ impl MaxMin {
                 }
             };
             let changed = rate != old || h.bottleneck == NONE;
+            let same = h.bottleneck == b;
             h.rate = rate;
             h.bottleneck = b;
             if changed {
                 if old > 0.0 {
                     self.stats.changed_by_size[size_class((rate - old) / old)] += 1;
+                    self.stats.same_bottleneck += u64::from(same);
                 }
                 self.changed.push(g);
                 let h = &self.hot[g as usize];
@@ -1034,11 +1040,15 @@ mod tests {
             assert!((m.rate(s) - 2.5e9 / 3.0).abs() < 1e-3);
         }
         assert_eq!(m.rate(s2), 1.5e9);
-        // s0 leaves: long is limited by l1 now, 3 GB/s over 4 flows.
+        // s0 leaves: long is limited by l1 now, 3 GB/s over 4 flows. s1a-c (on l1) and s2
+        // (on l2) change with their bottleneck's level; long changes bottleneck.
+        assert_eq!(m.stats.same_bottleneck, 0, "new flows are not counted");
         m.remove_flow(s0);
         m.solve();
         assert_eq!(m.rate(long), 7.5e8);
         assert_eq!(m.rate(s2), 1.25e9);
+        assert_eq!(m.changed().len(), 5);
+        assert_eq!(m.stats.same_bottleneck, 4);
         m.check(1e-12).unwrap();
     }
 
