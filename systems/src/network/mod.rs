@@ -155,8 +155,8 @@ struct Active {
     /// Its completion event's time: `end_s` rounded to the femtosecond, on the quantum's grid
     /// (exact; the heap's key may be early).
     due: SimTime,
-    /// Its key in the heap of completions (`SimTime::MAX` before it has one).
-    key: SimTime,
+    /// Its key in the heap of completions, once it has one.
+    key: Option<SimTime>,
 }
 
 /// Per link and direction: bytes carried, busy time, flows in progress.
@@ -377,14 +377,14 @@ fn admit_ready_flows(
             since: now,
             end_s: f64::INFINITY,
             due: SimTime::MAX,
-            key: SimTime::MAX,
+            key: None,
         };
         if !contention {
             let alone = topo
                 .bottleneck(&route.0)
                 .min(cap.map_or(f64::INFINITY, |c| c.0));
             active.set_rate(alone, now, net.quantum);
-            active.key = active.due;
+            active.key = Some(active.due);
             net.completions.lower(slot, active.due);
         }
         net.open(slot, active, now);
@@ -455,9 +455,9 @@ fn reshare_bandwidth(mut net: ResMut<Network>, clock: Res<Clock>) {
             .expect("solver flows are active");
         let old = active.rate;
         active.set_rate(rate, now, net.quantum);
-        if active.due < active.key {
+        if active.key.is_none_or(|key| active.due < key) {
             // Sooner than its key: re-keyed now. Later: the key stays, early.
-            active.key = active.due;
+            active.key = Some(active.due);
             net.completions.lower(slot, active.due);
         }
         if let Some(log) = net.log.as_deref_mut() {
@@ -517,13 +517,13 @@ impl Network {
                 .as_mut()
                 .expect("pending completions are of active flows");
             debug_assert!(
-                key == active.key && key <= active.due,
+                Some(key) == active.key && key <= active.due,
                 "a key is never late"
             );
             if key == active.due {
                 return Some(key);
             }
-            active.key = active.due;
+            active.key = Some(active.due);
             self.completions.correct(slot, active.due);
         }
     }
