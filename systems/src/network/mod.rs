@@ -110,6 +110,25 @@ impl Completions {
             .decrease_key_or_push(&(slot as usize), (due, slot));
     }
 
+    /// Switches `slot`'s flow to `rate` at `now` and re-keys it if its completion comes
+    /// sooner than its key; a later one leaves the key early. Returns the old rate.
+    fn retime(
+        &mut self,
+        slot: u32,
+        active: &mut Active,
+        rate: f64,
+        now: SimTime,
+        quantum: SimTime,
+    ) -> f64 {
+        let old = active.rate;
+        active.set_rate(rate, now, quantum);
+        if active.key.is_none_or(|key| active.due < key) {
+            active.key = Some(active.due);
+            self.lower(slot, active.due);
+        }
+        old
+    }
+
     /// Moves `slot`'s key to exactly `due` (later than its early key).
     fn correct(&mut self, slot: u32, due: SimTime) {
         self.heap.update_key(&(slot as usize), (due, slot));
@@ -453,13 +472,7 @@ fn reshare_bandwidth(mut net: ResMut<Network>, clock: Res<Clock>) {
         let active = net.active[slot as usize]
             .as_mut()
             .expect("solver flows are active");
-        let old = active.rate;
-        active.set_rate(rate, now, net.quantum);
-        if active.key.is_none_or(|key| active.due < key) {
-            // Sooner than its key: re-keyed now. Later: the key stays, early.
-            active.key = Some(active.due);
-            net.completions.lower(slot, active.due);
-        }
+        let old = net.completions.retime(slot, active, rate, now, net.quantum);
         if let Some(log) = net.log.as_deref_mut() {
             for h in &active.route.hops {
                 let (l, d) = stat_slot(&net.cons, h);
@@ -730,4 +743,77 @@ fn stuck_flows(world: &mut World) -> Vec<String> {
             format!("flow {name}: {left} of {size} bytes never delivered")
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow(bytes: f64) -> Active {
+        Active {
+            entity: Entity::PLACEHOLDER,
+            route: Arc::new(Route::default()),
+            size: bytes,
+            remaining: bytes,
+            rate: 0.0,
+            since: SimTime::ZERO,
+            end_s: f64::INFINITY,
+            due: SimTime::MAX,
+            key: None,
+        }
+    }
+
+    fn secs(s: f64) -> SimTime {
+        SimTime::from_secs_saturating(s)
+    }
+
+    /// Keys `bytes` at `rate` from t = 0 into slot `slot`.
+    fn start(net: &mut Network, slot: u32, bytes: f64, rate: f64) {
+        net.active
+            .resize(net.active.len().max(slot as usize + 1), None);
+        let mut a = flow(bytes);
+        net.completions
+            .retime(slot, &mut a, rate, SimTime::ZERO, SimTime::ZERO);
+        net.active[slot as usize] = Some(a);
+    }
+
+    fn retime(net: &mut Network, slot: u32, rate: f64, now: SimTime) {
+        let a = net.active[slot as usize].as_mut().unwrap();
+        net.completions.retime(slot, a, rate, now, SimTime::ZERO);
+    }
+
+    /// 1 GB at 1 GB/s ends at 1 s, 1 GB at 0.5 GB/s at 2 s. The first drops to 0.25 GB/s
+    /// at once (its end moves to 4 s): its key stays at 1 s until it reaches the top, and
+    /// the earliest completion is then the second's, at 2 s.
+    #[test]
+    fn a_later_completion_keeps_its_early_key_until_it_tops_the_heap() {
+        let mut net = Network::default();
+        start(&mut net, 0, 1e9, 1e9);
+        start(&mut net, 1, 1e9, 5e8);
+        retime(&mut net, 0, 2.5e8, SimTime::ZERO);
+        assert_eq!(
+            net.completions.top(),
+            Some((0, secs(1.0))),
+            "early key kept"
+        );
+        assert_eq!(net.settle_next(), Some(secs(2.0)));
+        assert_eq!(net.completions.top(), Some((1, secs(2.0))));
+        assert_eq!(net.active[0].as_ref().unwrap().key, Some(secs(4.0)));
+    }
+
+    /// A completion that comes sooner is re-keyed at once; at equal times the lower slot
+    /// completes first, as with exact keys.
+    #[test]
+    fn a_sooner_completion_is_rekeyed_and_ties_go_by_slot() {
+        let mut net = Network::default();
+        start(&mut net, 0, 1e9, 2.5e8);
+        start(&mut net, 1, 1e9, 5e8);
+        // At 1 s flow 0 has 0.75 GB left; at 0.75 GB/s it ends at 2 s, with flow 1.
+        retime(&mut net, 0, 7.5e8, secs(1.0));
+        assert_eq!(net.settle_next(), Some(secs(2.0)));
+        assert_eq!(net.completions.pop(), Some(0));
+        assert_eq!(net.settle_next(), Some(secs(2.0)));
+        assert_eq!(net.completions.pop(), Some(1));
+        assert_eq!(net.settle_next(), None);
+    }
 }
