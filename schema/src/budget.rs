@@ -269,32 +269,17 @@ fn mpi_messages(m: &MpiSpec) -> Option<(String, f64)> {
             ))
         }
         ProgramSpec::TraceText(texts) => {
-            let collective = |op: &str| {
-                !matches!(
-                    op,
-                    "send"
-                        | "isend"
-                        | "recv"
-                        | "irecv"
-                        | "compute"
-                        | "sleep"
-                        | "wait"
-                        | "waitall"
-                        | "init"
-                        | "finalize"
-                )
-            };
+            let point_to_point = [
+                "send", "isend", "recv", "irecv", "compute", "sleep", "wait", "waitall", "init",
+                "finalize",
+            ];
+            // Any case, without a lower-cased copy per line.
+            let collective = |op: &str| !point_to_point.iter().any(|p| op.eq_ignore_ascii_case(p));
             let messages = texts
                 .iter()
                 .flat_map(|(_, text)| text.lines())
                 .filter_map(|l| l.split_whitespace().nth(1))
-                .map(|op| {
-                    if collective(&op.to_ascii_lowercase()) {
-                        per_coll
-                    } else {
-                        1.0
-                    }
-                })
+                .map(|op| if collective(op) { per_coll } else { 1.0 })
                 .sum();
             Some(("program".into(), messages))
         }
