@@ -71,7 +71,7 @@ fn spawn_flows(
                 dst,
                 route,
                 bytes: spec.size.0.round(),
-                start: Start::At(spec.start.0),
+                start: Start::Ahead(spec.start.0),
                 cap: None,
                 zero_latency: false,
             }),
