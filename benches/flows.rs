@@ -6,8 +6,9 @@
 //! Measured 2026-11-29 (farm-bench medians of `hetsim flows CASE`): case_n10000_stag 0.279 s
 //! (45 x SimGrid), case_n10000_t0 12.2 s (10 x; 17.7 k solves, 14.3 M rate changes, the
 //! solver 95 % of it). Flows launched ahead (one event fewer each): case_n10000_stag's run
-//! loop 0.20 s -> 0.11 s (`--stats`), the whole command 0.47 s -> 0.31 s in farm-bench pairs
-//! beside a running test suite (A/B 0.85).
+//! loop 0.20 s -> 0.11 s (`--stats`); the whole command, farm-bench on a quiet machine,
+//! 0.231 s against 0.223 s before (pairs' median ratio 0.915, spread 0.86-1.33: within this
+//! VM's noise), 54 x SimGrid.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use hetsim::RunOptions;
