@@ -402,9 +402,9 @@ fn admit_ready_flows(
             let alone = topo
                 .bottleneck(&route.0)
                 .min(cap.map_or(f64::INFINITY, |c| c.0));
-            active.set_rate(alone, now, net.quantum);
-            active.key = Some(active.due);
-            net.completions.lower(slot, active.due);
+            let quantum = net.quantum;
+            net.completions
+                .retime(slot, &mut active, alone, now, quantum);
         }
         net.open(slot, active, now);
     }
@@ -610,8 +610,6 @@ fn stat_slot(cons: &[[ConsId; 2]], hop: &Hop) -> (usize, usize) {
     (hop.link as usize, if shared { 0 } else { hop.dir.index() })
 }
 
-/// The timeline row of a link direction: the link's name, with `:up` or `:down` when each
-/// direction has its own capacity.
 /// The recorder's row of link `link` in direction `dir` (kept in `rows`), registered on first
 /// use.
 fn link_row_id(
@@ -625,6 +623,8 @@ fn link_row_id(
         .get_or_insert_with(|| rec.resource(ResourceKind::Link, &link_row(topo, link, dir)))
 }
 
+/// The timeline row of a link direction: the link's name, with `:up` or `:down` when each
+/// direction has its own capacity.
 fn link_row(topo: &Topology, link: usize, dir: usize) -> String {
     let info = &topo.links[link];
     match info.sharing {
