@@ -339,6 +339,17 @@ fn errors_name_the_flow_cases_fields_and_the_benchmarks_flags() {
     let slow = r#"{"id":"l0","bandwidth":1e-300,"latency":0}"#;
     let err = case(&format!(r#"{{"links":[{slow}],"flows":[{flow}]}}"#));
     assert!(err.contains("case.json: field `flows[0].size`"), "{err}");
+    // A case that does not deserialize names the field at fault (it is parsed a second time,
+    // tracking paths, only when the plain parse fails), and text after the case is refused.
+    let err = case(&format!(
+        r#"{{"links":[{link}],"flows":[{{"id":"a","route":["l0"],"size":"big"}}]}}"#
+    ));
+    assert!(
+        err.contains("case.json: field `flows[0].size`: invalid type"),
+        "{err}"
+    );
+    let err = case(&format!(r#"{{"links":[{link}],"flows":[{flow}]}} x"#));
+    assert!(err.contains("case.json: trailing characters"), "{err}");
     // p2p and nccl-tests named the scenario's fields, not their flags.
     let dgx = path("scenarios/platforms/dgx-h100.ron");
     let p2p = |from: &str, to: &str, end: &str| {
