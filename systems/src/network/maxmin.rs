@@ -355,6 +355,8 @@ pub struct MaxMin {
     moved: Vec<(FlowId, Change)>,
     /// Constraints whose fill may have come sooner: re-keyed once the event's changes are in.
     rekey_queue: Vec<ConsId>,
+    /// The route of the flow being propagated (see [`MaxMin::propagate`]).
+    route: Vec<ConsId>,
     changed: Vec<FlowId>,
 }
 
@@ -625,11 +627,16 @@ impl MaxMin {
     fn propagate(&mut self, g: FlowId, level: f64, change: Change) {
         let h = &self.hot[g as usize];
         let (old, weighted) = (h.rate, h.weighted);
-        for k in 0..self.hot[g as usize].cons.len() {
-            let c = self.hot[g as usize].cons[k];
+        // The route is copied out once: read through `self` it would be looked up again for
+        // every constraint (`notify` may change the solver).
+        let mut route = std::mem::take(&mut self.route);
+        route.extend_from_slice(&h.cons);
+        for (k, &c) in route.iter().enumerate() {
             let weight = if weighted { self.weights[&g][k] } else { 1 };
             self.notify(c, level, change, old, weight);
         }
+        route.clear();
+        self.route = route;
     }
 
     /// How many times flow `g`'s route lists constraint `c` (which it crosses).
@@ -645,18 +652,16 @@ impl MaxMin {
     /// Tells a constraint that one of its flows (whose rate was `old`, and which it carries
     /// `weight` times) changed at `level`; starts tracking it if needed, updates its totals,
     /// and re-keys it (lazily when the change can only delay it).
+    ///
+    /// Inlined into its callers, with the first notice out of line: most notices find the
+    /// constraint tracked already and only update its totals.
+    #[inline(always)]
     fn notify(&mut self, c: ConsId, level: f64, change: Change, old: f64, weight: u32) {
-        let t = self.state[c as usize].track;
+        let t = &self.state[c as usize].track;
         if t.epoch != self.epoch {
-            if self.state[c as usize].level.is_finite() {
-                // Saturated: its fill and expiry need its members.
-                self.start_tracking(c, level);
-                if !self.state[c as usize].track.filled {
-                    self.queue_rekey(c);
-                }
+            if self.first_notice(c, level) {
                 return;
             }
-            self.start_lazy(c);
         } else if t.filled {
             return;
         }
@@ -686,6 +691,22 @@ impl MaxMin {
             return;
         }
         self.queue_rekey(c);
+    }
+
+    /// Starts tracking constraint `c` at its first notice in this solve: by its members if it
+    /// is saturated (its fill and expiry need them; the scan accounts for the change, so this
+    /// returns true), else lazily by its totals (false: the change is still to be counted).
+    #[inline(never)]
+    fn first_notice(&mut self, c: ConsId, level: f64) -> bool {
+        if self.state[c as usize].level.is_finite() {
+            self.start_tracking(c, level);
+            if !self.state[c as usize].track.filled {
+                self.queue_rekey(c);
+            }
+            return true;
+        }
+        self.start_lazy(c);
+        false
     }
 
     fn queue_rekey(&mut self, c: ConsId) {
