@@ -51,13 +51,13 @@ struct CaseFlow {
 /// tenth of a 10,000-flow case's run); only a case that fails it is parsed again, to name the
 /// field at fault.
 fn read_case(text: &str, label: &str) -> Result<Case, Error> {
-    serde_json::from_str(text).or_else(|plain| {
+    serde_json::from_str(text).map_err(|plain| {
         let de = &mut serde_json::Deserializer::from_str(text);
-        Err(match serde_path_to_error::deserialize::<_, Case>(de) {
+        match serde_path_to_error::deserialize::<_, Case>(de) {
             Err(e) => Error::Input(format!("{label}: field `{}`: {}", e.path(), e.inner())),
             // Only what follows the case's object can fail the plain parse alone.
             Ok(_) => Error::Input(format!("{label}: {plain}")),
-        })
+        }
     })
 }
 
