@@ -269,12 +269,13 @@ fn mpi_messages(m: &MpiSpec) -> Option<(String, f64)> {
             ))
         }
         ProgramSpec::TraceText(texts) => {
-            let point_to_point = [
+            // Point-to-point calls, their waits, and the calls that send nothing.
+            let not_collective = [
                 "send", "isend", "recv", "irecv", "compute", "sleep", "wait", "waitall", "init",
                 "finalize",
             ];
             // Any case, without a lower-cased copy per line.
-            let collective = |op: &str| !point_to_point.iter().any(|p| op.eq_ignore_ascii_case(p));
+            let collective = |op: &str| !not_collective.iter().any(|p| op.eq_ignore_ascii_case(p));
             let messages = texts
                 .iter()
                 .flat_map(|(_, text)| text.lines())
