@@ -6,6 +6,8 @@
 
 use bevy_ecs::prelude::*;
 
+use std::sync::Arc;
+
 use hetsim_schema::SimTime;
 use hetsim_schema::scenario::Sharing;
 
@@ -75,11 +77,44 @@ pub struct LinkUsage {
 /// A transfer of bytes over a route.
 #[derive(Component, Debug, Clone)]
 pub struct Flow {
-    pub id: String,
-    pub src: String,
-    pub dst: String,
+    pub id: FlowName,
+    /// The rows of its two ends in outputs (shared by every flow between them).
+    pub src: Arc<str>,
+    pub dst: Arc<str>,
     pub size: f64,
     pub start: SimTime,
+}
+
+/// A flow's id in outputs. A model that starts many flows names them by number, so the
+/// name is written out only when an output asks for it, not once per flow as it starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FlowName {
+    Text(String),
+    /// `{prefix}{serial}.{suffix}`, such as `m42.data` for stage `data` of message 42.
+    Numbered {
+        prefix: Arc<str>,
+        serial: u64,
+        suffix: &'static str,
+    },
+}
+
+impl std::fmt::Display for FlowName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FlowName::Text(s) => f.write_str(s),
+            FlowName::Numbered {
+                prefix,
+                serial,
+                suffix,
+            } => write!(f, "{prefix}{serial}.{suffix}"),
+        }
+    }
+}
+
+impl From<String> for FlowName {
+    fn from(s: String) -> Self {
+        FlowName::Text(s)
+    }
 }
 
 /// When a flow ended (exact seconds from the fluid model; the calendar event is rounded to
@@ -87,4 +122,20 @@ pub struct Flow {
 #[derive(Component, Debug, Clone, Copy)]
 pub struct FlowDone {
     pub end_s: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_numbered_flow_name_reads_as_its_parts() {
+        let name = FlowName::Numbered {
+            prefix: Arc::from("jobA/m"),
+            serial: 42,
+            suffix: "data",
+        };
+        assert_eq!(name.to_string(), "jobA/m42.data");
+        assert_eq!(FlowName::from("copy 3".to_string()).to_string(), "copy 3");
+    }
 }

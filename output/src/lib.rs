@@ -419,9 +419,9 @@ fn flow_rows(world: &mut World) -> Vec<FlowRow> {
         .iter(world)
         .map(|(e, f, done)| {
             let row = FlowRow {
-                id: f.id.clone(),
-                src: f.src.clone(),
-                dst: f.dst.clone(),
+                id: f.id.to_string(),
+                src: f.src.to_string(),
+                dst: f.dst.to_string(),
                 bytes: f.size,
                 start_s: f.start.as_secs_f64(),
                 end_s: done.map_or(f64::NAN, |d| d.end_s),

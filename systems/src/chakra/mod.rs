@@ -559,9 +559,9 @@ impl Job {
         let name = rank_name(r);
         let row = |e: Endpoint| e.cluster_name().unwrap_or_else(|| name.clone());
         let spec = FlowSpec {
-            id: format!("{name}.copy"),
-            src_row: row(from),
-            dst_row: row(to),
+            id: format!("{name}.copy").into(),
+            src_row: row(from).into(),
+            dst_row: row(to).into(),
             bytes,
             start: Start::At(sinks.reach.now()),
             cap: None,

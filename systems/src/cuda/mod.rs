@@ -374,9 +374,9 @@ impl CudaRt {
                     // Named by where the bytes go: a HostToDevice copy is from the host.
                     let end = |e: Endpoint| e.cluster_name().unwrap_or_else(|| name.clone());
                     let spec = FlowSpec {
-                        id: format!("{name}.copy"),
-                        src_row: end(from),
-                        dst_row: end(to),
+                        id: format!("{name}.copy").into(),
+                        src_row: end(from).into(),
+                        dst_row: end(to).into(),
                         bytes,
                         start: Start::At(now),
                         cap: None,

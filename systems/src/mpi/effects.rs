@@ -2,6 +2,8 @@
 //! (`mod.rs`) turns each into a calendar event, a flow or a timeline record, in
 //! that order, so runs stay deterministic.
 
+use std::sync::Arc;
+
 use hetsim_engine::record::ResId;
 use hetsim_schema::SimTime;
 use hetsim_schema::cuda::NcclCall;
@@ -34,8 +36,8 @@ pub enum Effect {
         from: Endpoint,
         to: Endpoint,
         bytes: f64,
-        src_row: String,
-        dst_row: String,
+        src_row: Arc<str>,
+        dst_row: Arc<str>,
     },
     /// Rank `rank` is busy until `at`.
     Wake { at: SimTime, rank: u32 },

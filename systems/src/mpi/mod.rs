@@ -61,8 +61,9 @@ pub mod ti;
 use bevy_app::{App, Plugin};
 use bevy_ecs::prelude::*;
 use std::collections::HashMap;
+use std::sync::Arc;
 
-use hetsim_components::Gpu;
+use hetsim_components::{FlowName, Gpu};
 use hetsim_engine::record::{Interval, Recorder, ResId, ResourceKind};
 use hetsim_engine::{
     Calendar, Clock, Inbox, SimAppExt, SimEvent, SimSet, SimStartup, SimStep, StartupSet, Switches,
@@ -131,6 +132,8 @@ struct JobRt {
     job: Job,
     nccl_comm: Option<u32>,
     prefix: String,
+    /// `{prefix}m`, before the serial number in its messages' flow ids (`m42.data`).
+    msg_prefix: Arc<str>,
     name: Option<String>,
     start: SimTime,
 }
@@ -355,6 +358,7 @@ fn setup(world: &mut World, cfg: &MpiJob, j: u16) -> Result<JobRt, String> {
     Ok(JobRt {
         job,
         nccl_comm,
+        msg_prefix: format!("{prefix}m").into(),
         prefix,
         name: cfg.name.clone(),
         start: cfg.start,
@@ -494,8 +498,9 @@ impl Mpi {
     }
 }
 
-/// Starts the flow of a message stage (an `Effect::Flow`) of job `j`, its id after `prefix`.
-fn start_flow(prefix: &str, j: u16, fx: Effect, reach: &mut Reach) {
+/// Starts the flow of a message stage (an `Effect::Flow`) of job `j`, its id numbered after
+/// `msg_prefix` (`{prefix}m`).
+fn start_flow((prefix, msg_prefix): (&str, &Arc<str>), j: u16, fx: Effect, reach: &mut Reach) {
     let Effect::Flow {
         msg,
         serial,
@@ -510,7 +515,11 @@ fn start_flow(prefix: &str, j: u16, fx: Effect, reach: &mut Reach) {
         return;
     };
     let spec = FlowSpec {
-        id: format!("{prefix}m{serial}.{}", stage.name()),
+        id: FlowName::Numbered {
+            prefix: msg_prefix.clone(),
+            serial,
+            suffix: stage.name(),
+        },
         src_row,
         dst_row,
         bytes,
@@ -545,7 +554,9 @@ impl JobRt {
                     Ok(at) => reach.cal.schedule(at, MsgTimer { job: j, msg, stage }),
                     Err(e) => reach.fail(format!("mpi: {}message {serial}: {e}", self.prefix)),
                 },
-                fx @ Effect::Flow { .. } => start_flow(&self.prefix, j, fx, reach),
+                fx @ Effect::Flow { .. } => {
+                    start_flow((&self.prefix, &self.msg_prefix), j, fx, reach)
+                }
                 Effect::Interval {
                     row,
                     state,

@@ -4,6 +4,7 @@
 //! calendar events and flows, and the rank interpreter applies notices to requests.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 use hetsim_schema::SimTime;
 use hetsim_schema::mpi::{CopyAt, ProtocolSpec};
@@ -79,7 +80,7 @@ pub struct Messages {
     queues: Vec<Queues>,
     ends: Vec<RankEnds>,
     /// Each rank's timeline row (`node[0].rank[3]`), so that flows link rank to rank.
-    rows: Vec<String>,
+    rows: Vec<Arc<str>>,
     spec: ProtocolSpec,
     switches: Option<Switches>,
     /// Per node: NVLink transfers in flight, and messages waiting for a copy queue.
@@ -103,7 +104,7 @@ impl Messages {
     ) -> Self {
         Messages {
             queues: vec![Queues::default(); ends.len()],
-            rows,
+            rows: rows.into_iter().map(Arc::from).collect(),
             ends,
             spec,
             switches: Some(switches),

@@ -125,7 +125,7 @@ struct Collective {
 struct CommRt {
     comm: Comm,
     /// Timeline rows of the members (flows are drawn between them).
-    rows: Vec<String>,
+    rows: Vec<Arc<str>>,
     done: DoneEvent,
     colls: Vec<Collective>,
     /// The last plan and the calls it is for: a collective repeating them reuses it (plans
@@ -164,7 +164,7 @@ impl Collectives {
         }
         self.comms.push(CommRt {
             comm,
-            rows,
+            rows: rows.into_iter().map(Arc::from).collect(),
             done: Arc::new(move |cal: &Calendar, k| cal.pack(&done(k))),
             colls: Vec::new(),
             last: None,
@@ -327,7 +327,7 @@ impl CommRt {
     ) -> Result<(), String> {
         let (from, to) = (edge.from as usize, edge.to as usize);
         let spec = FlowSpec {
-            id,
+            id: id.into(),
             src_row: self.rows[from].clone(),
             dst_row: self.rows[to].clone(),
             bytes: edge.wire_bytes,

@@ -6,7 +6,7 @@ use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 use std::sync::Arc;
 
-use hetsim_components::Flow;
+use hetsim_components::{Flow, FlowName};
 use hetsim_engine::{Calendar, Clock, RawEvent, SimErrors, SimEvent};
 use hetsim_schema::SimTime;
 
@@ -22,9 +22,9 @@ pub(super) struct DoneNotice(pub(super) RawEvent);
 #[derive(Debug, Clone)]
 pub struct FlowRequest {
     /// Names for outputs (`flows.csv`, traces): the flow's id and its two ends' rows.
-    pub id: String,
-    pub src: String,
-    pub dst: String,
+    pub id: FlowName,
+    pub src: Arc<str>,
+    pub dst: Arc<str>,
     pub route: Arc<Route>,
     pub bytes: f64,
     pub start: Start,
@@ -115,9 +115,9 @@ impl<'w, 's> Launch<'w, 's> {
 /// whose own latency term already holds the hops', such as NCCL's).
 #[derive(Debug, Clone)]
 pub struct FlowSpec {
-    pub id: String,
-    pub src_row: String,
-    pub dst_row: String,
+    pub id: FlowName,
+    pub src_row: Arc<str>,
+    pub dst_row: Arc<str>,
     pub bytes: f64,
     pub start: Start,
     pub cap: Option<f64>,

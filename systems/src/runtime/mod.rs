@@ -241,9 +241,9 @@ fn flush(rt: &mut Runtime, cx: &mut Reach) {
             &rt.model.machine.nodes[xf.dst as usize],
         );
         let spec = FlowSpec {
-            id: format!("x{x}"),
-            src_row: src.name.clone(),
-            dst_row: dst.name.clone(),
+            id: format!("x{x}").into(),
+            src_row: src.name.as_str().into(),
+            dst_row: dst.name.as_str().into(),
             bytes: rt.model.graph.handles[xf.handle as usize].size,
             start: Start::Ahead(at),
             cap: None,

@@ -66,9 +66,9 @@ fn spawn_flows(
             Ok(r)
         }) {
             Ok((route, src, dst)) => starts.push(FlowRequest {
-                id,
-                src,
-                dst,
+                id: id.into(),
+                src: src.into(),
+                dst: dst.into(),
                 route,
                 bytes: spec.size.0.round(),
                 start: Start::Ahead(spec.start.0),
