@@ -30,6 +30,11 @@
 //! `(capacity - frozen) / growing` is a lower bound on the fill level at O(1) per change. Only
 //! when the solve's level reaches that bound are the members scanned.
 //!
+//! Flows with one bottleneck run at its level, so a fill or an expiry often changes many of
+//! them alike. Each bottleneck's flows are counted by the constraints they cross
+//! (`network::groups`), and such a change tells each of those constraints once, with the
+//! count, instead of once per flow (`MaxMin::tell_group`).
+//!
 //! Levels within a relative 1e-12 of a flow's old rate count as equal, so floating-point noise
 //! does not start cascades of no-op changes.
 
@@ -328,7 +333,7 @@ pub struct SolveStats {
     /// ... of which had to be scanned after all (their fill bound was reached).
     pub materialized: u64,
     /// Flows that changed with their bottleneck's whole group at a fill or expiry, whose
-    /// constraints were told once per group ([`MaxMin::tell_group`]), and those notices.
+    /// constraints were told once per group (`MaxMin::tell_group`), and those notices.
     pub grouped: u64,
     pub group_notices: u64,
 }
