@@ -30,19 +30,12 @@
 //! `(capacity - frozen) / growing` is a lower bound on the fill level at O(1) per change. Only
 //! when the solve's level reaches that bound are the members scanned.
 //!
-//! Flows with one bottleneck run at its level, so a fill or an expiry often changes many of
-//! them alike. Each bottleneck's flows are counted by the constraints they cross
-//! (`network::groups`), and such a change tells each of those constraints once, with the
-//! count, instead of once per flow (`MaxMin::tell_group`).
-//!
 //! Levels within a relative 1e-12 of a flow's old rate count as equal, so floating-point noise
 //! does not start cascades of no-op changes.
 
 use foldhash::HashMap;
 use orx_priority_queue::{PriorityQueue, PriorityQueueDecKey, QuaternaryHeapOfIndices};
 use smallvec::SmallVec;
-
-use super::groups::{self, Groups};
 
 /// Index of a constraint (a link, or one direction of a split-duplex link).
 pub type ConsId = u32;
@@ -332,10 +325,6 @@ pub struct SolveStats {
     pub lazy: u64,
     /// ... of which had to be scanned after all (their fill bound was reached).
     pub materialized: u64,
-    /// Flows that changed with their bottleneck's whole group at a fill or expiry, whose
-    /// constraints were told once per group (`MaxMin::tell_group`), and those notices.
-    pub grouped: u64,
-    pub group_notices: u64,
 }
 
 /// The max-min solver: constraints, flows over them, and their current fair rates.
@@ -352,8 +341,6 @@ pub struct MaxMin {
     /// Times each constraint is listed, parallel to `Hot::cons`, for the flows whose route
     /// lists one more than once (`Hot::weighted`; rare, so kept aside).
     weights: HashMap<FlowId, SmallVec<[u32; 6]>>,
-    /// The live flows of each bottleneck, counted by the constraints they cross.
-    groups: Groups,
     /// Touched flows still growing in the current solve.
     growing: u32,
     /// Constraints and flows changed since the last solve.
@@ -366,13 +353,6 @@ pub struct MaxMin {
     dirty: Vec<ConsId>,
     touched: Vec<FlowId>,
     moved: Vec<(FlowId, Change)>,
-    /// Flows of a filling or expiring constraint's group that change alike (see
-    /// [`MaxMin::tell_group`]), the group's other flows, and the counts told.
-    alike: Vec<FlowId>,
-    unlike: Vec<FlowId>,
-    told: Vec<(ConsId, u32)>,
-    /// Flows of a filling constraint's group that freeze from growing.
-    growers: Vec<FlowId>,
     /// Constraints whose fill may have come sooner: re-keyed once the event's changes are in.
     rekey_queue: Vec<ConsId>,
     /// The route of the flow being propagated (see [`MaxMin::propagate`]).
@@ -471,11 +451,6 @@ impl MaxMin {
     pub fn remove_flow(&mut self, id: FlowId) {
         let slot = std::mem::take(&mut self.flows[id as usize]);
         debug_assert!(slot.alive, "flow {id} removed twice");
-        let h = &self.hot[id as usize];
-        if h.bottleneck != NONE {
-            let w = h.weighted.then(|| &self.weights[&id]);
-            self.groups.leave(h.bottleneck, weighted_route(h, w));
-        }
         let Hot {
             rate,
             cons,
@@ -588,41 +563,19 @@ impl MaxMin {
         t.fill_level = level;
         self.heap.clear(c, Kind::Expire);
         let mut moved = std::mem::take(&mut self.moved);
-        // The flows of c's group that freeze from its old rate, those that freeze from
-        // growing, and its others.
-        let (mut below, mut unlike) = self.take_group_lists();
-        let mut growers = std::mem::take(&mut self.growers);
-        let old = self.state[c as usize].level;
         for &g in &self.cons[c as usize].members {
             let h = &self.hot[g as usize];
-            let change = if h.epoch == self.epoch {
-                (h.scratch == Scratch::Growing).then_some(Change::FrozeGrowing(level))
+            if h.epoch == self.epoch {
+                if h.scratch == Scratch::Growing {
+                    moved.push((g, Change::FrozeGrowing(level)));
+                }
             } else if same_level(h.rate, level) {
                 // Freezes here at its old rate: nothing downstream changes.
-                Some(Change::Kept)
-            } else {
-                (h.rate > level).then_some(Change::FrozeBelow(level))
-            };
-            if h.bottleneck == c {
-                match change {
-                    Some(Change::FrozeBelow(_)) if same_bits(h.rate, old) => {
-                        below.push(g);
-                        continue;
-                    }
-                    Some(Change::FrozeGrowing(_)) => {
-                        growers.push(g);
-                        continue;
-                    }
-                    _ => unlike.push(g),
-                }
-            }
-            if let Some(change) = change {
-                moved.push((g, change));
+                moved.push((g, Change::Kept));
+            } else if h.rate > level {
+                moved.push((g, Change::FrozeBelow(level)));
             }
         }
-        let (alike, change) = self.pick_alike((below, growers), level, &mut unlike, &mut moved);
-        let frozen = Scratch::Frozen(level, c);
-        self.tell_group(c, (alike, unlike), (change, frozen), level);
         for &(g, change) in &moved {
             match change {
                 Change::Kept => self.touch(g, Scratch::Kept(c)),
@@ -643,26 +596,13 @@ impl MaxMin {
     /// A dirty constraint's old level passes without it filling: the untouched flows it used
     /// to bottleneck keep growing.
     fn on_expire(&mut self, c: ConsId, level: f64) {
-        let group_rate = self.state[c as usize].level;
         let mut moved = std::mem::take(&mut self.moved);
-        let (mut alike, mut unlike) = self.take_group_lists();
         for &g in &self.cons[c as usize].members {
             let h = &self.hot[g as usize];
-            if h.bottleneck != c {
-                continue;
-            }
-            let untouched = h.epoch != self.epoch;
-            if untouched && same_bits(h.rate, group_rate) {
-                alike.push(g);
-                continue;
-            }
-            unlike.push(g);
-            if untouched {
+            if h.epoch != self.epoch && h.bottleneck == c {
                 moved.push((g, Change::Grows));
             }
         }
-        let grows = (Change::Grows, Scratch::Growing);
-        self.tell_group(c, (alike, unlike), grows, level);
         for &(g, _) in &moved {
             self.touch(g, Scratch::Growing);
             self.propagate(g, level, Change::Grows);
@@ -681,85 +621,6 @@ impl MaxMin {
         }
         self.growing = self.growing + (s == Scratch::Growing) as u32 - was_growing as u32;
         h.scratch = s;
-    }
-
-    /// Of a filling constraint's group, the flows told together: the larger of those that
-    /// freeze from its old rate and those that freeze from growing (the other list joins the
-    /// group's `unlike` flows and is queued in `moved`). Returns them and their change.
-    fn pick_alike(
-        &mut self,
-        (below, growers): (Vec<FlowId>, Vec<FlowId>),
-        level: f64,
-        unlike: &mut Vec<FlowId>,
-        moved: &mut Vec<(FlowId, Change)>,
-    ) -> (Vec<FlowId>, Change) {
-        let (froze_below, froze_growing) = (Change::FrozeBelow(level), Change::FrozeGrowing(level));
-        let (alike, change, mut rest, rest_change) = if below.len() >= growers.len() {
-            (below, froze_below, growers, froze_growing)
-        } else {
-            (growers, froze_growing, below, froze_below)
-        };
-        unlike.extend_from_slice(&rest);
-        moved.extend(rest.iter().map(|&g| (g, rest_change)));
-        rest.clear();
-        self.growers = rest;
-        (alike, change)
-    }
-
-    fn take_group_lists(&mut self) -> (Vec<FlowId>, Vec<FlowId>) {
-        let (mut alike, mut unlike) = (
-            std::mem::take(&mut self.alike),
-            std::mem::take(&mut self.unlike),
-        );
-        alike.clear();
-        unlike.clear();
-        (alike, unlike)
-    }
-
-    /// The flows `alike` of bottleneck `c`'s group (untouched until now and at the group's
-    /// rate, or all growing) all change by `change` at `level`, to `scratch`: each constraint
-    /// they cross is told once, with how many of them cross it (the group's counts less
-    /// those of its `unlike` flows, which are told one by one). The same totals as telling
-    /// each flow's constraints in turn (up to rounding), in fewer notices.
-    fn tell_group(
-        &mut self,
-        c: ConsId,
-        lists: (Vec<FlowId>, Vec<FlowId>),
-        (change, scratch): (Change, Scratch),
-        level: f64,
-    ) {
-        let (alike, unlike) = lists;
-        // Counts pay off for two flows or more, and when fewer flows are taken out of them
-        // than told with them (random routes make groups that share little).
-        if alike.len() < 2 || unlike.len() > alike.len() {
-            // One by one, each told right after it is touched, as `on_fill` does.
-            for &g in &alike {
-                self.touch(g, scratch);
-                self.propagate(g, level, change);
-            }
-        } else {
-            // All touched first: a constraint first noticed here is scanned with all of them
-            // in their new state, and the scan accounts for them (see `first_notice`).
-            for &g in &alike {
-                self.touch(g, scratch);
-            }
-            let old = self.state[c as usize].level;
-            let mut told = std::mem::take(&mut self.told);
-            let (hot, weights) = (&self.hot, &self.weights);
-            let removed = unlike.iter().flat_map(|&g| {
-                let h = &hot[g as usize];
-                weighted_route(h, h.weighted.then(|| &weights[&g]))
-            });
-            groups::less(self.groups.counts(c), &mut told, removed);
-            self.stats.grouped += alike.len() as u64;
-            self.stats.group_notices += told.len() as u64;
-            for &(d, n) in &told {
-                self.notify(d, level, change, old, n);
-            }
-            self.told = told;
-        }
-        self.alike = alike;
-        self.unlike = unlike;
     }
 
     /// Flow `g` changed at `level`: every constraint it crosses must account for it.
@@ -1074,17 +935,9 @@ impl MaxMin {
                 }
             };
             let changed = rate != old || h.bottleneck == NONE;
-            let (same, was) = (h.bottleneck == b, h.bottleneck);
+            let same = h.bottleneck == b;
             h.rate = rate;
             h.bottleneck = b;
-            if !same {
-                let h = &self.hot[g as usize];
-                let w = h.weighted.then(|| &self.weights[&g]);
-                if was != NONE {
-                    self.groups.leave(was, weighted_route(h, w));
-                }
-                self.groups.join(b, weighted_route(h, w));
-            }
             if changed {
                 if old > 0.0 {
                     self.stats.changed_by_size[size_class((rate - old) / old)] += 1;
@@ -1160,23 +1013,6 @@ pub const CHANGE_SIZE_BOUNDS: [f64; 3] = [1e-9, 1e-6, 1e-3];
 fn size_class(relative: f64) -> usize {
     let r = relative.abs();
     CHANGE_SIZE_BOUNDS.iter().filter(|&&b| r >= b).count()
-}
-
-/// The same number to the bit (a group's flows run at exactly its level).
-fn same_bits(a: f64, b: f64) -> bool {
-    a.to_bits() == b.to_bits()
-}
-
-/// A flow's route, each constraint with the times the route lists it (`weights`, for a
-/// flow whose route lists one more than once).
-fn weighted_route<'a>(
-    h: &'a Hot,
-    weights: Option<&'a SmallVec<[u32; 6]>>,
-) -> impl Iterator<Item = (ConsId, u32)> + 'a {
-    h.cons
-        .iter()
-        .enumerate()
-        .map(move |(k, &c)| (c, weights.map_or(1, |w| w[k])))
 }
 
 /// Equal within the relative tolerance; an infinite level (never fills) equals nothing.

@@ -21,7 +21,6 @@
 //! route some GPU-GPU copies through `Host` twice).
 //! Switch `contention` off: each flow gets its route's bottleneck bandwidth, ignoring others.
 
-mod groups;
 mod launch;
 pub mod maxmin;
 
