@@ -111,6 +111,16 @@ impl std::fmt::Display for FlowName {
     }
 }
 
+impl FlowName {
+    /// The name as text: borrowed when it is text already, written out when numbered.
+    pub fn as_text(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            FlowName::Text(s) => s.as_str().into(),
+            numbered => numbered.to_string().into(),
+        }
+    }
+}
+
 impl From<String> for FlowName {
     fn from(s: String) -> Self {
         FlowName::Text(s)
@@ -136,6 +146,7 @@ mod tests {
             suffix: "data",
         };
         assert_eq!(name.to_string(), "jobA/m42.data");
+        assert_eq!(name.as_text(), "jobA/m42.data");
         assert_eq!(FlowName::from("copy 3".to_string()).to_string(), "copy 3");
     }
 }

@@ -122,7 +122,7 @@ pub fn link_owners(world: &mut bevy_ecs::world::World, jobs: &[Placed]) -> LinkO
     let mut bytes = vec![vec![0.0f64; jobs.len()]; names.len()];
     let mut q = world.query::<(&Flow, &FlowRoute)>();
     for (f, route) in q.iter(world) {
-        let Some(j) = job_of(&f.id.to_string(), &f.src, jobs) else {
+        let Some(j) = job_of(&f.id.as_text(), &f.src, jobs) else {
             continue;
         };
         for hop in &route.0.hops {

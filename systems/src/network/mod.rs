@@ -31,7 +31,7 @@ use bevy_app::{App, Plugin};
 use bevy_ecs::prelude::*;
 use std::sync::Arc;
 
-use hetsim_components::{Flow, FlowDone, FlowName, LinkUsage};
+use hetsim_components::{Flow, FlowDone, LinkUsage};
 use hetsim_engine::record::{Interval, Recorder, ResId, ResourceKind, Sample, Transfer};
 use hetsim_engine::{
     Calendar, Clock, Inbox, SimAppExt, SimEvent, SimFinish, SimSet, SimStartup, SimStep,
@@ -697,10 +697,7 @@ fn record_link_activity(
         let Ok(flow) = flows.get(e) else { continue };
         let from = rec.resource(endpoint_kind(&flow.src), &flow.src);
         let to = rec.resource(endpoint_kind(&flow.dst), &flow.dst);
-        let label = match &flow.id {
-            FlowName::Text(id) => rec.name_id(id),
-            numbered => rec.name_id(&numbered.to_string()),
-        };
+        let label = rec.name_id(&flow.id.as_text());
         rec.transfer(Transfer {
             from,
             to,
