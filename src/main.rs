@@ -735,7 +735,14 @@ fn flows(case: &Path, disable: Vec<String>, stats: bool) -> Result<(), Error> {
     if stats {
         print_work(&result.work);
     }
-    let out = serde_json::json!({ "flows": result.ends });
+    /// The printed answer: completion times by flow id (keys sorted, as the map keeps them).
+    #[derive(serde::Serialize)]
+    struct Ends<'a> {
+        flows: &'a std::collections::BTreeMap<String, f64>,
+    }
+    let out = Ends {
+        flows: &result.ends,
+    };
     say!(
         "{}",
         serde_json::to_string_pretty(&out).expect("JSON of numbers")

@@ -415,23 +415,26 @@ fn chakra_ranks_csv(c: &ChakraReport) -> std::io::Result<Vec<u8>> {
 
 fn flow_rows(world: &mut World) -> Vec<FlowRow> {
     let mut q = world.query::<(Entity, &Flow, Option<&FlowDone>)>();
-    let mut rows: Vec<(u32, FlowRow)> = q
-        .iter(world)
-        .map(|(e, f, done)| {
-            let row = FlowRow {
-                id: f.id.to_string(),
-                src: f.src.to_string(),
-                dst: f.dst.to_string(),
-                bytes: f.size,
-                start_s: f.start.as_secs_f64(),
-                end_s: done.map_or(f64::NAN, |d| d.end_s),
-            };
-            (e.index_u32(), row)
-        })
-        .collect();
+    let mut rows: Vec<Option<FlowRow>> = Vec::new();
+    let mut order: Vec<(u32, u32)> = Vec::new();
+    for (e, f, done) in q.iter(world) {
+        order.push((e.index_u32(), rows.len() as u32));
+        rows.push(Some(FlowRow {
+            id: f.id.to_string(),
+            src: f.src.to_string(),
+            dst: f.dst.to_string(),
+            bytes: f.size,
+            start_s: f.start.as_secs_f64(),
+            end_s: done.map_or(f64::NAN, |d| d.end_s),
+        }));
+    }
     // Spawn order is workload order; archetype moves on completion must not reorder rows.
-    rows.sort_by_key(|(i, _)| *i);
-    rows.into_iter().map(|(_, r)| r).collect()
+    // (Entity indices are distinct: the keys are sorted, not the rows.)
+    order.sort_unstable();
+    order
+        .into_iter()
+        .map(|(_, k)| rows[k as usize].take().expect("each row once"))
+        .collect()
 }
 
 fn link_rows(world: &mut World, sim_time_s: f64) -> Vec<LinkRow> {

@@ -190,8 +190,19 @@ enum Kind {
 /// constraints wait in a heap of their own (node `c`): once no flow grows, none of them can
 /// fill, and they are dropped together instead of popped one by one.
 struct Events {
-    heap: QuaternaryHeapOfIndices<usize, (u64, u64)>,
-    bounds: QuaternaryHeapOfIndices<usize, (u64, u64)>,
+    heap: QuaternaryHeapOfIndices<usize, u128>,
+    bounds: QuaternaryHeapOfIndices<usize, u128>,
+}
+
+/// A heap key: the level's bits above a tie-breaker (one integer, so that the heap compares
+/// once per child).
+fn event_key(level: f64, tie: u64) -> u128 {
+    ((level.to_bits() as u128) << 64) | tie as u128
+}
+
+/// The level of a heap key.
+fn key_level(key: u128) -> f64 {
+    f64::from_bits((key >> 64) as u64)
 }
 
 impl Default for Events {
@@ -234,7 +245,7 @@ impl Events {
         let node = c as usize;
         if level.is_finite() {
             self.bounds
-                .update_key_or_push(&node, (level.to_bits(), c as u64));
+                .update_key_or_push(&node, event_key(level, c as u64));
         } else if self.bounds.contains(&node) {
             self.bounds.remove(&node);
         }
@@ -253,7 +264,7 @@ impl Events {
     /// floating-point result) is deterministic.
     fn set(&mut self, c: ConsId, kind: Kind, level: f64) {
         debug_assert!(level >= 0.0 && level.is_finite());
-        let key = (level.to_bits(), ((kind as u64) << 32) | c as u64);
+        let key = event_key(level, ((kind as u64) << 32) | c as u64);
         self.heap
             .update_key_or_push(&(2 * c as usize + kind as usize), key);
     }
@@ -284,15 +295,15 @@ impl Events {
             return self
                 .bounds
                 .pop()
-                .map(|(c, (bits, _))| (c as ConsId, Kind::Fill, f64::from_bits(bits)));
+                .map(|(c, key)| (c as ConsId, Kind::Fill, key_level(key)));
         }
-        self.heap.pop().map(|(node, (bits, _))| {
+        self.heap.pop().map(|(node, key)| {
             let kind = if node % 2 == 0 {
                 Kind::Fill
             } else {
                 Kind::Expire
             };
-            ((node / 2) as ConsId, kind, f64::from_bits(bits))
+            ((node / 2) as ConsId, kind, key_level(key))
         })
     }
 }
@@ -495,9 +506,16 @@ impl MaxMin {
             .map(|(i, _)| i as FlowId)
     }
 
-    /// The flows whose rate changed at the last solve (new flows included), in id order.
+    /// The flows whose rate changed at the last solve (new flows included), in the order the
+    /// solve reached them (deterministic, but not sorted: see [`MaxMin::sort_changed`]).
     pub fn changed(&self) -> &[FlowId] {
         &self.changed
+    }
+
+    /// Puts [`MaxMin::changed`] in id order, for a caller that sums over it in floating point
+    /// and must not depend on the order a solve happened to reach the flows in.
+    pub fn sort_changed(&mut self) {
+        self.changed.sort_unstable();
     }
 
     /// Re-solves after adds and removes; see [`MaxMin::changed`] for what moved.
@@ -963,7 +981,6 @@ impl MaxMin {
         self.touched.clear();
         self.dirty.clear();
         self.arena.clear();
-        self.changed.sort_unstable();
         self.stats.changed += self.changed.len() as u64;
     }
 
@@ -1031,10 +1048,12 @@ mod tests {
         let a = m.add_flow(&[l], None);
         let b = m.add_flow(&[l], None);
         m.solve();
+        m.sort_changed();
         assert_eq!(m.changed(), &[a, b]);
         assert_eq!((m.rate(a), m.rate(b)), (5e8, 5e8));
         m.remove_flow(a);
         m.solve();
+        m.sort_changed();
         assert_eq!(m.changed(), &[b]);
         assert_eq!(m.rate(b), 1e9);
     }
@@ -1089,6 +1108,7 @@ mod tests {
         assert_eq!(m.rate(c), 1e12 - 5e8);
         let d = m.add_flow(&[narrow], None);
         m.solve();
+        m.sort_changed();
         assert_eq!(m.changed(), &[a, b, c, d]);
         assert_eq!(m.stats.changed_by_size, [0, 0, 1, 2]);
     }
@@ -1106,6 +1126,7 @@ mod tests {
         assert_eq!(m.rate(a), 5e8);
         let b = m.add_flow(&[l], None);
         m.solve();
+        m.sort_changed();
         assert_eq!(m.changed(), &[a, b]);
         assert!((m.rate(a) - 1e9 / 3.0).abs() < 1e-3);
         assert!((m.rate(b) - 1e9 / 3.0).abs() < 1e-3);
