@@ -1,0 +1,141 @@
+//! `hetsim flows` against SimGrid itself on flow cases nobody solved before: random cases by
+//! `hetsim flowgen`'s recipe (400 flows over 80 links, all at once and staggered, four
+//! seeds), each run by SimGrid 3.32 through `tools/simgrid/flowcase.cpp` (CM02, factors 1,
+//! TCP-gamma 0; see its header for how a case becomes a SimGrid platform) and by hetsim.
+//! Expected: SimGrid's completion time of every flow, within a relative 1e-9 (the bar of
+//! `tests/flow_cases.rs`, whose answers SimGrid computed once, for fixed cases).
+//!
+//! Needs g++ and SimGrid (`apt-get install libsimgrid-dev simgrid`); without them the test
+//! says it skipped. CI installs them (`.ci/run`).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use hetsim::RunOptions;
+use hetsim::flowcase::{Recipe, generate, solve};
+
+/// flowcase.cpp built into the tests' scratch folder, or why it cannot be.
+fn simgrid_runner() -> Result<PathBuf, String> {
+    if !Path::new("/usr/include/simgrid/s4u.hpp").exists() {
+        return Err("SimGrid's headers are not installed (libsimgrid-dev)".into());
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("simgrid-flowcase");
+    let built = Command::new("g++")
+        .args(["-O2", "-o"])
+        .arg(&exe)
+        .arg(root.join("tools/simgrid/flowcase.cpp"))
+        .arg("-lsimgrid")
+        .output()
+        .map_err(|e| format!("g++: {e}"))?;
+    if !built.status.success() {
+        return Err(format!(
+            "g++ failed: {}",
+            String::from_utf8_lossy(&built.stderr)
+        ));
+    }
+    Ok(exe)
+}
+
+/// The case as flowcase.cpp reads it: links by index, then each flow's start, size and
+/// route (the recipe draws distinct links, so no repeat is dropped).
+fn as_text(case: &serde_json::Value) -> String {
+    let links = case["links"].as_array().unwrap();
+    let flows = case["flows"].as_array().unwrap();
+    let mut text = format!("{}\n", links.len());
+    let mut index = BTreeMap::new();
+    for (i, l) in links.iter().enumerate() {
+        let id = l["id"].as_str().unwrap();
+        index.insert(id, i);
+        let (bw, lat) = (
+            l["bandwidth"].as_f64().unwrap(),
+            l["latency"].as_f64().unwrap(),
+        );
+        writeln!(text, "{id} {bw:e} {lat:e}").unwrap();
+    }
+    writeln!(text, "{}", flows.len()).unwrap();
+    for f in flows {
+        let route: Vec<usize> = f["route"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| index[h.as_str().unwrap()])
+            .collect();
+        let (id, start) = (f["id"].as_str().unwrap(), f["start"].as_f64().unwrap());
+        write!(text, "{id} {start:e} {} {}", f["size"], route.len()).unwrap();
+        for l in route {
+            write!(text, " {l}").unwrap();
+        }
+        text.push('\n');
+    }
+    text
+}
+
+/// SimGrid's completion time of every flow of `case`.
+fn simgrid_ends(runner: &Path, case: &serde_json::Value, name: &str) -> BTreeMap<String, f64> {
+    let input = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.txt"));
+    std::fs::write(&input, as_text(case)).unwrap();
+    let out = Command::new(runner)
+        .arg(&input)
+        .args([
+            "--cfg=network/model:CM02",
+            "--cfg=network/latency-factor:1",
+            "--cfg=network/bandwidth-factor:1",
+            "--cfg=network/TCP-gamma:0",
+            "--cfg=network/crosstraffic:0",
+            "--cfg=network/weight-S:0",
+            "--cfg=maxmin/precision:1e-15",
+            "--cfg=surf/precision:1e-15",
+            "--log=root.thres:warning",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{name}: SimGrid failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let (id, end) = line.split_once(' ').unwrap();
+            (id.to_string(), end.parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn random_flow_cases_end_when_simgrid_says() {
+    let runner = match simgrid_runner() {
+        Ok(r) => r,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    for seed in 1..=4 {
+        for stagger in [0.0, 0.005] {
+            let name = format!("seed{seed}-stagger{stagger}");
+            let case = generate(Recipe {
+                flows: 400,
+                links: 80,
+                seed,
+                stagger,
+            });
+            let want = simgrid_ends(&runner, &case, &name);
+            let text = serde_json::to_string(&case).unwrap();
+            let got = solve(&text, &name, &RunOptions::default()).unwrap().ends;
+            assert_eq!(got.len(), want.len(), "{name}: flow count");
+            for (id, w) in &want {
+                let g = got[id];
+                assert!(
+                    (g - w).abs() <= 1e-9 * w,
+                    "{name}: flow {id} ends at {g} s, SimGrid says {w} s"
+                );
+            }
+        }
+    }
+}
