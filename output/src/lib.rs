@@ -414,26 +414,28 @@ fn chakra_ranks_csv(c: &ChakraReport) -> std::io::Result<Vec<u8>> {
 }
 
 fn flow_rows(world: &mut World) -> Vec<FlowRow> {
-    let mut q = world.query::<(Entity, &Flow, Option<&FlowDone>)>();
-    let mut rows: Vec<Option<FlowRow>> = Vec::new();
-    let mut order: Vec<(u32, u32)> = Vec::new();
-    for (e, f, done) in q.iter(world) {
-        order.push((e.index_u32(), rows.len() as u32));
-        rows.push(Some(FlowRow {
-            id: f.id.to_string(),
-            src: f.src.to_string(),
-            dst: f.dst.to_string(),
-            bytes: f.size,
-            start_s: f.start.as_secs_f64(),
-            end_s: done.map_or(f64::NAN, |d| d.end_s),
-        }));
-    }
     // Spawn order is workload order; archetype moves on completion must not reorder rows.
-    // (Entity indices are distinct: the keys are sorted, not the rows.)
-    order.sort_unstable();
+    // The entities are sorted (their indices are distinct), then each row is built once, in
+    // that order: no row is moved or copied.
+    let mut order: Vec<Entity> = world
+        .query_filtered::<Entity, With<Flow>>()
+        .iter(world)
+        .collect();
+    order.sort_unstable_by_key(|e| e.index_u32());
+    let mut q = world.query::<(&Flow, Option<&FlowDone>)>();
     order
         .into_iter()
-        .map(|(_, k)| rows[k as usize].take().expect("each row once"))
+        .map(|e| {
+            let (f, done) = q.get(world, e).expect("a flow entity");
+            FlowRow {
+                id: f.id.to_string(),
+                src: f.src.to_string(),
+                dst: f.dst.to_string(),
+                bytes: f.size,
+                start_s: f.start.as_secs_f64(),
+                end_s: done.map_or(f64::NAN, |d| d.end_s),
+            }
+        })
         .collect()
 }
 

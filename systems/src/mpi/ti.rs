@@ -98,16 +98,18 @@ pub fn parse_traces_with(
     let mut ctx = vec![RankCtx::default(); ranks as usize];
     for (i, (label, text)) in texts.iter().enumerate() {
         for (n, line) in text.lines().enumerate() {
-            let at = format!("{label}:{}", n + 1);
+            // Where the line is, formatted only for an error.
+            let at = || format!("{label}:{}", n + 1);
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
             let (rank, ops) = parse_line(line, ranks, default, &mut ctx)
-                .map_err(|e| format!("{at}: {e}: `{line}`"))?;
+                .map_err(|e| format!("{}: {e}: `{line}`", at()))?;
             if per_rank && rank != i as u32 {
                 return Err(format!(
-                    "{at}: this is rank {i}'s file but the line is for rank {rank}"
+                    "{}: this is rank {i}'s file but the line is for rank {rank}",
+                    at()
                 ));
             }
             for op in ops {
