@@ -506,16 +506,9 @@ impl MaxMin {
             .map(|(i, _)| i as FlowId)
     }
 
-    /// The flows whose rate changed at the last solve (new flows included), in the order the
-    /// solve reached them (deterministic, but not sorted: see [`MaxMin::sort_changed`]).
+    /// The flows whose rate changed at the last solve (new flows included), in id order.
     pub fn changed(&self) -> &[FlowId] {
         &self.changed
-    }
-
-    /// Puts [`MaxMin::changed`] in id order, for a caller that sums over it in floating point
-    /// and must not depend on the order a solve happened to reach the flows in.
-    pub fn sort_changed(&mut self) {
-        self.changed.sort_unstable();
     }
 
     /// Re-solves after adds and removes; see [`MaxMin::changed`] for what moved.
@@ -981,6 +974,10 @@ impl MaxMin {
         self.touched.clear();
         self.dirty.clear();
         self.arena.clear();
+        // In id order: the caller re-times their completions and sums their rates per link,
+        // and walking the flows' records in order is faster than the sort costs (see
+        // ARCHITECTURE.md, the completions).
+        self.changed.sort_unstable();
         self.stats.changed += self.changed.len() as u64;
     }
 
@@ -1048,12 +1045,10 @@ mod tests {
         let a = m.add_flow(&[l], None);
         let b = m.add_flow(&[l], None);
         m.solve();
-        m.sort_changed();
         assert_eq!(m.changed(), &[a, b]);
         assert_eq!((m.rate(a), m.rate(b)), (5e8, 5e8));
         m.remove_flow(a);
         m.solve();
-        m.sort_changed();
         assert_eq!(m.changed(), &[b]);
         assert_eq!(m.rate(b), 1e9);
     }
@@ -1108,7 +1103,6 @@ mod tests {
         assert_eq!(m.rate(c), 1e12 - 5e8);
         let d = m.add_flow(&[narrow], None);
         m.solve();
-        m.sort_changed();
         assert_eq!(m.changed(), &[a, b, c, d]);
         assert_eq!(m.stats.changed_by_size, [0, 0, 1, 2]);
     }
@@ -1126,7 +1120,6 @@ mod tests {
         assert_eq!(m.rate(a), 5e8);
         let b = m.add_flow(&[l], None);
         m.solve();
-        m.sort_changed();
         assert_eq!(m.changed(), &[a, b]);
         assert!((m.rate(a) - 1e9 / 3.0).abs() < 1e-3);
         assert!((m.rate(b) - 1e9 / 3.0).abs() < 1e-3);

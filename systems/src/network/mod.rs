@@ -462,24 +462,11 @@ fn complete_flows(
     }
 }
 
-/// The longest list of rate changes that is re-timed in id order even when no log needs it.
-///
-/// The log sums rate changes per link, so it takes them in id order: its sums must not depend
-/// on the order a solve reached the flows in. Completions need no order (their keys are
-/// distinct), but flows that complete together, such as a collective's symmetric flows, sift
-/// least when they enter the heap in key order, and a short list costs little to sort. Long
-/// lists, on machines with random routes, are left in the solve's order: there the sort was
-/// 4 % of the run (case_n10000_t0). 128 keeps an 8-GPU ring's steps (96 flows) sorted.
-const SORTED_CHANGES: usize = 128;
-
 /// Re-solves the fair shares and re-times the completions of the flows whose rate changed.
 fn reshare_bandwidth(mut net: ResMut<Network>, clock: Res<Clock>) {
     let now = clock.now;
     let net = &mut *net;
     net.solver.solve();
-    if net.log.is_some() || net.solver.changed().len() <= SORTED_CHANGES {
-        net.solver.sort_changed();
-    }
     for &slot in net.solver.changed() {
         let rate = net.solver.rate(slot);
         let active = net.active[slot as usize]
