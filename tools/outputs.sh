@@ -35,6 +35,12 @@ snapshot() {
         run "chol-$s-log" run scenarios/cholesky-attila.ron --set runtime.scheduler=$s --set platform.limit_cuda_mem_mb=512 --set output.runtime_log=true --out "$out/chol-$s-log"
     done
     run systems systems
+    # `hetsim flows` prints completion times on stdout: the reference flow cases and the
+    # staggered 10,000-flow one.
+    for f in tests/data/flows/*.json tests/data/flows/perf/case_n10000_stag.json; do
+        case $f in *.expected.json) continue ;; esac
+        run "flows-$(basename "$f" .json)" flows "$f"
+    done
     run halo-hostcopy run scenarios/studies/halo3d.ron --disable gpudirect --out "$out/halo-hostcopy"
     run nccl-a100 nccl-tests --platform scenarios/platforms/dgx-a100.ron -g 8 -b 8 -e 8G -f 2 --out "$out/nccl-a100"
     run nccl-h100 nccl-tests --op all_gather --platform scenarios/platforms/dgx-h100-cluster.ron --set platform.nodes=4 -g 32 --algo ring --proto LL --proto LL128 --proto Simple --out "$out/nccl-h100"
