@@ -1,7 +1,8 @@
 //! `hetsim flows` against SimGrid itself on flow cases nobody solved before: random cases by
 //! `hetsim flowgen`'s recipe (400 flows over 80 links, all at once and staggered, four
-//! seeds), each run by SimGrid 3.32 through `tools/simgrid/flowcase.cpp` (CM02, factors 1,
-//! TCP-gamma 0; see its header for how a case becomes a SimGrid platform) and by hetsim.
+//! seeds), each run by SimGrid 3.32 through `tools/simgrid/flowcase.cpp` (which sets CM02,
+//! factors 1, TCP-gamma 0; see its header for how a case becomes a SimGrid platform) and by
+//! hetsim.
 //! Expected: SimGrid's completion time of every flow, within a relative 1e-9 (the bar of
 //! `tests/flow_cases.rs`, whose answers SimGrid computed once, for fixed cases).
 //!
@@ -77,21 +78,7 @@ fn as_text(case: &serde_json::Value) -> String {
 fn simgrid_ends(runner: &Path, case: &serde_json::Value, name: &str) -> BTreeMap<String, f64> {
     let input = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.txt"));
     std::fs::write(&input, as_text(case)).unwrap();
-    let out = Command::new(runner)
-        .arg(&input)
-        .args([
-            "--cfg=network/model:CM02",
-            "--cfg=network/latency-factor:1",
-            "--cfg=network/bandwidth-factor:1",
-            "--cfg=network/TCP-gamma:0",
-            "--cfg=network/crosstraffic:0",
-            "--cfg=network/weight-S:0",
-            "--cfg=maxmin/precision:1e-15",
-            "--cfg=surf/precision:1e-15",
-            "--log=root.thres:warning",
-        ])
-        .output()
-        .unwrap();
+    let out = Command::new(runner).arg(&input).output().unwrap();
     assert!(
         out.status.success(),
         "{name}: SimGrid failed: {}",

@@ -33,10 +33,7 @@ for f in case["flows"]:
     lines.append(f'{f["id"]} {float(f["start"])!r} {f["size"]} {len(hops)} ' + " ".join(map(str, hops)))
 print("\n".join(lines))
 EOF
-cfg=(--cfg=network/model:CM02 --cfg=network/latency-factor:1 --cfg=network/bandwidth-factor:1
-     --cfg=network/TCP-gamma:0 --cfg=network/crosstraffic:0 --cfg=network/weight-S:0
-     --cfg=maxmin/precision:1e-15 --cfg=surf/precision:1e-15 --log=root.thres:warning)
-simgrid() { "$tmp/flowcase" "$tmp/case.txt" "${cfg[@]}"; }
+simgrid() { "$tmp/flowcase" "$tmp/case.txt"; }
 hetsim() { "$bin" flows "$case_json"; }
 simgrid >"$tmp/simgrid.txt"
 hetsim >"$tmp/hetsim.json"

@@ -12,9 +12,10 @@
 // completion times are printed as `ID END_s` lines. The links themselves have no latency: CM02
 // weighs a flow by its route's latency once that is paid, and the case format (like hetsim)
 // weighs every flow the same, which CM02 does for latency-free routes. So the latency is paid
-// as a sleep, using no bandwidth, as the format says. Run it with CM02, factors 1, TCP-gamma 0
-// and cross-traffic off (flow-speed.sh passes the --cfg flags).
+// as a sleep, using no bandwidth, as the format says. The model is set here, so every caller
+// gets the same semantics: CM02, factors 1, TCP-gamma 0, cross-traffic off, precision 1e-15.
 #include <simgrid/s4u.hpp>
+#include <xbt/log.h>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -33,9 +34,14 @@ int main(int argc, char** argv)
 {
   sg4::Engine e(&argc, argv);
   if (argc != 2) {
-    std::fprintf(stderr, "usage: %s CASE.txt [--cfg=...]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s CASE.txt\n", argv[0]);
     return 2;
   }
+  xbt_log_control_set("root.thres:warning");
+  for (const char* cfg : {"network/model:CM02", "network/latency-factor:1", "network/bandwidth-factor:1",
+                          "network/TCP-gamma:0", "network/crosstraffic:0", "network/weight-S:0",
+                          "maxmin/precision:1e-15", "surf/precision:1e-15"})
+    sg4::Engine::set_config(cfg);
   std::ifstream in(argv[1]);
   size_t nlinks = 0;
   if (!(in >> nlinks)) {
