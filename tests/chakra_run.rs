@@ -57,11 +57,12 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-12 + 1e-9 * b.abs()
 }
 
-/// A folder of its own under the system's temporary folder.
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("hetsim-chakra-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A folder of its own under the system's temporary folder, removed when dropped.
+fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("hetsim-chakra-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 #[test]
@@ -252,13 +253,15 @@ fn the_real_step_on_one_gpu_is_its_list_schedule_under_the_resource_rule() {
     assert!(step >= 0.292828);
 }
 
-/// Writes `traces` (one per rank) as NAME.{rank}.et in a scratch folder; the pattern.
-fn write_ranks(name: &str, traces: &[Trace]) -> String {
+/// Writes `traces` (one per rank) as NAME.{rank}.et in a scratch folder; the folder (kept
+/// while it lives) and the pattern.
+fn write_ranks(name: &str, traces: &[Trace]) -> (tempfile::TempDir, String) {
     let dir = scratch(name);
     for (r, t) in traces.iter().enumerate() {
-        t.write(&dir.join(format!("t.{r}.et"))).unwrap();
+        t.write(&dir.path().join(format!("t.{r}.et"))).unwrap();
     }
-    dir.join("t.{rank}.et").display().to_string()
+    let pattern = dir.path().join("t.{rank}.et").display().to_string();
+    (dir, pattern)
 }
 
 #[test]
@@ -266,7 +269,7 @@ fn compute_scale_divides_kernel_times_and_leaves_cpu_operators() {
     let mut t = Trace::new("0.0.4");
     let c = t.cpu("launch", &[], 30);
     t.kernel("k", &[c], 300);
-    let files = write_ranks("scale", &[t]);
+    let (_dir, files) = write_ranks("scale", &[t]);
     for (scale, expected) in [(1.0, 330e-6), (1.5, 230e-6)] {
         let s = scenario(
             &platform("dgx-h100.ron"),
@@ -293,8 +296,9 @@ fn process_groups_from_a_group_file_run_their_own_collectives() {
             t
         })
         .collect();
-    let files = write_ranks("groups", &traces);
-    let groups = scratch("groups-file").join("groups.json");
+    let (_dir, files) = write_ranks("groups", &traces);
+    let groups_dir = scratch("groups-file");
+    let groups = groups_dir.path().join("groups.json");
     std::fs::write(&groups, r#"{"0": [0, 1], "1": [2, 3]}"#).unwrap();
     let s = scenario(
         &platform("dgx-h100.ron"),
@@ -327,8 +331,9 @@ fn process_groups_from_a_group_file_run_their_own_collectives() {
     // A group the file does not define is an input error naming it.
     let mut t = Trace::new("0.0.4");
     t.collective("ar", &[], C::AllReduce, 64, Some("tp"));
-    let files = write_ranks("groups-missing", &[t]);
-    let groups = scratch("groups-file-one").join("groups.json");
+    let (_dir, files) = write_ranks("groups-missing", &[t]);
+    let groups_dir = scratch("groups-file-one");
+    let groups = groups_dir.path().join("groups.json");
     std::fs::write(&groups, r#"{"0": [0]}"#).unwrap();
     let s = scenario(
         &platform("dgx-h100.ron"),
@@ -356,7 +361,7 @@ fn a_memory_load_is_a_host_to_device_copy_over_pcie() {
             chakra::proto::Value::Int64Val(54_800_000),
         )],
     );
-    let files = write_ranks("copy", &[t]);
+    let (_dir, files) = write_ranks("copy", &[t]);
     let s = scenario(
         &platform("dgx-h100.ron"),
         &format!("Chakra(files: {files:?}, ranks: 1)"),
@@ -375,7 +380,7 @@ fn a_memory_load_is_a_host_to_device_copy_over_pcie() {
 #[test]
 fn broken_workloads_are_errors_that_say_what_and_where() {
     let one = |t: Trace, name: &str, ranks: u32| {
-        let files = write_ranks(name, &[t]);
+        let (_dir, files) = write_ranks(name, &[t]);
         let s = scenario(
             &platform("dgx-h100.ron"),
             &format!("Chakra(files: {files:?}, ranks: {ranks})"),
@@ -411,7 +416,7 @@ fn broken_workloads_are_errors_that_say_what_and_where() {
             t
         })
         .collect();
-    let files = write_ranks("mismatch", &traces);
+    let (_dir, files) = write_ranks("mismatch", &traces);
     let s = scenario(
         &platform("dgx-h100.ron"),
         &format!("Chakra(files: {files:?}, ranks: 2)"),
@@ -423,7 +428,7 @@ fn broken_workloads_are_errors_that_say_what_and_where() {
     // More ranks than GPUs, a scale of zero, a missing file: input errors naming the field.
     let mut t = Trace::new("0.0.4");
     t.kernel("k", &[], 1);
-    let files = write_ranks("fields", &[t]);
+    let (_dir, files) = write_ranks("fields", &[t]);
     let e = scenario(
         &platform("dgx-h100.ron"),
         &format!("Chakra(files: {files:?}, ranks: 9)"),

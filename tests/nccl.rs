@@ -65,8 +65,8 @@ fn busbw_tends_to_the_link_bandwidth_times_the_protocol_efficiency() {
     // Large AllReduce, one channel, 4 GPUs, 20 GB/s ports at efficiency 0.8 (16 GB/s of data):
     // busbw -> 16 GB/s x the protocol's share of data on the wire (LL 1/2, LL128 120/128,
     // Simple 1). The table's bytes include latency, so allow 1 %.
-    let dir = std::env::temp_dir().join(format!("hetsim-nccl-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     std::fs::write(dir.join("node4.ron"), node(4)).unwrap();
     for (proto, eff) in [
         (Proto::LL, 0.5),

@@ -181,9 +181,8 @@ proptest::proptest! {
         } else {
             bytes[at] = byte;
         }
-        let dir = std::env::temp_dir().join(format!("chakra-damage-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = write(&dir, "d.0.et", &bytes);
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(dir.path(), "d.0.et", &bytes);
         if let Err(e) = EtFile::read(&p) {
             proptest::prop_assert!(e.to_string().contains("d.0.et"), "{}", e);
         }

@@ -54,8 +54,8 @@ fn a_missing_location_file_is_named() {
 
 #[test]
 fn an_anchor_that_is_not_otf2_is_refused() {
-    let dir = tempfile_dir();
-    let p = dir.join("traces.otf2");
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("traces.otf2");
     std::fs::write(&p, b"hello").unwrap();
     let e = otf2::Archive::open(&p).unwrap_err().to_string();
     assert!(
@@ -64,18 +64,12 @@ fn an_anchor_that_is_not_otf2_is_refused() {
     );
 }
 
-fn tempfile_dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("otf2-errors-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 /// Copies an archive, flips bytes in one of its files, and reads it all.
 fn flipped(file: &str, flips: &[(usize, u8)]) -> Result<u64, String> {
     let src = data("pingpong");
     let src = src.parent().unwrap();
-    let dir = tempfile_dir().join(format!("flip-{}", rand_name(flips)));
-    let _ = std::fs::remove_dir_all(&dir);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     std::fs::create_dir_all(dir.join("traces")).unwrap();
     for f in [
         "traces.otf2",
@@ -94,15 +88,7 @@ fn flipped(file: &str, flips: &[(usize, u8)]) -> Result<u64, String> {
         bytes[i] ^= x.max(1);
     }
     std::fs::write(&target, bytes).unwrap();
-    let r = read_all(&dir.join("traces.otf2"));
-    let _ = std::fs::remove_dir_all(&dir);
-    r
-}
-
-fn rand_name(flips: &[(usize, u8)]) -> u64 {
-    flips.iter().fold(1469598103934665603u64, |h, &(a, x)| {
-        (h ^ a as u64 ^ ((x as u64) << 40)).wrapping_mul(1099511628211)
-    })
+    read_all(&dir.join("traces.otf2"))
 }
 
 proptest! {
