@@ -6,11 +6,10 @@
 //! Expected: SimGrid's completion time of every flow, within a relative 1e-9 (the bar of
 //! `tests/flow_cases.rs`, whose answers SimGrid computed once, for fixed cases).
 //!
-//! Needs g++ and SimGrid (`apt-get install libsimgrid-dev simgrid`); without them the test
-//! says it skipped. CI installs them (`.ci/run`).
+//! Needs g++ and SimGrid (`apt-get install libsimgrid-dev simgrid`, which brings python3 for
+//! `tools/simgrid/flowcase-input.py`); without them the test says it skipped. CI installs them (`.ci/run`).
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -40,44 +39,25 @@ fn simgrid_runner() -> Result<PathBuf, String> {
     Ok(exe)
 }
 
-/// The case as flowcase.cpp reads it: links by index, then each flow's start, size and
-/// route (the recipe draws distinct links, so no repeat is dropped).
-fn as_text(case: &serde_json::Value) -> String {
-    let links = case["links"].as_array().unwrap();
-    let flows = case["flows"].as_array().unwrap();
-    let mut text = format!("{}\n", links.len());
-    let mut index = BTreeMap::new();
-    for (i, l) in links.iter().enumerate() {
-        let id = l["id"].as_str().unwrap();
-        index.insert(id, i);
-        let (bw, lat) = (
-            l["bandwidth"].as_f64().unwrap(),
-            l["latency"].as_f64().unwrap(),
-        );
-        writeln!(text, "{id} {bw:e} {lat:e}").unwrap();
-    }
-    writeln!(text, "{}", flows.len()).unwrap();
-    for f in flows {
-        let route: Vec<usize> = f["route"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|h| index[h.as_str().unwrap()])
-            .collect();
-        let (id, start) = (f["id"].as_str().unwrap(), f["start"].as_f64().unwrap());
-        write!(text, "{id} {start:e} {} {}", f["size"], route.len()).unwrap();
-        for l in route {
-            write!(text, " {l}").unwrap();
-        }
-        text.push('\n');
-    }
-    text
-}
-
 /// SimGrid's completion time of every flow of `case`.
 fn simgrid_ends(runner: &Path, case: &serde_json::Value, name: &str) -> BTreeMap<String, f64> {
-    let input = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.txt"));
-    std::fs::write(&input, as_text(case)).unwrap();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let json = dir.join(format!("{name}.json"));
+    std::fs::write(&json, case.to_string()).unwrap();
+    // The case as flowcase.cpp reads it, by the converter flow-speed.sh uses too.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = Command::new("python3")
+        .arg(root.join("tools/simgrid/flowcase-input.py"))
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        text.status.success(),
+        "{name}: flowcase-input.py failed: {}",
+        String::from_utf8_lossy(&text.stderr)
+    );
+    let input = dir.join(format!("{name}.txt"));
+    std::fs::write(&input, text.stdout).unwrap();
     let out = Command::new(runner).arg(&input).output().unwrap();
     assert!(
         out.status.success(),

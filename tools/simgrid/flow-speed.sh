@@ -17,22 +17,7 @@ runs=${3:-5}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 g++ -O2 -o "$tmp/flowcase" "$root/tools/simgrid/flowcase.cpp" -lsimgrid
-# The case as flowcase.cpp reads it: links by index, each route's repeats dropped.
-python3 - "$case_json" >"$tmp/case.txt" <<'EOF'
-import json, sys
-case = json.load(open(sys.argv[1]))
-index, lines = {}, [str(len(case["links"]))]
-for i, link in enumerate(case["links"]):
-    if link.get("sharing", "shared") != "shared":
-        sys.exit(f"{sys.argv[1]}: links[{i}]: only shared links are run here")
-    index[link["id"]] = i
-    lines.append(f'{link["id"]} {link["bandwidth"]!r} {link["latency"]!r}')
-lines.append(str(len(case["flows"])))
-for f in case["flows"]:
-    hops = list(dict.fromkeys(index[h] for h in f["route"]))
-    lines.append(f'{f["id"]} {float(f["start"])!r} {f["size"]} {len(hops)} ' + " ".join(map(str, hops)))
-print("\n".join(lines))
-EOF
+python3 "$root/tools/simgrid/flowcase-input.py" "$case_json" >"$tmp/case.txt"
 simgrid() { "$tmp/flowcase" "$tmp/case.txt"; }
 hetsim() { "$bin" flows "$case_json"; }
 simgrid >"$tmp/simgrid.txt"

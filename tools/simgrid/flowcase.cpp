@@ -1,6 +1,7 @@
 // SimGrid's own run of a flow case (tests/data/flows/README.md's format), for timing hetsim
-// against SimGrid side by side on the same input (tools/simgrid/flow-speed.sh). The case
-// arrives pre-digested by flow-speed.sh as plain text:
+// against SimGrid side by side on the same input (tools/simgrid/flow-speed.sh) and for checking
+// hetsim against it (tests/simgrid_flows.rs). The case arrives as plain text, written by
+// tools/simgrid/flowcase-input.py:
 //
 //   LINKS                      then per link:  NAME BANDWIDTH_Bps LATENCY_s
 //   FLOWS                      then per flow:  ID START_s SIZE_bytes HOPS LINK_INDEX...
