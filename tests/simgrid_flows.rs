@@ -21,6 +21,9 @@ fn simgrid_runner() -> Result<PathBuf, String> {
     if !Path::new("/usr/include/simgrid/s4u.hpp").exists() {
         return Err("SimGrid's headers are not installed (libsimgrid-dev)".into());
     }
+    if Command::new("python3").arg("--version").output().is_err() {
+        return Err("python3 is not installed (tools/simgrid/flowcase-input.py)".into());
+    }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("simgrid-flowcase");
     let built = Command::new("g++")
