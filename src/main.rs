@@ -241,6 +241,10 @@ enum Command {
 /// allocator (`tools/outputs.sh compare`: identical); small runs reserve more memory up front.
 /// Only the CLI uses it: the library leaves the choice to its programs (the benches keep the
 /// system allocator, and `tests/budget_bytes.rs` counts bytes with its own).
+/// It asks for no transparent huge pages (the crate's `no_thp` feature, `Cargo.toml`): where
+/// the kernel gives them only on request (the usual `madvise` setting), a run right after
+/// another large program otherwise waits while the kernel compacts memory to find each one,
+/// and peaks are a third to a half higher (ARCHITECTURE.md has the figures).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
