@@ -244,7 +244,7 @@ enum Command {
 /// It asks for no transparent huge pages (the crate's `no_thp` feature, `Cargo.toml`): where
 /// the kernel gives them only on request (the usual `madvise` setting), a run right after
 /// another large program otherwise waits while the kernel compacts memory to find each one,
-/// and peaks are a third to a half higher (ARCHITECTURE.md has the figures).
+/// and peaks are a sixth to a half higher (ARCHITECTURE.md has the figures).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
