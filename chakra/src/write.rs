@@ -152,10 +152,9 @@ mod tests {
         let k = t.kernel("k", &[], 5);
         let c = t.collective("ar", &[k], CollectiveCommType::AllReduce, 64, Some("dp"));
         t.p2p("s", &[c], true, 1, 8, 3);
-        let dir = std::env::temp_dir().join(format!("chakra-write-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = tempfile::tempdir().unwrap();
         for name in ["t.0.et", "t.0.et.gz"] {
-            let p = dir.join(name);
+            let p = dir.path().join(name);
             t.write(&p).unwrap();
             let et = crate::EtFile::read(&p).unwrap();
             assert_eq!(et.version, "0.0.4");
@@ -164,6 +163,5 @@ mod tests {
             assert_eq!(et.nodes[1].string("pg_name"), Some("dp"));
             assert_eq!(et.nodes[2].int("comm_dst"), Some(1));
         }
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

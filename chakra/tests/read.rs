@@ -87,12 +87,12 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
 
 #[test]
 fn a_written_trace_reads_back_with_its_figures() {
-    let tmp = std::env::temp_dir().join(format!("chakra-read-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap();
-    let plain = write(&tmp, "t.0.et", &trace());
+    let tmp = tempfile::tempdir().unwrap();
+    let tmp = tmp.path();
+    let plain = write(tmp, "t.0.et", &trace());
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     gz.write_all(&trace()).unwrap();
-    let zipped = write(&tmp, "t.1.et.gz", &gz.finish().unwrap());
+    let zipped = write(tmp, "t.1.et.gz", &gz.finish().unwrap());
     for p in [plain, zipped] {
         let et = EtFile::read(&p).unwrap();
         assert_eq!(et.version, "0.0.4");
@@ -107,15 +107,14 @@ fn a_written_trace_reads_back_with_its_figures() {
         );
         assert_eq!(s.critical_path, (49, 4));
     }
-    let _ = std::fs::remove_dir_all(&tmp);
 }
 
 #[test]
 fn broken_traces_name_the_file_and_the_node() {
-    let tmp = std::env::temp_dir().join(format!("chakra-broken-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let tmp = tmp.path();
     let good = trace();
-    let cut = write(&tmp, "cut.0.et", &good[..good.len() - 3]);
+    let cut = write(tmp, "cut.0.et", &good[..good.len() - 3]);
     let e = EtFile::read(&cut).unwrap_err().to_string();
     assert!(
         e.contains("cut.0.et, node 4") && e.contains("truncated"),
@@ -125,15 +124,14 @@ fn broken_traces_name_the_file_and_the_node() {
     let mut garbled = good.clone();
     let at = garbled.len() - 20;
     garbled[at..].fill(0xff);
-    let e = EtFile::read(write(&tmp, "bad.0.et", &garbled))
+    let e = EtFile::read(write(tmp, "bad.0.et", &garbled))
         .unwrap_err()
         .to_string();
     assert!(e.contains("bad.0.et, node"), "{e}");
-    let e = EtFile::read(write(&tmp, "empty.0.et", &[]))
+    let e = EtFile::read(write(tmp, "empty.0.et", &[]))
         .unwrap_err()
         .to_string();
     assert!(e.contains("metadata: the file is empty"), "{e}");
-    let _ = std::fs::remove_dir_all(&tmp);
 }
 
 #[test]

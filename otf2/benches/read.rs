@@ -76,14 +76,13 @@ fn read_all(anchor: &std::path::Path) -> u64 {
 }
 
 fn bench(c: &mut Criterion) {
-    let dir = std::env::temp_dir().join(format!("otf2-bench-{}", std::process::id()));
-    let (anchor, events) = archive(&dir);
+    let dir = tempfile::tempdir().unwrap();
+    let (anchor, events) = archive(dir.path());
     let mut g = c.benchmark_group("otf2");
     g.throughput(Throughput::Elements(events));
     g.sample_size(10);
     g.bench_function("read_2M_events", |b| b.iter(|| read_all(&anchor)));
     g.finish();
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 criterion_group!(benches, bench);

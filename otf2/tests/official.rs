@@ -221,10 +221,9 @@ fn written(dir: &Path, ranks: u32, rounds: u64, chunk: u64) -> PathBuf {
 
 #[test]
 fn archives_the_crate_writes_read_back_and_as_otf2_print_reads_them() {
-    let tmp = std::env::temp_dir().join(format!("otf2-written-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
+    let tmp = tempfile::tempdir().unwrap();
     // The smallest chunks OTF2 takes: 5,000 rounds span two.
-    let anchor = written(&tmp, 3, 5000, 256 * 1024);
+    let anchor = written(tmp.path(), 3, 5000, 256 * 1024);
     let a = otf2::Archive::open(&anchor).unwrap();
     assert_eq!(a.defs.locations.len(), 3);
     assert_eq!(a.defs.locations[0].events, 30_200);
@@ -239,5 +238,4 @@ fn archives_the_crate_writes_read_back_and_as_otf2_print_reads_them() {
         }
         assert_eq!(n, 30_200);
     }
-    let _ = std::fs::remove_dir_all(&tmp);
 }
