@@ -7,7 +7,8 @@
 //! `tests/flow_cases.rs`, whose answers SimGrid computed once, for fixed cases).
 //!
 //! Needs g++ and SimGrid (`apt-get install libsimgrid-dev simgrid`, which brings python3 for
-//! `tools/simgrid/flowcase-input.py`); without them the test says it skipped. CI installs them (`.ci/run`).
+//! `tools/simgrid/flowcase-input.py`); without them the test says it skipped. CI installs
+//! them (`.ci/run`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -42,11 +43,11 @@ fn simgrid_runner() -> Result<PathBuf, String> {
     Ok(exe)
 }
 
-/// SimGrid's completion time of every flow of `case`.
-fn simgrid_ends(runner: &Path, case: &serde_json::Value, name: &str) -> BTreeMap<String, f64> {
+/// SimGrid's completion time of every flow of `case` (the case's JSON text).
+fn simgrid_ends(runner: &Path, case: &str, name: &str) -> BTreeMap<String, f64> {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let json = dir.join(format!("{name}.json"));
-    std::fs::write(&json, case.to_string()).unwrap();
+    std::fs::write(&json, case).unwrap();
     // The case as flowcase.cpp reads it, by the converter flow-speed.sh uses too.
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let text = Command::new("python3")
@@ -95,8 +96,8 @@ fn random_flow_cases_end_when_simgrid_says() {
                 seed,
                 stagger,
             });
-            let want = simgrid_ends(&runner, &case, &name);
             let text = serde_json::to_string(&case).unwrap();
+            let want = simgrid_ends(&runner, &text, &name);
             let got = solve(&text, &name, &RunOptions::default()).unwrap().ends;
             assert_eq!(got.len(), want.len(), "{name}: flow count");
             for (id, w) in &want {
