@@ -12,7 +12,10 @@
 //! Side by side with SimGrid 3.32 on this VM (`tools/simgrid/flow-speed.sh CASE.json BIN 5`,
 //! SimGrid run just before each hetsim run, 2026-11-30): case_n10000_stag SimGrid 22.1 s,
 //! hetsim 0.183 s, 120 x (completion times within 7.8e-14); before mimalloc lost its huge
-//! pages 91.8 x and 82.7 x (0.253 and 0.276 s). case_n1000_t0: 29 x.
+//! pages 91.8 x and 82.7 x (0.253 and 0.276 s). case_n1000_t0: 29 x. case_n10000_t0
+//! (`flow-speed.sh CASE BIN 1`, 2026-11-30): SimGrid 318 s, hetsim 11.1 s, 28.7 x
+//! (completion times within 7.4e-11). The target's 121 s for SimGrid was measured on a
+//! faster day of this VM: 100 x SimGrid today is 3.2 s.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use hetsim::RunOptions;

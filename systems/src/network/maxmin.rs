@@ -33,6 +33,7 @@
 //! Levels within a relative 1e-12 of a flow's old rate count as equal, so floating-point noise
 //! does not start cascades of no-op changes.
 
+use fixedbitset::FixedBitSet;
 use foldhash::HashMap;
 use orx_priority_queue::{PriorityQueue, PriorityQueueDecKey, QuaternaryHeapOfIndices};
 use smallvec::SmallVec;
@@ -369,6 +370,8 @@ pub struct MaxMin {
     /// The route of the flow being propagated (see [`MaxMin::propagate`]).
     route: Vec<ConsId>,
     changed: Vec<FlowId>,
+    /// Scratch of [`in_id_order`] (all clear between solves).
+    marks: FixedBitSet,
 }
 
 impl MaxMin {
@@ -975,9 +978,9 @@ impl MaxMin {
         self.dirty.clear();
         self.arena.clear();
         // In id order: the caller re-times their completions and sums their rates per link,
-        // and walking the flows' records in order is faster than the sort costs (see
-        // ARCHITECTURE.md, the completions).
-        self.changed.sort_unstable();
+        // and walking the flows' records in order is faster than putting them in order costs
+        // (see ARCHITECTURE.md, the completions).
+        in_id_order(&mut self.changed, &mut self.marks, self.hot.len());
         self.stats.changed += self.changed.len() as u64;
     }
 
@@ -1020,6 +1023,35 @@ impl MaxMin {
     }
 }
 
+/// Puts distinct flow ids below `ids` in increasing order. When they are many, and many for
+/// the id range (at least one in [`SWEEP_DENSITY`] ids), marking them in `marks` and reading
+/// the marks back in order costs less than sorting them; `marks` is left clear.
+fn in_id_order(list: &mut Vec<FlowId>, marks: &mut FixedBitSet, ids: usize) {
+    if list.is_sorted() {
+        // Often so when flows start and end together (a collective's): a pass tells.
+        return;
+    }
+    if list.len() < SWEEP_MIN || list.len() * SWEEP_DENSITY < ids {
+        list.sort_unstable();
+        return;
+    }
+    marks.grow(ids);
+    for &g in list.iter() {
+        debug_assert!(!marks.contains(g as usize), "flow {g} listed twice");
+        marks.insert(g as usize);
+    }
+    list.clear();
+    list.extend(marks.ones().map(|g| g as FlowId));
+    marks.clear();
+}
+
+/// [`in_id_order`] sweeps its marks when it has at least one id in this many: a sort costs
+/// about 100 instructions an id at the sizes a solve changes, a sweep a few per 64 ids.
+const SWEEP_DENSITY: usize = 512;
+/// ... and at least this many ids (a short list sorts by insertion, faster than a sweep's
+/// set-up).
+const SWEEP_MIN: usize = 32;
+
 /// Where the buckets of [`SolveStats::changed_by_size`] split, in relative rate change.
 pub const CHANGE_SIZE_BOUNDS: [f64; 3] = [1e-9, 1e-6, 1e-3];
 
@@ -1037,6 +1069,33 @@ fn same_level(a: f64, b: f64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn changed_ids_come_out_in_order_by_sort_or_by_sweep() {
+        let mut marks = FixedBitSet::new();
+        // Few ids for the range: sorted.
+        let mut few = vec![900, 3, 512];
+        in_id_order(&mut few, &mut marks, 100_000);
+        assert_eq!(few, [3, 512, 900]);
+        assert_eq!(marks.len(), 0, "a sort leaves the marks alone");
+        // Many: swept, with ids on both sides of a 64-bit word's edges, and the marks left
+        // clear for the next solve.
+        let mut many: Vec<FlowId> = (0..40).map(|i| (i * 37) % 200).collect();
+        let edges: Vec<FlowId> = [63, 64, 127, 128]
+            .into_iter()
+            .filter(|g| !many.contains(g))
+            .collect();
+        many.extend(edges);
+        let mut expected = many.clone();
+        expected.sort_unstable();
+        in_id_order(&mut many, &mut marks, 200);
+        assert_eq!(many, expected);
+        assert!(marks.len() >= 200, "swept");
+        assert_eq!(marks.count_ones(..), 0);
+        let mut again: Vec<FlowId> = (0..SWEEP_MIN as u32).rev().collect();
+        in_id_order(&mut again, &mut marks, 64);
+        assert_eq!(again, (0..SWEEP_MIN as u32).collect::<Vec<_>>());
+    }
 
     #[test]
     fn two_flows_share_one_link() {
