@@ -32,6 +32,10 @@
 //!   SMPI 3.32's 1.240 s for `smpirun -replay` of the same trace (5.0 x;
 //!   tools/simgrid/replay-speed.sh); simulated 1.9975 ms against SMPI's 2.026 ms.
 //!
+//! - This VM's speed moves from day to day: on 2026-11-30 the binary of d9c4a32 (9.7 s at
+//!   480 ranks exact on 2026-11-24) took 15.0 s, and the day's binary 12.6 s beside it
+//!   (farm-bench, 5 interleaved pairs, A/B 0.80).
+//!
 //! Issue 57's targets (480 ranks exact in 1.5 s; 4,860 in 120 s and 4 GB; 100 x SMPI on a
 //! real trace) are not met; see ARCHITECTURE.md, "The max-min solver".
 
