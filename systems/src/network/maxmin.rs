@@ -1073,6 +1073,11 @@ mod tests {
     #[test]
     fn changed_ids_come_out_in_order_by_sort_or_by_sweep() {
         let mut marks = FixedBitSet::new();
+        // Already in order (a collective's often are): left as they are, however many.
+        let mut ordered: Vec<FlowId> = (0..100).collect();
+        in_id_order(&mut ordered, &mut marks, 100);
+        assert_eq!(ordered, (0..100).collect::<Vec<_>>());
+        assert_eq!(marks.len(), 0, "no sweep for a list in order");
         // Few ids for the range: sorted.
         let mut few = vec![900, 3, 512];
         in_id_order(&mut few, &mut marks, 100_000);
