@@ -31,7 +31,6 @@
 //! - SMPI-TI trace (tests/oracles/smpi-ti/lulesh.ron, 16,080 messages): 0.248 s against
 //!   SMPI 3.32's 1.240 s for `smpirun -replay` of the same trace (5.0 x;
 //!   tools/simgrid/replay-speed.sh); simulated 1.9975 ms against SMPI's 2.026 ms.
-//!
 //! - This VM's speed moves from day to day: on 2026-11-30 the binary of d9c4a32 (9.7 s at
 //!   480 ranks exact on 2026-11-24) took 15.0 s, and the day's binary 12.6 s beside it
 //!   (farm-bench, 5 interleaved pairs, A/B 0.80).
