@@ -16,6 +16,17 @@
 //! (`flow-speed.sh CASE BIN 1`, 2026-11-30): SimGrid 318 s, hetsim 11.1 s, 28.7 x
 //! (completion times within 7.4e-11). The target's 121 s for SimGrid was measured on a
 //! faster day of this VM: 100 x SimGrid today is 3.2 s.
+//! Long lists re-keyed by a bound (0d6b75a; farm-bench medians of interleaved pairs against
+//! 91672f6's binary, 2026-11-30): 30,000 flows over 600 links, starts over 0.03 s
+//! (`hetsim flowgen --flows 30000 --links 600 --stagger 0.03 --seed 1`) 52.7 s against
+//! 101.7 s (2 pairs, A/B 0.52; exact re-keys 130 M -> 44 M); case_n10000_t0 5.54 s against
+//! 5.70 s (5 pairs, A/B 0.98). The crowded generated case below (3,000 flows over 60 links)
+//! ran 1.52 s against 2.65 s (one run each, beside a test suite). The 100,000-flow case
+//! (`--flows 100000 --links 2000 --stagger 0.1 --seed 1`): 436 s of CPU against 627 s, each
+//! beside another long run (`/usr/bin/time`). Same day, quiet machine,
+//! side by side (`flow-speed.sh`): SimGrid 109 s on case_n10000_t0 against hetsim 5.87 s
+//! (18.6 x; the other core ran halo3d at 4,860 ranks); case_n10000_stag SimGrid 11.0 s
+//! against 0.089 s (124 x, likewise).
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use hetsim::RunOptions;
@@ -48,6 +59,18 @@ fn bench(c: &mut Criterion) {
     .to_string();
     g.bench_function("generated_n3000_t0", |b| {
         b.iter(|| solve(&t0, "n3000_t0", &RunOptions::default()).unwrap())
+    });
+    // Crowded links: 50 flows a link, starts over 3 ms, so that constraints list many
+    // untouched flows (re-keyed by a bound past `EXACT_REKEY_MAX`).
+    let crowded = generate(Recipe {
+        flows: 3000,
+        links: 60,
+        seed: 1,
+        stagger: 0.003,
+    })
+    .to_string();
+    g.bench_function("generated_n3000_l60_stag", |b| {
+        b.iter(|| solve(&crowded, "n3000_l60_stag", &RunOptions::default()).unwrap())
     });
     g.finish();
 }

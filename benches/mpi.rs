@@ -35,6 +35,14 @@
 //!   480 ranks exact on 2026-11-24) took 15.0 s, and the day's binary 12.6 s beside it
 //!   (farm-bench, 5 interleaved pairs, A/B 0.80).
 //!
+//! - 2026-11-30, a faster day of this VM (91672f6's binary): 480 ranks exact 7.12 s
+//!   (farm-bench, 5 pairs; 0d6b75a's binary beside it 7.24 s, A/B 0.99); 4,860 ranks exact
+//!   1,073 s and 2.05 GB (`/usr/bin/time`; the other core ran SimGrid for part of it),
+//!   19.5 M events, 2.27 M solves, 1.79 G rate changes, 698 M exact re-keys; 0d6b75a's
+//!   binary 964 s (952 s of CPU, beside another long run for its first 10 minutes), 628 M
+//!   exact re-keys, the same summary. The SMPI-TI trace 0.091 s against SMPI's 0.496 s
+//!   (5.4 x, 9 runs).
+//!
 //! Issue 57's targets (480 ranks exact in 1.5 s; 4,860 in 120 s and 4 GB; 100 x SMPI on a
 //! real trace) are not met; see ARCHITECTURE.md, "The max-min solver".
 

@@ -50,8 +50,8 @@ const REL_TOL: f64 = 1e-12;
 /// A scanned constraint that a growing flow may fill sooner is re-keyed exactly if it lists
 /// at most this many untouched flows, else by [`MaxMin::listed_bound`]: an exact fill level
 /// costs a pass over the list (often two or three), which on long lists cost more than the
-/// extra heap pop of a bound (30,000 flows over 600 links: 130 M exact re-keys, 103 s,
-/// against 44 M and 55 s).
+/// extra heap pop of a bound (30,000 flows over 600 links: 130 M exact re-keys and 101.7 s
+/// against 44 M and 52.7 s; see ARCHITECTURE.md).
 const EXACT_REKEY_MAX: u32 = 16;
 /// Relative share of a capacity a lazy bound leaves aside for rounding in running loads.
 const LOAD_MARGIN: f64 = 1e-9;
