@@ -23,10 +23,9 @@
 //! 5.70 s (5 pairs, A/B 0.98). The crowded generated case below (3,000 flows over 60 links)
 //! ran 1.52 s against 2.65 s (one run each, beside a test suite). The 100,000-flow case
 //! (`--flows 100000 --links 2000 --stagger 0.1 --seed 1`): 436 s of CPU against 627 s, each
-//! beside another long run (`/usr/bin/time`). Same day, quiet machine,
-//! side by side (`flow-speed.sh`): SimGrid 109 s on case_n10000_t0 against hetsim 5.87 s
-//! (18.6 x; the other core ran halo3d at 4,860 ranks); case_n10000_stag SimGrid 11.0 s
-//! against 0.089 s (124 x, likewise).
+//! beside another long run (`/usr/bin/time`). Same day, side by side (`flow-speed.sh`, the
+//! other core running halo3d at 4,860 ranks): SimGrid 109 s on case_n10000_t0 against
+//! hetsim 5.87 s (18.6 x); case_n10000_stag SimGrid 11.0 s against 0.089 s (124 x).
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use hetsim::RunOptions;
