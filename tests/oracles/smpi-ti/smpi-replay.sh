@@ -11,11 +11,12 @@ algos=(--cfg=smpi/bcast:binomial_tree --cfg=smpi/reduce:binomial --cfg=smpi/allr
        --cfg=smpi/reduce_scatter:mpich_pair --cfg=smpi/barrier:mpich
        --cfg=smpi/gather:ompi_basic_linear --cfg=smpi/scatter:ompi_basic_linear
        --cfg=smpi/alltoallv:ompi_basic_linear --cfg=smpi/allgatherv:pair)
-# smpi_replay DIR NAME NP PLATFORM HOSTS: replays DIR/NAME.txt on ../smpi/PLATFORM.xml and
-# prints SMPI's simulated time in seconds.
+# smpi_replay DIR NAME NP PLATFORM HOSTS: replays DIR/NAME.txt on ../smpi/PLATFORM.xml (or on
+# PLATFORM itself, a path) and prints SMPI's simulated time in seconds.
 smpi_replay() {
-    local here; here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-    (cd "$1" && smpirun -np "$3" -platform "$here/../smpi/$4.xml" -hostfile "$5" \
+    local here platform; here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+    platform=$4; [[ $platform == */* ]] || platform="$here/../smpi/$platform.xml"
+    (cd "$1" && smpirun -np "$3" -platform "$platform" -hostfile "$5" \
         "${cfg[@]}" "${algos[@]}" -replay "$2.txt" 2>&1 |
         grep -o 'Simulation time [0-9.e+-]*' | awk '{print $3}')
 }
