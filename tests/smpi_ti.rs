@@ -86,14 +86,27 @@ fn every_recorded_action_replays_and_matches_smpi() {
     );
 }
 
-#[test]
-fn a_recorded_lulesh_like_run_of_64_ranks_on_a_fat_tree_replays_as_smpi_replays_it() {
-    let (ranks, want) = smpi("lulesh");
+/// The LULESH-like trace's computation: 10 iterations of 140 kflop at 1 Gflop/s per rank.
+const LULESH_COMPUTE_S: f64 = 10.0 * 140e3 / 1e9;
+
+/// Replays lulesh.ron with `overrides` and reads replay.csv's `row`: hetsim's report, then
+/// the communication time (the run less the computation) of hetsim and of SMPI.
+fn lulesh_communication(row: &str, overrides: &[String]) -> (hetsim::output::Report, f64, f64) {
+    let (ranks, want) = smpi(row);
     assert_eq!(ranks, 64);
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oracles/smpi-ti/lulesh.ron");
-    let r = run_as_smpi(load_scenario(&file, &[]).unwrap());
+    let r = run_as_smpi(load_scenario(&file, overrides).unwrap());
     let got = r.summary["sim_time_s"].as_f64().unwrap();
-    eprintln!("lulesh: hetsim {got:.6e} s, SMPI {want:.6e} s");
+    let (hetsim_comm, smpi_comm) = (got - LULESH_COMPUTE_S, want - LULESH_COMPUTE_S);
+    eprintln!(
+        "{row}: hetsim {got:.6e} s, SMPI {want:.6e} s; communication {hetsim_comm:.6e} s against {smpi_comm:.6e} s"
+    );
+    (r, hetsim_comm, smpi_comm)
+}
+
+#[test]
+fn a_recorded_lulesh_like_run_of_64_ranks_on_a_fat_tree_replays_as_smpi_replays_it() {
+    let (r, hetsim_comm, smpi_comm) = lulesh_communication("lulesh", &[]);
     assert_eq!(r.summary["mpi"]["messages"], 16080);
     // Both sides compute exactly 1.4 ms per rank (10 x 140 kflop at 1 Gflop/s), so the rest
     // is communication: SMPI's 2.026 ms leaves 626 us, hetsim's 597.5 us (-4.6 %). The gap is
@@ -103,16 +116,11 @@ fn a_recorded_lulesh_like_run_of_64_ranks_on_a_fat_tree_replays_as_smpi_replays_
     // one across leaves (1 us), which holds the 26-neighbour phases back by about 2.9 us an
     // iteration; on the star every route has the same latency, and without link latency the
     // two agree within 0.2 % (next test). The bar holds the gap where it is.
-    let (hetsim_comm, smpi_comm) = (got - LULESH_COMPUTE_S, want - LULESH_COMPUTE_S);
-    eprintln!("lulesh communication: hetsim {hetsim_comm:.6e} s, SMPI {smpi_comm:.6e} s");
     assert!(
         (hetsim_comm - smpi_comm).abs() <= 0.05 * smpi_comm,
-        "hetsim {got} s, SMPI {want} s"
+        "communication: hetsim {hetsim_comm} s, SMPI {smpi_comm} s"
     );
 }
-
-/// The LULESH-like trace's computation: 10 iterations of 140 kflop at 1 Gflop/s per rank.
-const LULESH_COMPUTE_S: f64 = 10.0 * 140e3 / 1e9;
 
 #[test]
 fn the_lulesh_like_run_on_a_fat_tree_without_link_latency_replays_as_smpi_replays_it() {
@@ -120,18 +128,11 @@ fn the_lulesh_like_run_on_a_fat_tree_without_link_latency_replays_as_smpi_replay
     // the trace on fattree.xml with lat="0us"), so max-min sharing is the same rule on both
     // sides and the communication times must agree closely: SMPI 543 us (1.943 ms printed to
     // the microsecond, less the 1.4 ms of computation), hetsim 542.1 us (-0.16 %).
-    let (ranks, want) = smpi("lulesh-lat0");
-    assert_eq!(ranks, 64);
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oracles/smpi-ti/lulesh.ron");
     let no_latency = ["platform.network.FatTree.latency=0ns".to_string()];
-    let got = run_as_smpi(load_scenario(&file, &no_latency).unwrap()).summary["sim_time_s"]
-        .as_f64()
-        .unwrap();
-    let (hetsim_comm, smpi_comm) = (got - LULESH_COMPUTE_S, want - LULESH_COMPUTE_S);
-    eprintln!("lulesh, no link latency: hetsim {hetsim_comm:.6e} s, SMPI {smpi_comm:.6e} s");
+    let (_, hetsim_comm, smpi_comm) = lulesh_communication("lulesh-lat0", &no_latency);
     // SMPI's half-microsecond of rounding is 0.1 % of the communication time.
     assert!(
         (hetsim_comm - smpi_comm).abs() <= 0.005 * smpi_comm,
-        "hetsim {got} s, SMPI {want} s"
+        "communication: hetsim {hetsim_comm} s, SMPI {smpi_comm} s"
     );
 }
