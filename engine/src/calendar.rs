@@ -58,20 +58,6 @@ pub struct RawEvent {
     pub arg: u64,
 }
 
-/// Bits of a key that hold the scheduling sequence number (2.8e14 events).
-const SEQ_BITS: u32 = 48;
-
-/// `(time, seq)` packed into one integer, so that ordering is one comparison: simulated time
-/// fits in the high 80 bits ([`SimTime::MAX`]).
-fn key(time: SimTime, seq: u64) -> u128 {
-    debug_assert!(seq < 1 << SEQ_BITS, "sequence numbers exhausted");
-    (time.min(SimTime::MAX).0 << SEQ_BITS) | seq as u128
-}
-
-fn key_time(key: u128) -> SimTime {
-    SimTime(key >> SEQ_BITS)
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Fixed {
     key: u128,
@@ -126,6 +112,8 @@ impl Calendar {
         }
     }
 
+    /// The next sequence number, the tie-breaker of a [`SimTime::key`] (below 2^48: 2.8e14
+    /// schedulings).
     fn next_seq(&mut self) -> u64 {
         self.seq += 1;
         self.seq
@@ -141,7 +129,7 @@ impl Calendar {
     pub fn schedule_raw(&mut self, time: SimTime, event: RawEvent) {
         let seq = self.next_seq();
         self.fixed.push(Fixed {
-            key: key(time, seq),
+            key: time.key(seq),
             event,
         });
     }
@@ -150,7 +138,7 @@ impl Calendar {
     pub fn retime<E: SimEvent>(&mut self, time: SimTime, event: E) {
         let event = self.pack(&event);
         let seq = self.next_seq();
-        self.retimable.push(event, Reverse(key(time, seq)));
+        self.retimable.push(event, Reverse(time.key(seq)));
     }
 
     /// Removes a pending re-timable event; returns whether it was pending.
@@ -175,7 +163,7 @@ impl Calendar {
 
     /// The time of the earliest pending event.
     pub fn peek_time(&self) -> Option<SimTime> {
-        self.head().map(|(k, _, _)| key_time(k))
+        self.head().map(|(k, _, _)| SimTime::of_key(k))
     }
 
     /// The kind of the earliest event.
@@ -186,7 +174,7 @@ impl Calendar {
     /// Pops the earliest event if it is due at `time`.
     pub fn pop_at(&mut self, time: SimTime) -> Option<RawEvent> {
         let (k, _, fixed) = self.head()?;
-        if key_time(k) != time {
+        if SimTime::of_key(k) != time {
             None
         } else if fixed {
             self.fixed.pop().map(|f| f.event)

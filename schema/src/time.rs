@@ -23,6 +23,22 @@ impl SimTime {
     /// The latest representable time: 2^80 - 1 fs, 1.2e9 s (38 years).
     pub const MAX: SimTime = SimTime((1 << 80) - 1);
 
+    /// Bits below the time in an ordering key ([`SimTime::key`]): tie-breakers below 2^48.
+    pub const TIE_BITS: u32 = 48;
+
+    /// `(self, tie)` packed into one integer that orders as the pair does, so that a heap
+    /// compares once per child: the time, clamped at [`SimTime::MAX`] (which the run loop
+    /// reports as out of range), in the high 80 bits, above the tie-breaker.
+    pub fn key(self, tie: u64) -> u128 {
+        debug_assert!(tie < 1 << Self::TIE_BITS, "tie-breaker past 2^48");
+        (self.min(SimTime::MAX).0 << Self::TIE_BITS) | tie as u128
+    }
+
+    /// The time of a [`SimTime::key`].
+    pub fn of_key(key: u128) -> SimTime {
+        SimTime(key >> Self::TIE_BITS)
+    }
+
     pub const fn from_femtos(fs: u128) -> Self {
         SimTime(fs)
     }
@@ -106,6 +122,20 @@ impl fmt::Display for SimTime {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Keys order by time, then tie-breaker; a time past `MAX` (out of range) keys as `MAX`
+    /// instead of wrapping below earlier ones.
+    #[test]
+    fn keys_order_by_time_then_tie() {
+        let key = |fs: u128, tie| SimTime(fs).key(tie);
+        let last_tie = (1 << SimTime::TIE_BITS) - 1;
+        assert!(key(1, last_tie) < key(2, 0));
+        assert!(key(7, 0) < key(7, 1));
+        assert!(key(SimTime::MAX.0 - 1, last_tie) < key(SimTime::MAX.0, 0));
+        assert_eq!(key(SimTime::MAX.0 + 5, 3), key(SimTime::MAX.0, 3));
+        assert!(key(u128::MAX, 0) > key(1 << 79, last_tie));
+        assert_eq!(SimTime::of_key(key(12_345, 67)), SimTime(12_345));
+    }
 
     #[test]
     fn round_trips_microseconds_exactly() {

@@ -89,15 +89,8 @@ impl SimEvent for NextCompletion {
 /// changes again. The top, once settled, is the exact earliest completion, so flows complete
 /// in the same order as with exact keys.
 struct Completions {
+    /// Keyed by [`SimTime::key`] of the completion time and the slot (ties go by slot).
     heap: QuaternaryHeapOfIndices<usize, u128>,
-}
-
-/// A completion's heap key: its time's femtoseconds above the slot, ordered as the pair is,
-/// in one integer that the heap compares once per child. Times fit in the high 96 bits up to
-/// [`SimTime::MAX`] (2^80), where the calendar stops them (out of range), so later ones key
-/// as `MAX`.
-fn completion_key(due: SimTime, slot: u32) -> u128 {
-    (due.min(SimTime::MAX).0 << 32) | slot as u128
 }
 
 impl Default for Completions {
@@ -115,7 +108,7 @@ impl Completions {
             self.heap = regrown(&self.heap, (slot as usize + 1).next_power_of_two());
         }
         self.heap
-            .decrease_key_or_push(&(slot as usize), completion_key(due, slot));
+            .decrease_key_or_push(&(slot as usize), due.key(slot as u64));
     }
 
     /// Switches `slot`'s flow to `rate` at `now` and re-keys it if its completion comes
@@ -139,8 +132,7 @@ impl Completions {
 
     /// Moves `slot`'s key to exactly `due` (later than its early key).
     fn correct(&mut self, slot: u32, due: SimTime) {
-        self.heap
-            .update_key(&(slot as usize), completion_key(due, slot));
+        self.heap.update_key(&(slot as usize), due.key(slot as u64));
     }
 
     /// The slot with the earliest key (the flow keeps the key's exact time beside it).
@@ -805,18 +797,6 @@ mod tests {
         assert_eq!(net.settle_next(), Some(secs(2.0)));
         assert_eq!(net.completions.top(), Some(1));
         assert_eq!(net.active[0].as_ref().unwrap().key, Some(secs(4.0)));
-    }
-
-    /// Keys order by time, then slot; a time past `SimTime::MAX` (which the calendar reports
-    /// out of range) keys as `MAX` instead of wrapping below earlier ones.
-    #[test]
-    fn completion_keys_order_by_time_then_slot() {
-        let key = |fs: u128, slot| completion_key(SimTime(fs), slot);
-        assert!(key(1, u32::MAX) < key(2, 0));
-        assert!(key(7, 0) < key(7, 1));
-        assert!(key(SimTime::MAX.0 - 1, u32::MAX) < key(SimTime::MAX.0, 0));
-        assert_eq!(key(SimTime::MAX.0 + 5, 3), key(SimTime::MAX.0, 3));
-        assert!(key(u128::MAX, 0) > key(1 << 79, u32::MAX));
     }
 
     /// A completion that comes sooner is re-keyed at once; at equal times the lower slot
