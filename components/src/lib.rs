@@ -128,8 +128,10 @@ impl From<String> for FlowName {
 }
 
 /// When a flow ended (exact seconds from the fluid model; the calendar event is rounded to
-/// the femtosecond, this is not).
+/// the femtosecond, this is not). Kept in a sparse set: every flow gains it once, and in a
+/// table that would move the flow's whole row to another table.
 #[derive(Component, Debug, Clone, Copy)]
+#[component(storage = "SparseSet")]
 pub struct FlowDone {
     pub end_s: f64,
 }
