@@ -34,16 +34,29 @@
 //!
 //! Levels within a relative 1e-12 of a flow's old rate count as equal, so floating-point noise
 //! does not start cascades of no-op changes.
+//!
+//! Flows that share a bottleneck share a rate, so the solver's unit is a *group*: the flows
+//! with one bottleneck and one rate to the bit (see `groups.rs`). Everything above is done per
+//! group, each crossing a constraint with a weight (the times its flows' routes list it): a
+//! constraint lists groups, a re-solve touches, notifies, scans and re-rates groups, and only
+//! the list of changed flows is per flow. A group whose flows do not all cross a constraint
+//! that fills parts there; the groups that froze on one bottleneck at one rate merge after the
+//! solve, once each has been re-rated in a few solves (a new flow starts alone, and most of a
+//! collective's or a trace's short flows end before they would merge). On halo3d at 480 ranks
+//! a solve touches 12 groups where it touched 168 flows.
 
 use fixedbitset::FixedBitSet;
-use foldhash::HashMap;
 use orx_priority_queue::{PriorityQueue, PriorityQueueDecKey, QuaternaryHeapOfIndices};
 use smallvec::SmallVec;
+
+mod groups;
 
 /// Index of a constraint (a link, or one direction of a split-duplex link).
 pub type ConsId = u32;
 /// Index of a flow in the solver.
 pub type FlowId = u32;
+/// Index of a group: flows with one bottleneck and one rate, solved as one.
+type GroupId = u32;
 
 const NONE: u32 = u32::MAX;
 const REL_TOL: f64 = 1e-12;
@@ -64,27 +77,31 @@ type Epoch = u16;
 /// rate (arena entries: copies, so that re-keys read one contiguous array).
 #[derive(Debug, Clone, Copy)]
 struct Member {
-    flow: FlowId,
+    flow: GroupId,
     weight: u32,
     rate: f64,
 }
 
-/// A flow's hot state, in one 64-byte record (a cache line): every member scan reads it,
-/// and a flow that changes reads its route right after, so the solution, the per-solve
+/// A group's hot state, in one 64-byte record (a cache line): every member scan reads it,
+/// and a group that changes reads its route right after, so the solution, the per-solve
 /// state and the route share a line.
 #[derive(Debug, Clone)]
 #[repr(align(64))]
 struct Hot {
-    /// Solve in which the flow was last touched (`scratch` is valid while it matches).
+    /// Solve in which the group was last touched (`scratch` is valid while it matches).
     epoch: Epoch,
-    /// Its route lists some constraint more than once: the weights are in
-    /// `MaxMin::weights` (read only then, so that other flows cost no extra lookup).
+    /// Some weight is not 1 (more than one flow, or a route listing a constraint twice): the
+    /// weights are in its `GroupSlot` (read only then, so that lone flows cost no lookup).
     weighted: bool,
+    /// Solves a new flow's group is still to be re-rated in before it may merge
+    /// ([`groups::FRESH_SOLVES`]), so that flows that end after a few rates (a collective's,
+    /// a trace's short messages) do not pay for merging.
+    fresh: u8,
     bottleneck: ConsId,
     /// Rate in the current solution.
     rate: f64,
     scratch: Scratch,
-    /// The constraints the flow crosses (each once; see `weighted`).
+    /// The constraints the group's flows cross (each once; see `weighted`).
     cons: SmallVec<[ConsId; 6]>,
 }
 
@@ -95,6 +112,7 @@ impl Default for Hot {
         Hot {
             epoch: 0,
             weighted: false,
+            fresh: 0,
             bottleneck: NONE,
             rate: 0.0,
             scratch: Scratch::Growing,
@@ -103,10 +121,21 @@ impl Default for Hot {
     }
 }
 
+/// A group on a constraint's member list, with its weight there (the times its flows' routes
+/// list the constraint).
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    group: GroupId,
+    weight: u32,
+    /// Where this constraint is in the group's `Hot::cons` (so that an entry moved within
+    /// the list finds its way back in O(1)).
+    back: u32,
+}
+
 /// A constraint's member list (read by scans only).
 #[derive(Debug, Clone)]
 struct Constraint {
-    members: Vec<FlowId>,
+    members: Vec<Entry>,
     /// A flow's private bound (fat-pipe links), released with its flow.
     private: bool,
 }
@@ -183,11 +212,44 @@ enum Change {
     Seed,
 }
 
+/// A group's flows and where it sits on each constraint it crosses (parallel to its
+/// `Hot::cons`).
+#[derive(Debug, Clone, Default)]
+struct GroupSlot {
+    on: SmallVec<[On; 6]>,
+    flows: SmallVec<[FlowId; 2]>,
+}
+
+/// A group on one of its constraints.
+#[derive(Debug, Clone, Copy, Default)]
+struct On {
+    /// Its position in the constraint's `members`.
+    pos: u32,
+    /// Times its flows' routes list the constraint.
+    weight: u32,
+    /// How many of its flows cross it.
+    count: u32,
+}
+
+/// A flow: its group, and its own route (each constraint once, with the times it is listed).
+/// A flow alone in the group it was added in lends its route to the group (`cons` is then
+/// empty: the route is the group's `Hot::cons`, in order) until the group merges.
 #[derive(Debug, Clone, Default)]
 struct FlowSlot {
-    /// Position of this flow in each constraint's `members`, parallel to its `Hot::cons`.
-    pos: SmallVec<[u32; 6]>,
+    group: GroupId,
+    /// Where the flow is in its group's `GroupSlot::flows`.
+    at: u32,
+    cons: SmallVec<[ConsId; 6]>,
+    /// Times its route lists each constraint, if not once each (rare).
+    weights: Option<Box<[u32]>>,
     alive: bool,
+}
+
+impl FlowSlot {
+    /// Times the flow's route lists its `i`-th constraint.
+    fn weight(&self, i: usize) -> u32 {
+        self.weights.as_ref().map_or(1, |w| w[i])
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -357,17 +419,22 @@ pub struct MaxMin {
     state: Vec<ConsState>,
     free_private: Vec<ConsId>,
     flows: Vec<FlowSlot>,
-    /// Per-flow rate, bottleneck and per-solve state, by flow id.
-    hot: Vec<Hot>,
     free_flows: Vec<FlowId>,
-    /// Times each constraint is listed, parallel to `Hot::cons`, for the flows whose route
-    /// lists one more than once (`Hot::weighted`; rare, so kept aside).
-    weights: HashMap<FlowId, SmallVec<[u32; 6]>>,
-    /// Touched flows still growing in the current solve.
+    groups: Vec<GroupSlot>,
+    /// Per-group rate, bottleneck and per-solve state, by group id.
+    hot: Vec<Hot>,
+    free_groups: Vec<GroupId>,
+    /// Touched groups still growing in the current solve.
     growing: u32,
-    /// Constraints and flows changed since the last solve.
+    /// Constraints and groups changed since the last solve.
     dirty_seed: Vec<ConsId>,
-    added: Vec<FlowId>,
+    added: Vec<GroupId>,
+    /// Scratch of [`MaxMin::merge_groups`], by constraint: the first group of the solve that
+    /// froze on it (`NONE` between solves).
+    first: Vec<GroupId>,
+    /// Scratch of [`MaxMin::absorb`], by constraint: where it is in the absorbing group's
+    /// `Hot::cons`, plus one (0: not there; all 0 between calls).
+    index: Vec<u32>,
     epoch: Epoch,
     // Per-solve scratch, kept to reuse allocations.
     heap: Events,
@@ -415,42 +482,33 @@ impl MaxMin {
     pub fn add_flow(&mut self, cons: &[ConsId], bound: Option<f64>) -> FlowId {
         let id = self.free_flows.pop().unwrap_or_else(|| {
             self.flows.push(FlowSlot::default());
-            self.hot.push(Hot::default());
             (self.flows.len() - 1) as FlowId
         });
-        let mut list: SmallVec<[ConsId; 6]> = SmallVec::new();
-        let mut weights: SmallVec<[u32; 6]> = SmallVec::new();
-        for &c in cons {
-            match list.iter().position(|&x| x == c) {
-                Some(k) => weights[k] += 1,
-                None => {
-                    list.push(c);
-                    weights.push(1);
+        assert!(
+            !cons.is_empty() || bound.is_some(),
+            "a flow needs at least one constraint"
+        );
+        let private = bound.map(|b| self.private_constraint(b));
+        let listed_twice = (1..cons.len()).any(|i| cons[..i].contains(&cons[i]));
+        let g = match listed_twice {
+            false => self.group_of_one(id, cons, private, None),
+            true => {
+                // Room for routes across a fat-tree and back (longer ones spill to the heap).
+                let mut list: SmallVec<[ConsId; 16]> = SmallVec::new();
+                let mut weights: SmallVec<[u32; 16]> = SmallVec::new();
+                for &c in cons.iter().chain(&private) {
+                    match list.iter().position(|&x| x == c) {
+                        Some(k) => weights[k] += 1,
+                        None => {
+                            list.push(c);
+                            weights.push(1);
+                        }
+                    }
                 }
+                self.group_of_one(id, &list, None, Some(&weights))
             }
-        }
-        if let Some(b) = bound {
-            list.push(self.private_constraint(b));
-            weights.push(1);
-        }
-        assert!(!list.is_empty(), "a flow needs at least one constraint");
-        let mut pos = SmallVec::new();
-        for &c in &list {
-            let members = &mut self.cons[c as usize].members;
-            pos.push(members.len() as u32);
-            members.push(id);
-        }
-        self.flows[id as usize] = FlowSlot { pos, alive: true };
-        let weighted = weights.iter().any(|&w| w > 1);
-        if weighted {
-            self.weights.insert(id, weights);
-        }
-        self.hot[id as usize] = Hot {
-            weighted,
-            cons: list,
-            ..Hot::default()
         };
-        self.added.push(id);
+        self.added.push(g);
         id
     }
 
@@ -473,41 +531,62 @@ impl MaxMin {
 
     /// Removes a flow; the rates of the others change at the next [`MaxMin::solve`].
     pub fn remove_flow(&mut self, id: FlowId) {
-        let slot = std::mem::take(&mut self.flows[id as usize]);
-        debug_assert!(slot.alive, "flow {id} removed twice");
-        let Hot {
-            rate,
-            cons,
-            weighted,
-            ..
-        } = std::mem::take(&mut self.hot[id as usize]);
-        let weights = weighted.then(|| self.weights.remove(&id).expect("weights kept"));
-        for (k, (&c, &p)) in cons.iter().zip(&slot.pos).enumerate() {
-            let w = weights.as_ref().map_or(1, |w| w[k]);
-            self.state[c as usize].load -= w as f64 * rate;
-            let members = &mut self.cons[c as usize].members;
-            members.swap_remove(p as usize);
-            if let Some(&moved) = members.get(p as usize) {
-                let k = self.hot[moved as usize]
-                    .cons
-                    .iter()
-                    .position(|&x| x == c)
-                    .expect("member lists agree");
-                self.flows[moved as usize].pos[k] = p;
+        debug_assert!(self.flows[id as usize].alive, "flow {id} removed twice");
+        let g = self.flows[id as usize].group;
+        let rate = self.hot[g as usize].rate;
+        let alone = self.groups[g as usize].flows.len() == 1;
+        if alone {
+            // The group goes with its flow: it leaves each constraint as the load drops.
+            let cons = std::mem::take(&mut self.hot[g as usize].cons);
+            let on = std::mem::take(&mut self.groups[g as usize].on);
+            self.groups[g as usize].flows.clear();
+            for (&c, on) in cons.iter().zip(&on) {
+                self.remove_entry(c, on.pos);
+                self.release(c, on.weight as f64 * rate);
             }
-            if self.cons[c as usize].private {
-                self.state[c as usize].level = f64::INFINITY;
-                self.free_private.push(c);
-            } else {
-                self.dirty_seed.push(c);
+        } else {
+            for i in 0..self.route(id).len() {
+                let (c, w) = (self.route(id)[i], self.flows[id as usize].weight(i));
+                self.release(c, w as f64 * rate);
             }
+            self.detach(id);
         }
-        self.added.retain(|&f| f != id);
+        let flow = &mut self.flows[id as usize];
+        flow.alive = false;
+        flow.group = NONE;
+        flow.cons.clear();
+        flow.weights = None;
+        if alone {
+            self.added.retain(|&x| x != g);
+            self.free_groups.push(g);
+        }
         self.free_flows.push(id);
     }
 
+    /// A flow that loaded constraint `c` with `load` left it: a private bound is freed, a
+    /// shared constraint is re-solved.
+    #[inline]
+    fn release(&mut self, c: ConsId, load: f64) {
+        self.state[c as usize].load -= load;
+        if self.cons[c as usize].private {
+            self.state[c as usize].level = f64::INFINITY;
+            self.free_private.push(c);
+        } else {
+            self.dirty_seed.push(c);
+        }
+    }
+
+    /// The constraints flow `id` crosses (its own, or lent to its group).
+    fn route(&self, id: FlowId) -> &[ConsId] {
+        let flow = &self.flows[id as usize];
+        match flow.cons.is_empty() {
+            true => &self.hot[flow.group as usize].cons,
+            false => &flow.cons,
+        }
+    }
+
     pub fn rate(&self, id: FlowId) -> f64 {
-        self.hot[id as usize].rate
+        self.hot[self.flows[id as usize].group as usize].rate
     }
 
     /// Live flows.
@@ -587,7 +666,8 @@ impl MaxMin {
         t.fill_level = level;
         self.heap.clear(c, Kind::Expire);
         let mut moved = std::mem::take(&mut self.moved);
-        for &g in &self.cons[c as usize].members {
+        for e in &self.cons[c as usize].members {
+            let g = e.group;
             let h = &self.hot[g as usize];
             if h.epoch == self.epoch {
                 if h.scratch == Scratch::Growing {
@@ -601,6 +681,14 @@ impl MaxMin {
             }
         }
         for &(g, change) in &moved {
+            let (g, change) = match self.part_on(g, c) {
+                None => (g, change),
+                // Only some of the group's flows cross `c`: they part from the others, and a
+                // part that kept its rate freezes at the level like the rest (a group has one
+                // rate to the bit; the two differ by at most the tolerance).
+                Some(part) if change == Change::Kept => (part, Change::FrozeBelow(level)),
+                Some(part) => (part, change),
+            };
             match change {
                 Change::Kept => self.touch(g, Scratch::Kept(c)),
                 Change::FrozeBelow(rate) | Change::FrozeGrowing(rate) => {
@@ -621,7 +709,8 @@ impl MaxMin {
     /// to bottleneck keep growing.
     fn on_expire(&mut self, c: ConsId, level: f64) {
         let mut moved = std::mem::take(&mut self.moved);
-        for &g in &self.cons[c as usize].members {
+        for e in &self.cons[c as usize].members {
+            let g = e.group;
             let h = &self.hot[g as usize];
             if h.epoch != self.epoch && h.bottleneck == c {
                 moved.push((g, Change::Grows));
@@ -655,22 +744,18 @@ impl MaxMin {
         // every constraint (`notify` may change the solver).
         let mut route = std::mem::take(&mut self.route);
         route.extend_from_slice(&h.cons);
-        for (k, &c) in route.iter().enumerate() {
-            let weight = if weighted { self.weights[&g][k] } else { 1 };
-            self.notify(c, level, change, old, weight);
+        if weighted {
+            for (k, &c) in route.iter().enumerate() {
+                let weight = self.groups[g as usize].on[k].weight;
+                self.notify(c, level, change, old, weight);
+            }
+        } else {
+            for &c in &route {
+                self.notify(c, level, change, old, 1);
+            }
         }
         route.clear();
         self.route = route;
-    }
-
-    /// How many times flow `g`'s route lists constraint `c` (which it crosses).
-    fn weight_on(&self, g: FlowId, c: ConsId) -> u32 {
-        let h = &self.hot[g as usize];
-        if !h.weighted {
-            return 1;
-        }
-        let k = h.cons.iter().position(|&x| x == c).expect("g crosses c");
-        self.weights[&g][k]
     }
 
     /// Tells a constraint that one of its flows (whose rate was `old`, and which it carries
@@ -854,9 +939,9 @@ impl MaxMin {
         };
         let k = &self.cons[c as usize];
         let mut load = 0.0;
-        for &g in &k.members {
+        for e in &k.members {
+            let (g, weight) = (e.group, e.weight);
             let h = &self.hot[g as usize];
-            let weight = self.weight_on(g, c);
             let w = weight as f64;
             load += w * h.rate;
             match self.untouched_rate(h) {
@@ -985,19 +1070,26 @@ impl MaxMin {
             h.rate = rate;
             h.bottleneck = b;
             if changed {
+                let flows = &self.groups[g as usize].flows;
+                let n = flows.len() as u64;
                 if old > 0.0 {
-                    self.stats.changed_by_size[size_class((rate - old) / old)] += 1;
-                    self.stats.same_bottleneck += u64::from(same);
+                    self.stats.changed_by_size[size_class((rate - old) / old)] += n;
+                    self.stats.same_bottleneck += n * u64::from(same);
                 }
-                self.changed.push(g);
+                match flows.as_slice() {
+                    // A lone flow (most groups of collectives' short flows).
+                    &[f] => self.changed.push(f),
+                    flows => self.changed.extend_from_slice(flows),
+                }
                 let h = &self.hot[g as usize];
-                let weights = h.weighted.then(|| &self.weights[&g]);
+                let on = h.weighted.then(|| &self.groups[g as usize].on);
                 for (k, &c) in h.cons.iter().enumerate() {
-                    let w = weights.map_or(1, |w| w[k]);
+                    let w = on.map_or(1, |on| on[k].weight);
                     self.state[c as usize].load += w as f64 * (rate - old);
                 }
             }
         }
+        self.merge_groups();
         for &c in &self.dirty {
             let t = &self.state[c as usize].track;
             self.state[c as usize].level = if t.filled {
@@ -1012,7 +1104,7 @@ impl MaxMin {
         // In id order: the caller re-times their completions and sums their rates per link,
         // and walking the flows' records in order is faster than putting them in order costs
         // (see ARCHITECTURE.md, the completions).
-        in_id_order(&mut self.changed, &mut self.marks, self.hot.len());
+        in_id_order(&mut self.changed, &mut self.marks, self.flows.len());
         self.stats.changed += self.changed.len() as u64;
     }
 
@@ -1020,12 +1112,12 @@ impl MaxMin {
     /// no constraint over capacity, and every flow crosses a full constraint on which no
     /// flow has a larger rate.
     pub fn check(&self, rel_tol: f64) -> Result<(), String> {
-        let rate = |g: FlowId| self.hot[g as usize].rate;
+        let rate = |g: GroupId| self.hot[g as usize].rate;
         let load = |c: ConsId| {
             self.cons[c as usize]
                 .members
                 .iter()
-                .map(|&g| self.weight_on(g, c) as f64 * rate(g))
+                .map(|e| e.weight as f64 * rate(e.group))
                 .sum::<f64>()
         };
         for (i, c) in self.state.iter().enumerate() {
@@ -1041,11 +1133,13 @@ impl MaxMin {
             }
         }
         for g in self.flow_ids() {
-            let r = rate(g);
-            let ok = self.hot[g as usize].cons.iter().any(|&c| {
+            let r = self.rate(g);
+            let ok = self.route(g).iter().any(|&c| {
                 let k = &self.cons[c as usize];
                 load(c) >= self.state[c as usize].capacity * (1.0 - rel_tol)
-                    && k.members.iter().all(|&m| rate(m) <= r * (1.0 + rel_tol))
+                    && k.members
+                        .iter()
+                        .all(|m| rate(m.group) <= r * (1.0 + rel_tol))
             });
             if !ok {
                 return Err(format!("flow {g} (rate {r}) has no bottleneck"));

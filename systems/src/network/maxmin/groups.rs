@@ -1,0 +1,349 @@
+//! Groups: the flows that share a bottleneck and a rate (to the bit), which the solver
+//! re-solves as one. A group crosses each constraint its flows cross, with a weight (the times
+//! their routes list it) and a count (how many of them cross it). Flows join a group of their
+//! own when added; a group parts when only some of its flows cross a constraint that fills
+//! ([`MaxMin::part_on`]), and the groups that froze on one bottleneck at one rate merge after
+//! each solve ([`MaxMin::merge_groups`]).
+
+use smallvec::SmallVec;
+
+/// Solves a new flow's group is re-rated in before it may merge: merging pays over the solves
+/// a group then lives through, and costs again when its flows part or end. On the LULESH-like
+/// SMPI trace (short messages) merging from the second solve on ran 765.5 M instructions, from
+/// the fifth 742.8 M, never 713.9 M; halo3d at 480 ranks took 4.33 s, 4.46 s and 8.28 s, the
+/// 10,000 flows at t = 0 4.37 s, 4.40 s and (from the ninth) 4.91 s (2026-11-30, one run each).
+pub(super) const FRESH_SOLVES: u8 = 4;
+
+use super::{ConsId, Entry, FlowId, GroupId, GroupSlot, Hot, MaxMin, NONE, On, Scratch};
+
+impl MaxMin {
+    /// A group without flows, with `hot`'s rate, bottleneck and per-solve state.
+    pub(super) fn new_group(&mut self, hot: Hot) -> GroupId {
+        let g = self.free_groups.pop().unwrap_or_else(|| {
+            self.groups.push(GroupSlot::default());
+            self.hot.push(Hot::default());
+            (self.groups.len() - 1) as GroupId
+        });
+        self.groups[g as usize] = GroupSlot::default();
+        self.hot[g as usize] = Hot {
+            cons: SmallVec::new(),
+            weighted: false,
+            fresh: 0,
+            ..hot
+        };
+        g
+    }
+
+    /// A group of new flow `f` alone, over `route` then `private` (each constraint once; a
+    /// route that lists some twice comes with `weights`, the times it lists each): the flow
+    /// lends the group its route, and the group's weights are the flow's.
+    pub(super) fn group_of_one(
+        &mut self,
+        f: FlowId,
+        route: &[ConsId],
+        private: Option<ConsId>,
+        weights: Option<&[u32]>,
+    ) -> GroupId {
+        let g = self.free_groups.pop().unwrap_or_else(|| {
+            self.groups.push(GroupSlot::default());
+            self.hot.push(Hot::default());
+            (self.groups.len() - 1) as GroupId
+        });
+        let MaxMin {
+            groups,
+            hot,
+            cons,
+            flows,
+            ..
+        } = self;
+        let slot = &mut groups[g as usize];
+        debug_assert!(
+            slot.flows.is_empty() && slot.on.is_empty(),
+            "free groups are empty"
+        );
+        slot.flows.push(f);
+        let h = &mut hot[g as usize];
+        *h = Hot {
+            weighted: weights.is_some(),
+            fresh: FRESH_SOLVES,
+            ..Hot::default()
+        };
+        h.cons.extend(route.iter().copied().chain(private));
+        slot.on.reserve_exact(h.cons.len());
+        for (k, &c) in h.cons.iter().enumerate() {
+            let weight = weights.map_or(1, |w| w[k]);
+            let members = &mut cons[c as usize].members;
+            slot.on.push(On {
+                pos: members.len() as u32,
+                weight,
+                count: 1,
+            });
+            members.push(Entry {
+                group: g,
+                weight,
+                back: k as u32,
+            });
+        }
+        let flow = &mut flows[f as usize];
+        flow.group = g;
+        flow.at = 0;
+        flow.weights = weights.map(Into::into);
+        flow.alive = true;
+        g
+    }
+
+    /// Puts flow `f` in group `g`: its weights join the group's on each constraint it
+    /// crosses (the group joins a constraint's members where it was not yet one).
+    pub(super) fn attach(&mut self, f: FlowId, g: GroupId) {
+        let empty = self.groups[g as usize].flows.is_empty();
+        for i in 0..self.flows[f as usize].cons.len() {
+            let flow = &self.flows[f as usize];
+            let (c, w) = (flow.cons[i], flow.weight(i));
+            // A flow lists each constraint once, so an empty group has none of them yet.
+            let found = match empty {
+                true => None,
+                false => self.hot[g as usize].cons.iter().position(|&x| x == c),
+            };
+            let k = found.unwrap_or_else(|| self.join(g, c, On::default()));
+            let on = &mut self.groups[g as usize].on[k];
+            on.weight += w;
+            on.count += 1;
+            let on = *on;
+            self.cons[c as usize].members[on.pos as usize].weight = on.weight;
+            self.hot[g as usize].weighted |= on.weight != 1;
+        }
+        let slot = &mut self.groups[g as usize];
+        self.flows[f as usize].at = slot.flows.len() as u32;
+        slot.flows.push(f);
+        self.flows[f as usize].group = g;
+    }
+
+    /// Group `g` joins constraint `c`'s members with `on`'s weight and count; returns where
+    /// `c` is in its `Hot::cons`.
+    fn join(&mut self, g: GroupId, c: ConsId, on: On) -> usize {
+        let k = self.hot[g as usize].cons.len();
+        let k_cons = &mut self.cons[c as usize];
+        self.groups[g as usize].on.push(On {
+            pos: k_cons.members.len() as u32,
+            ..on
+        });
+        k_cons.members.push(Entry {
+            group: g,
+            weight: on.weight,
+            back: k as u32,
+        });
+        self.hot[g as usize].cons.push(c);
+        k
+    }
+
+    /// Takes flow `f` out of its group, which keeps other flows: the group's weights drop by
+    /// the flow's, and it leaves the members of each constraint no other of its flows crosses.
+    pub(super) fn detach(&mut self, f: FlowId) {
+        let g = self.flows[f as usize].group;
+        debug_assert!(
+            self.groups[g as usize].flows.len() > 1,
+            "a lone flow's group goes"
+        );
+        for i in 0..self.flows[f as usize].cons.len() {
+            let flow = &self.flows[f as usize];
+            let (c, w) = (flow.cons[i], flow.weight(i));
+            let k = self.hot[g as usize]
+                .cons
+                .iter()
+                .position(|&x| x == c)
+                .expect("a group crosses its flows' constraints");
+            let on = &mut self.groups[g as usize].on[k];
+            on.weight -= w;
+            on.count -= 1;
+            let on = *on;
+            if on.count > 0 {
+                self.cons[c as usize].members[on.pos as usize].weight = on.weight;
+            } else {
+                self.leave(g, k);
+            }
+        }
+        let slot = &self.groups[g as usize];
+        self.hot[g as usize].weighted = slot.on.iter().any(|on| on.weight != 1);
+        let at = self.flows[f as usize].at as usize;
+        let slot = &mut self.groups[g as usize];
+        slot.flows.swap_remove(at);
+        if let Some(&moved) = slot.flows.get(at) {
+            self.flows[moved as usize].at = at as u32;
+        }
+        self.flows[f as usize].group = NONE;
+    }
+
+    /// Group `g` leaves the members of its `k`-th constraint.
+    fn leave(&mut self, g: GroupId, k: usize) {
+        let c = self.hot[g as usize].cons.swap_remove(k);
+        let slot = &mut self.groups[g as usize];
+        let p = slot.on.swap_remove(k).pos;
+        if let Some(on) = slot.on.get(k) {
+            // The group's last constraint moved to `k`: its entry there says so.
+            let moved = self.hot[g as usize].cons[k];
+            self.cons[moved as usize].members[on.pos as usize].back = k as u32;
+        }
+        self.remove_entry(c, p);
+    }
+
+    /// Removes the entry at `p` from constraint `c`'s members, telling the entry moved there.
+    #[inline]
+    pub(super) fn remove_entry(&mut self, c: ConsId, p: u32) {
+        let k_cons = &mut self.cons[c as usize];
+        k_cons.members.swap_remove(p as usize);
+        if let Some(moved) = k_cons.members.get(p as usize) {
+            self.groups[moved.group as usize].on[moved.back as usize].pos = p;
+        }
+    }
+
+    /// If only some of group `g`'s flows cross constraint `c`, they part from the others as a
+    /// group of their own (returned), with the same rate, bottleneck and per-solve state. An
+    /// untouched group's list entries on scanned constraints are cut to what stays with it.
+    pub(super) fn part_on(&mut self, g: GroupId, c: ConsId) -> Option<GroupId> {
+        let slot = &self.groups[g as usize];
+        if slot.flows.len() < 2 {
+            return None;
+        }
+        let k = self.hot[g as usize]
+            .cons
+            .iter()
+            .position(|&x| x == c)
+            .expect("a group crosses the constraints it is listed on");
+        if slot.on[k].count as usize == slot.flows.len() {
+            return None;
+        }
+        let crossing: SmallVec<[FlowId; 8]> = slot
+            .flows
+            .iter()
+            .copied()
+            .filter(|&f| self.flows[f as usize].cons.contains(&c))
+            .collect();
+        let part = self.new_group(self.hot[g as usize].clone());
+        for &f in &crossing {
+            self.detach(f);
+            self.attach(f, part);
+        }
+        if self.hot[g as usize].epoch == self.epoch {
+            self.touched.push(part);
+            if self.hot[g as usize].scratch == Scratch::Growing {
+                self.growing += 1;
+            }
+        } else {
+            self.unlist_part(g, part);
+        }
+        Some(part)
+    }
+
+    /// Untouched group `g` just lost `part` (still untouched too): the entries that list `g`
+    /// on scanned constraints drop the part's weight, which the part's own change will count.
+    fn unlist_part(&mut self, g: GroupId, part: GroupId) {
+        for (k, &x) in self.hot[part as usize].cons.iter().enumerate() {
+            let t = self.state[x as usize].track;
+            if t.epoch != self.epoch || t.lazy || t.filled {
+                continue;
+            }
+            let range = t.start as usize..(t.start + t.len) as usize;
+            let listed = self.arena[range].iter_mut().find(|m| m.flow == g);
+            let listed = listed.expect("an untouched group above the level is listed");
+            listed.weight -= self.groups[part as usize].on[k].weight;
+        }
+    }
+
+    /// Merges the touched groups that froze on one bottleneck at one rate (to the bit).
+    pub(super) fn merge_groups(&mut self) {
+        if self.first.len() < self.cons.len() {
+            self.first.resize(self.cons.len(), NONE);
+        }
+        let mut seen = false;
+        for i in 0..self.touched.len() {
+            let g = self.touched[i];
+            let fresh = &mut self.hot[g as usize].fresh;
+            if *fresh > 0 {
+                *fresh -= 1;
+                continue;
+            }
+            seen = true;
+            let h = &self.hot[g as usize];
+            let (b, bits) = (h.bottleneck, h.rate.to_bits());
+            match self.first[b as usize] {
+                NONE => self.first[b as usize] = g,
+                o if self.hot[o as usize].rate.to_bits() == bits => {
+                    let (small, big) = match self.groups[o as usize].flows.len()
+                        < self.groups[g as usize].flows.len()
+                    {
+                        true => (o, g),
+                        false => (g, o),
+                    };
+                    self.absorb(small, big);
+                    self.first[b as usize] = big;
+                }
+                // A group that kept its old rate, within the tolerance of the level.
+                _ => {}
+            }
+        }
+        // A solve of new flows only (a collective's step) has nothing to clear.
+        for i in 0..self.touched.len() * usize::from(seen) {
+            let b = self.hot[self.touched[i] as usize].bottleneck;
+            if b != NONE {
+                self.first[b as usize] = NONE;
+            }
+        }
+    }
+
+    /// A flow alone in group `g` that lent it its route takes a copy back (before the group
+    /// takes in other flows' constraints).
+    fn take_back_route(&mut self, g: GroupId) {
+        let f = self.groups[g as usize].flows[0];
+        if self.flows[f as usize].cons.is_empty() {
+            self.flows[f as usize].cons = self.hot[g as usize].cons.clone();
+        }
+    }
+
+    /// Moves every flow of group `a` into group `b` (same rate and bottleneck), and frees `a`.
+    fn absorb(&mut self, a: GroupId, b: GroupId) {
+        self.take_back_route(b);
+        if self.index.len() < self.cons.len() {
+            self.index.resize(self.cons.len(), 0);
+        }
+        for (j, &x) in self.hot[b as usize].cons.iter().enumerate() {
+            self.index[x as usize] = j as u32 + 1;
+        }
+        self.take_back_route(a);
+        let a_cons = std::mem::take(&mut self.hot[a as usize].cons);
+        let a_slot = std::mem::take(&mut self.groups[a as usize]);
+        for (&x, &on) in a_cons.iter().zip(&a_slot.on) {
+            match self.index[x as usize] {
+                0 => {
+                    // `b` takes over `a`'s entry.
+                    let j = self.hot[b as usize].cons.len();
+                    let k_cons = &mut self.cons[x as usize];
+                    let entry = &mut k_cons.members[on.pos as usize];
+                    entry.group = b;
+                    entry.back = j as u32;
+                    self.hot[b as usize].cons.push(x);
+                    self.groups[b as usize].on.push(on);
+                }
+                j => {
+                    let mine = &mut self.groups[b as usize].on[j as usize - 1];
+                    mine.weight += on.weight;
+                    mine.count += on.count;
+                    let mine = *mine;
+                    self.cons[x as usize].members[mine.pos as usize].weight = mine.weight;
+                    self.remove_entry(x, on.pos);
+                }
+            }
+        }
+        for &x in &self.hot[b as usize].cons {
+            self.index[x as usize] = 0;
+        }
+        let slot = &mut self.groups[b as usize];
+        for &f in &a_slot.flows {
+            self.flows[f as usize].group = b;
+            self.flows[f as usize].at = slot.flows.len() as u32;
+            slot.flows.push(f);
+        }
+        self.hot[b as usize].weighted = slot.on.iter().any(|on| on.weight != 1);
+        self.hot[a as usize] = Hot::default();
+        self.free_groups.push(a);
+    }
+}
