@@ -14,7 +14,7 @@ use smallvec::SmallVec;
 /// 10,000 flows at t = 0 4.37 s, 4.40 s and (from the ninth) 4.91 s (2026-11-30, one run each).
 pub(super) const FRESH_SOLVES: u8 = 4;
 
-use super::{ConsId, Entry, FlowId, GroupId, GroupSlot, Hot, MaxMin, NONE, On, Scratch};
+use super::{ConsId, Entry, FlowId, GroupId, GroupSlot, Hot, MaxMin, NONE, On, OwnRoute, Scratch};
 
 impl MaxMin {
     /// A group without flows, with `hot`'s rate, bottleneck and per-solve state.
@@ -87,7 +87,7 @@ impl MaxMin {
         let flow = &mut flows[f as usize];
         flow.group = g;
         flow.at = 0;
-        flow.weights = weights.map(Into::into);
+        flow.own = None;
         flow.alive = true;
         g
     }
@@ -96,9 +96,9 @@ impl MaxMin {
     /// crosses (the group joins a constraint's members where it was not yet one).
     pub(super) fn attach(&mut self, f: FlowId, g: GroupId) {
         let empty = self.groups[g as usize].flows.is_empty();
-        for i in 0..self.flows[f as usize].cons.len() {
+        for i in 0..self.flows[f as usize].cons().len() {
             let flow = &self.flows[f as usize];
-            let (c, w) = (flow.cons[i], flow.weight(i));
+            let (c, w) = (flow.cons()[i], flow.weight(i));
             // A flow lists each constraint once, so an empty group has none of them yet.
             let found = match empty {
                 true => None,
@@ -144,9 +144,9 @@ impl MaxMin {
             self.groups[g as usize].flows.len() > 1,
             "a lone flow's group goes"
         );
-        for i in 0..self.flows[f as usize].cons.len() {
+        for i in 0..self.flows[f as usize].cons().len() {
             let flow = &self.flows[f as usize];
-            let (c, w) = (flow.cons[i], flow.weight(i));
+            let (c, w) = (flow.cons()[i], flow.weight(i));
             let k = self.hot[g as usize]
                 .cons
                 .iter()
@@ -216,7 +216,7 @@ impl MaxMin {
             .flows
             .iter()
             .copied()
-            .filter(|&f| self.flows[f as usize].cons.contains(&c))
+            .filter(|&f| self.flows[f as usize].cons().contains(&c))
             .collect();
         let part = self.new_group(self.hot[g as usize].clone());
         for &f in &crossing {
@@ -294,8 +294,14 @@ impl MaxMin {
     /// takes in other flows' constraints).
     fn take_back_route(&mut self, g: GroupId) {
         let f = self.groups[g as usize].flows[0];
-        if self.flows[f as usize].cons.is_empty() {
-            self.flows[f as usize].cons = self.hot[g as usize].cons.clone();
+        if self.flows[f as usize].own.is_none() {
+            let h = &self.hot[g as usize];
+            let on = &self.groups[g as usize].on;
+            let weights = h.weighted.then(|| on.iter().map(|on| on.weight).collect());
+            self.flows[f as usize].own = Some(Box::new(OwnRoute {
+                cons: h.cons.clone(),
+                weights,
+            }));
         }
     }
 

@@ -231,24 +231,36 @@ struct On {
     count: u32,
 }
 
-/// A flow: its group, and its own route (each constraint once, with the times it is listed).
-/// A flow alone in the group it was added in lends its route to the group (`cons` is then
-/// empty: the route is the group's `Hot::cons`, in order) until the group merges.
+/// A flow: its group, and its own route once it shares a group. A flow alone in the group it
+/// was added in lends its route to the group (its route is the group's `Hot::cons`, in order,
+/// and its weights the group's) until the group merges: a lone flow, most of them, keeps
+/// 24 bytes here.
 #[derive(Debug, Clone, Default)]
 struct FlowSlot {
     group: GroupId,
     /// Where the flow is in its group's `GroupSlot::flows`.
     at: u32,
-    cons: SmallVec<[ConsId; 6]>,
-    /// Times its route lists each constraint, if not once each (rare).
-    weights: Option<Box<[u32]>>,
+    own: Option<Box<OwnRoute>>,
     alive: bool,
 }
 
+/// A flow's own route: each constraint once, with the times it is listed if not once each.
+#[derive(Debug, Clone)]
+struct OwnRoute {
+    cons: SmallVec<[ConsId; 6]>,
+    weights: Option<Box<[u32]>>,
+}
+
 impl FlowSlot {
-    /// Times the flow's route lists its `i`-th constraint.
+    /// The flow's own route (empty while it lends its route to its group).
+    fn cons(&self) -> &[ConsId] {
+        self.own.as_ref().map_or(&[], |r| &r.cons)
+    }
+
+    /// Times the flow's own route lists its `i`-th constraint.
     fn weight(&self, i: usize) -> u32 {
-        self.weights.as_ref().map_or(1, |w| w[i])
+        let weights = self.own.as_ref().and_then(|r| r.weights.as_ref());
+        weights.map_or(1, |w| w[i])
     }
 }
 
@@ -545,6 +557,10 @@ impl MaxMin {
                 self.release(c, on.weight as f64 * rate);
             }
         } else {
+            debug_assert!(
+                self.flows[id as usize].own.is_some(),
+                "a flow that shares its group has its own route"
+            );
             for i in 0..self.route(id).len() {
                 let (c, w) = (self.route(id)[i], self.flows[id as usize].weight(i));
                 self.release(c, w as f64 * rate);
@@ -554,8 +570,7 @@ impl MaxMin {
         let flow = &mut self.flows[id as usize];
         flow.alive = false;
         flow.group = NONE;
-        flow.cons.clear();
-        flow.weights = None;
+        flow.own = None;
         if alone {
             self.added.retain(|&x| x != g);
             self.free_groups.push(g);
@@ -579,9 +594,9 @@ impl MaxMin {
     /// The constraints flow `id` crosses (its own, or lent to its group).
     fn route(&self, id: FlowId) -> &[ConsId] {
         let flow = &self.flows[id as usize];
-        match flow.cons.is_empty() {
-            true => &self.hot[flow.group as usize].cons,
-            false => &flow.cons,
+        match &flow.own {
+            None => &self.hot[flow.group as usize].cons,
+            Some(route) => &route.cons,
         }
     }
 
