@@ -14,7 +14,9 @@ use smallvec::SmallVec;
 /// 10,000 flows at t = 0 4.37 s, 4.40 s and (from the ninth) 4.91 s (2026-11-30, one run each).
 pub(super) const FRESH_SOLVES: u8 = 4;
 
-use super::{ConsId, Entry, FlowId, GroupId, GroupSlot, Hot, MaxMin, NONE, On, OwnRoute, Scratch};
+use super::{
+    ConsId, Entry, FlowId, GroupId, GroupSlot, Hot, MaxMin, NONE, OwnRoute, Scratch, Share,
+};
 
 impl MaxMin {
     /// A group without flows, with `hot`'s rate, bottleneck and per-solve state.
@@ -29,6 +31,7 @@ impl MaxMin {
             cons: SmallVec::new(),
             weighted: false,
             fresh: 0,
+            lone: NONE,
             ..hot
         };
         g
@@ -58,7 +61,7 @@ impl MaxMin {
         } = self;
         let slot = &mut groups[g as usize];
         debug_assert!(
-            slot.flows.is_empty() && slot.on.is_empty(),
+            slot.flows.is_empty() && slot.pos.is_empty() && slot.shares.is_none(),
             "free groups are empty"
         );
         slot.flows.push(f);
@@ -66,18 +69,18 @@ impl MaxMin {
         *h = Hot {
             weighted: weights.is_some(),
             fresh: FRESH_SOLVES,
+            lone: f,
             ..Hot::default()
         };
         h.cons.extend(route.iter().copied().chain(private));
-        slot.on.reserve_exact(h.cons.len());
+        if let Some(w) = weights {
+            let shares = w.iter().map(|&weight| Share { weight, count: 1 });
+            slot.shares = Some(Box::new(shares.collect()));
+        }
         for (k, &c) in h.cons.iter().enumerate() {
             let weight = weights.map_or(1, |w| w[k]);
             let members = &mut cons[c as usize].members;
-            slot.on.push(On {
-                pos: members.len() as u32,
-                weight,
-                count: 1,
-            });
+            slot.pos.push(members.len() as u32);
             members.push(Entry {
                 group: g,
                 weight,
@@ -104,32 +107,33 @@ impl MaxMin {
                 true => None,
                 false => self.hot[g as usize].cons.iter().position(|&x| x == c),
             };
-            let k = found.unwrap_or_else(|| self.join(g, c, On::default()));
-            let on = &mut self.groups[g as usize].on[k];
-            on.weight += w;
-            on.count += 1;
-            let on = *on;
-            self.cons[c as usize].members[on.pos as usize].weight = on.weight;
-            self.hot[g as usize].weighted |= on.weight != 1;
+            let k = found.unwrap_or_else(|| self.join(g, c, Share::default()));
+            let slot = &mut self.groups[g as usize];
+            let share = &mut slot.shares_mut()[k];
+            share.weight += w;
+            share.count += 1;
+            let weight = share.weight;
+            self.cons[c as usize].members[slot.pos[k] as usize].weight = weight;
+            self.hot[g as usize].weighted |= weight != 1;
         }
         let slot = &mut self.groups[g as usize];
         self.flows[f as usize].at = slot.flows.len() as u32;
         slot.flows.push(f);
         self.flows[f as usize].group = g;
+        self.hot[g as usize].lone = lone(&slot.flows);
     }
 
-    /// Group `g` joins constraint `c`'s members with `on`'s weight and count; returns where
-    /// `c` is in its `Hot::cons`.
-    fn join(&mut self, g: GroupId, c: ConsId, on: On) -> usize {
+    /// Group `g` joins constraint `c`'s members with `share`'s weight and count; returns
+    /// where `c` is in its `Hot::cons`.
+    fn join(&mut self, g: GroupId, c: ConsId, share: Share) -> usize {
         let k = self.hot[g as usize].cons.len();
         let k_cons = &mut self.cons[c as usize];
-        self.groups[g as usize].on.push(On {
-            pos: k_cons.members.len() as u32,
-            ..on
-        });
+        let slot = &mut self.groups[g as usize];
+        slot.shares_mut().push(share);
+        slot.pos.push(k_cons.members.len() as u32);
         k_cons.members.push(Entry {
             group: g,
-            weight: on.weight,
+            weight: share.weight,
             back: k as u32,
         });
         self.hot[g as usize].cons.push(c);
@@ -152,24 +156,26 @@ impl MaxMin {
                 .iter()
                 .position(|&x| x == c)
                 .expect("a group crosses its flows' constraints");
-            let on = &mut self.groups[g as usize].on[k];
-            on.weight -= w;
-            on.count -= 1;
-            let on = *on;
-            if on.count > 0 {
-                self.cons[c as usize].members[on.pos as usize].weight = on.weight;
+            let slot = &mut self.groups[g as usize];
+            let share = &mut slot.shares_mut()[k];
+            share.weight -= w;
+            share.count -= 1;
+            let share = *share;
+            if share.count > 0 {
+                self.cons[c as usize].members[slot.pos[k] as usize].weight = share.weight;
             } else {
                 self.leave(g, k);
             }
         }
         let slot = &self.groups[g as usize];
-        self.hot[g as usize].weighted = slot.on.iter().any(|on| on.weight != 1);
+        self.hot[g as usize].weighted = slot.any_weighted();
         let at = self.flows[f as usize].at as usize;
         let slot = &mut self.groups[g as usize];
         slot.flows.swap_remove(at);
         if let Some(&moved) = slot.flows.get(at) {
             self.flows[moved as usize].at = at as u32;
         }
+        self.hot[g as usize].lone = lone(&slot.flows);
         self.flows[f as usize].group = NONE;
     }
 
@@ -177,11 +183,14 @@ impl MaxMin {
     fn leave(&mut self, g: GroupId, k: usize) {
         let c = self.hot[g as usize].cons.swap_remove(k);
         let slot = &mut self.groups[g as usize];
-        let p = slot.on.swap_remove(k).pos;
-        if let Some(on) = slot.on.get(k) {
+        let p = slot.pos.swap_remove(k);
+        if let Some(shares) = &mut slot.shares {
+            shares.swap_remove(k);
+        }
+        if let Some(&q) = slot.pos.get(k) {
             // The group's last constraint moved to `k`: its entry there says so.
             let moved = self.hot[g as usize].cons[k];
-            self.cons[moved as usize].members[on.pos as usize].back = k as u32;
+            self.cons[moved as usize].members[q as usize].back = k as u32;
         }
         self.remove_entry(c, p);
     }
@@ -192,7 +201,7 @@ impl MaxMin {
         let k_cons = &mut self.cons[c as usize];
         k_cons.members.swap_remove(p as usize);
         if let Some(moved) = k_cons.members.get(p as usize) {
-            self.groups[moved.group as usize].on[moved.back as usize].pos = p;
+            self.groups[moved.group as usize].pos[moved.back as usize] = p;
         }
     }
 
@@ -209,7 +218,8 @@ impl MaxMin {
             .iter()
             .position(|&x| x == c)
             .expect("a group crosses the constraints it is listed on");
-        if slot.on[k].count as usize == slot.flows.len() {
+        let count = slot.shares.as_ref().map_or(1, |s| s[k].count);
+        if count as usize == slot.flows.len() {
             return None;
         }
         let crossing: SmallVec<[FlowId; 8]> = slot
@@ -225,7 +235,7 @@ impl MaxMin {
         }
         if self.hot[g as usize].epoch == self.epoch {
             self.touched.push(part);
-            if self.hot[g as usize].scratch == Scratch::Growing {
+            if self.hot[g as usize].scratch() == Scratch::Growing {
                 self.growing += 1;
             }
         } else {
@@ -245,7 +255,7 @@ impl MaxMin {
             let range = t.start as usize..(t.start + t.len) as usize;
             let listed = self.arena[range].iter_mut().find(|m| m.flow == g);
             let listed = listed.expect("an untouched group above the level is listed");
-            listed.weight -= self.groups[part as usize].on[k].weight;
+            listed.weight -= self.groups[part as usize].weight(k);
         }
     }
 
@@ -254,15 +264,8 @@ impl MaxMin {
         if self.first.len() < self.cons.len() {
             self.first.resize(self.cons.len(), NONE);
         }
-        let mut seen = false;
-        for i in 0..self.touched.len() {
-            let g = self.touched[i];
-            let fresh = &mut self.hot[g as usize].fresh;
-            if *fresh > 0 {
-                *fresh -= 1;
-                continue;
-            }
-            seen = true;
+        for i in 0..self.merging.len() {
+            let g = self.merging[i];
             let h = &self.hot[g as usize];
             let (b, bits) = (h.bottleneck, h.rate.to_bits());
             match self.first[b as usize] {
@@ -281,13 +284,13 @@ impl MaxMin {
                 _ => {}
             }
         }
-        // A solve of new flows only (a collective's step) has nothing to clear.
-        for i in 0..self.touched.len() * usize::from(seen) {
-            let b = self.hot[self.touched[i] as usize].bottleneck;
+        for i in 0..self.merging.len() {
+            let b = self.hot[self.merging[i] as usize].bottleneck;
             if b != NONE {
                 self.first[b as usize] = NONE;
             }
         }
+        self.merging.clear();
     }
 
     /// A flow alone in group `g` that lent it its route takes a copy back (before the group
@@ -296,8 +299,10 @@ impl MaxMin {
         let f = self.groups[g as usize].flows[0];
         if self.flows[f as usize].own.is_none() {
             let h = &self.hot[g as usize];
-            let on = &self.groups[g as usize].on;
-            let weights = h.weighted.then(|| on.iter().map(|on| on.weight).collect());
+            let slot = &self.groups[g as usize];
+            let weights = h
+                .weighted
+                .then(|| (0..h.cons.len()).map(|k| slot.weight(k)).collect());
             self.flows[f as usize].own = Some(Box::new(OwnRoute {
                 cons: h.cons.clone(),
                 weights,
@@ -317,25 +322,35 @@ impl MaxMin {
         self.take_back_route(a);
         let a_cons = std::mem::take(&mut self.hot[a as usize].cons);
         let a_slot = std::mem::take(&mut self.groups[a as usize]);
-        for (&x, &on) in a_cons.iter().zip(&a_slot.on) {
+        self.groups[b as usize].shares_mut();
+        for (k, (&x, &p)) in a_cons.iter().zip(&a_slot.pos).enumerate() {
+            let share = a_slot.shares.as_ref().map_or(
+                Share {
+                    weight: 1,
+                    count: 1,
+                },
+                |s| s[k],
+            );
+            let slot = &mut self.groups[b as usize];
+            let shares = slot.shares.as_mut().expect("written out above");
             match self.index[x as usize] {
                 0 => {
                     // `b` takes over `a`'s entry.
                     let j = self.hot[b as usize].cons.len();
-                    let k_cons = &mut self.cons[x as usize];
-                    let entry = &mut k_cons.members[on.pos as usize];
+                    let entry = &mut self.cons[x as usize].members[p as usize];
                     entry.group = b;
                     entry.back = j as u32;
                     self.hot[b as usize].cons.push(x);
-                    self.groups[b as usize].on.push(on);
+                    slot.pos.push(p);
+                    shares.push(share);
                 }
                 j => {
-                    let mine = &mut self.groups[b as usize].on[j as usize - 1];
-                    mine.weight += on.weight;
-                    mine.count += on.count;
-                    let mine = *mine;
-                    self.cons[x as usize].members[mine.pos as usize].weight = mine.weight;
-                    self.remove_entry(x, on.pos);
+                    let mine = &mut shares[j as usize - 1];
+                    mine.weight += share.weight;
+                    mine.count += share.count;
+                    let (weight, q) = (mine.weight, slot.pos[j as usize - 1]);
+                    self.cons[x as usize].members[q as usize].weight = weight;
+                    self.remove_entry(x, p);
                 }
             }
         }
@@ -348,8 +363,17 @@ impl MaxMin {
             self.flows[f as usize].at = slot.flows.len() as u32;
             slot.flows.push(f);
         }
-        self.hot[b as usize].weighted = slot.on.iter().any(|on| on.weight != 1);
+        self.hot[b as usize].weighted = slot.any_weighted();
+        self.hot[b as usize].lone = NONE;
         self.hot[a as usize] = Hot::default();
         self.free_groups.push(a);
+    }
+}
+
+/// A group's flow if it has exactly one.
+fn lone(flows: &[FlowId]) -> FlowId {
+    match flows {
+        &[f] => f,
+        _ => NONE,
     }
 }

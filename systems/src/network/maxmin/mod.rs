@@ -100,7 +100,13 @@ struct Hot {
     bottleneck: ConsId,
     /// Rate in the current solution.
     rate: f64,
-    scratch: Scratch,
+    /// The per-solve [`Scratch`], packed so that `lone` fits the line: `scratch_cons` is
+    /// `NONE` while growing, and `scratch_level` negative when kept (see [`Hot::scratch`]).
+    scratch_level: f64,
+    scratch_cons: ConsId,
+    /// The group's flow while it has exactly one (else `NONE`), so that a lone group's
+    /// change is listed without reading its `GroupSlot`.
+    lone: FlowId,
     /// The constraints the group's flows cross (each once; see `weighted`).
     cons: SmallVec<[ConsId; 6]>,
 }
@@ -115,9 +121,32 @@ impl Default for Hot {
             fresh: 0,
             bottleneck: NONE,
             rate: 0.0,
-            scratch: Scratch::Growing,
+            scratch_level: 0.0,
+            scratch_cons: NONE,
+            lone: NONE,
             cons: SmallVec::new(),
         }
+    }
+}
+
+impl Hot {
+    fn scratch(&self) -> Scratch {
+        match self.scratch_cons {
+            NONE => Scratch::Growing,
+            c if self.scratch_level < 0.0 => Scratch::Kept(c),
+            c => Scratch::Frozen(self.scratch_level, c),
+        }
+    }
+
+    fn set_scratch(&mut self, s: Scratch) {
+        (self.scratch_level, self.scratch_cons) = match s {
+            Scratch::Growing => (0.0, NONE),
+            Scratch::Frozen(level, c) => {
+                debug_assert!(level >= 0.0 && c != NONE, "a level, on a constraint");
+                (level, c)
+            }
+            Scratch::Kept(c) => (-1.0, c),
+        };
     }
 }
 
@@ -213,18 +242,58 @@ enum Change {
 }
 
 /// A group's flows and where it sits on each constraint it crosses (parallel to its
-/// `Hot::cons`).
+/// `Hot::cons`), in one 64-byte record (a cache line): a removal that swap-removes a
+/// constraint's member fixes up the moved member's position here, in a random group, so the
+/// positions share a line with nothing they would push out. Weights and counts are kept
+/// apart, and only for groups that need them: a lone flow over each constraint once (most
+/// groups of collectives' short flows) has weight 1 and count 1 everywhere.
 #[derive(Debug, Clone, Default)]
+#[repr(align(64))]
 struct GroupSlot {
-    on: SmallVec<[On; 6]>,
+    /// Its position in each constraint's `members`.
+    pos: SmallVec<[u32; 6]>,
     flows: SmallVec<[FlowId; 2]>,
+    /// Its weight and count on each constraint; `None` while every weight and count is 1.
+    #[allow(clippy::box_collection)] // boxed so that the record keeps to one cache line
+    shares: Option<Box<Vec<Share>>>,
+}
+
+const _: () = assert!(
+    std::mem::size_of::<GroupSlot>() == 64,
+    "one cache line per group"
+);
+
+impl GroupSlot {
+    /// Times its flows' routes list its `k`-th constraint.
+    fn weight(&self, k: usize) -> u32 {
+        self.shares.as_ref().map_or(1, |s| s[k].weight)
+    }
+
+    /// Some weight is not 1.
+    fn any_weighted(&self) -> bool {
+        self.shares
+            .as_ref()
+            .is_some_and(|s| s.iter().any(|s| s.weight != 1))
+    }
+
+    /// Its weights and counts, written out as 1 each where they were implicit.
+    fn shares_mut(&mut self) -> &mut Vec<Share> {
+        let n = self.pos.len();
+        self.shares.get_or_insert_with(|| {
+            Box::new(vec![
+                Share {
+                    weight: 1,
+                    count: 1
+                };
+                n
+            ])
+        })
+    }
 }
 
 /// A group on one of its constraints.
 #[derive(Debug, Clone, Copy, Default)]
-struct On {
-    /// Its position in the constraint's `members`.
-    pos: u32,
+struct Share {
     /// Times its flows' routes list the constraint.
     weight: u32,
     /// How many of its flows cross it.
@@ -453,6 +522,8 @@ pub struct MaxMin {
     arena: Vec<Member>,
     dirty: Vec<ConsId>,
     touched: Vec<FlowId>,
+    /// Touched groups past their first solves, which may merge after this one.
+    merging: Vec<GroupId>,
     moved: Vec<(FlowId, Change)>,
     /// Constraints whose fill may have come sooner: re-keyed once the event's changes are in.
     rekey_queue: Vec<ConsId>,
@@ -546,15 +617,14 @@ impl MaxMin {
         debug_assert!(self.flows[id as usize].alive, "flow {id} removed twice");
         let g = self.flows[id as usize].group;
         let rate = self.hot[g as usize].rate;
-        let alone = self.groups[g as usize].flows.len() == 1;
+        let alone = self.hot[g as usize].lone == id;
         if alone {
             // The group goes with its flow: it leaves each constraint as the load drops.
             let cons = std::mem::take(&mut self.hot[g as usize].cons);
-            let on = std::mem::take(&mut self.groups[g as usize].on);
-            self.groups[g as usize].flows.clear();
-            for (&c, on) in cons.iter().zip(&on) {
-                self.remove_entry(c, on.pos);
-                self.release(c, on.weight as f64 * rate);
+            let slot = std::mem::take(&mut self.groups[g as usize]);
+            for (k, (&c, &p)) in cons.iter().zip(&slot.pos).enumerate() {
+                self.remove_entry(c, p);
+                self.release(c, slot.weight(k) as f64 * rate);
             }
         } else {
             debug_assert!(
@@ -685,7 +755,7 @@ impl MaxMin {
             let g = e.group;
             let h = &self.hot[g as usize];
             if h.epoch == self.epoch {
-                if h.scratch == Scratch::Growing {
+                if h.scratch() == Scratch::Growing {
                     moved.push((g, Change::FrozeGrowing(level)));
                 }
             } else if same_level(h.rate, level) {
@@ -742,13 +812,13 @@ impl MaxMin {
 
     fn touch(&mut self, g: FlowId, s: Scratch) {
         let h = &mut self.hot[g as usize];
-        let was_growing = h.epoch == self.epoch && h.scratch == Scratch::Growing;
+        let was_growing = h.epoch == self.epoch && h.scratch() == Scratch::Growing;
         if h.epoch != self.epoch {
             h.epoch = self.epoch;
             self.touched.push(g);
         }
         self.growing = self.growing + (s == Scratch::Growing) as u32 - was_growing as u32;
-        h.scratch = s;
+        h.set_scratch(s);
     }
 
     /// Flow `g` changed at `level`: every constraint it crosses must account for it.
@@ -761,7 +831,7 @@ impl MaxMin {
         route.extend_from_slice(&h.cons);
         if weighted {
             for (k, &c) in route.iter().enumerate() {
-                let weight = self.groups[g as usize].on[k].weight;
+                let weight = self.groups[g as usize].weight(k);
                 self.notify(c, level, change, old, weight);
             }
         } else {
@@ -969,7 +1039,7 @@ impl MaxMin {
                         rate,
                     })
                 }
-                None => match h.scratch {
+                None => match h.scratch() {
                     Scratch::Growing => t.growing += weight,
                     Scratch::Frozen(x, _) => t.frozen += w * x,
                     Scratch::Kept(_) => unreachable!("kept flows count as untouched"),
@@ -984,7 +1054,7 @@ impl MaxMin {
     /// The rate a member is assumed to freeze at, if it behaves as untouched (never touched,
     /// or touched but frozen at exactly its old rate, which changes nothing downstream).
     fn untouched_rate(&self, h: &Hot) -> Option<f64> {
-        if h.epoch != self.epoch || matches!(h.scratch, Scratch::Kept(_)) {
+        if h.epoch != self.epoch || matches!(h.scratch(), Scratch::Kept(_)) {
             Some(h.rate)
         } else {
             None
@@ -1073,7 +1143,7 @@ impl MaxMin {
             let g = self.touched[i];
             let h = &mut self.hot[g as usize];
             let old = h.rate;
-            let (rate, b) = match h.scratch {
+            let (rate, b) = match h.scratch() {
                 Scratch::Frozen(rate, b) => (rate, b),
                 Scratch::Kept(b) => (old, b),
                 Scratch::Growing => {
@@ -1084,22 +1154,32 @@ impl MaxMin {
             let same = h.bottleneck == b;
             h.rate = rate;
             h.bottleneck = b;
+            // Merging waits out a group's first solves (counted here, where its line is read).
+            match h.fresh {
+                0 => self.merging.push(g),
+                _ => h.fresh -= 1,
+            }
             if changed {
-                let flows = &self.groups[g as usize].flows;
-                let n = flows.len() as u64;
+                let n = match h.lone {
+                    // A lone flow (most groups of collectives' short flows).
+                    NONE => {
+                        let flows = &self.groups[g as usize].flows;
+                        self.changed.extend_from_slice(flows);
+                        flows.len() as u64
+                    }
+                    f => {
+                        self.changed.push(f);
+                        1
+                    }
+                };
                 if old > 0.0 {
                     self.stats.changed_by_size[size_class((rate - old) / old)] += n;
                     self.stats.same_bottleneck += n * u64::from(same);
                 }
-                match flows.as_slice() {
-                    // A lone flow (most groups of collectives' short flows).
-                    &[f] => self.changed.push(f),
-                    flows => self.changed.extend_from_slice(flows),
-                }
                 let h = &self.hot[g as usize];
-                let on = h.weighted.then(|| &self.groups[g as usize].on);
+                let slot = h.weighted.then(|| &self.groups[g as usize]);
                 for (k, &c) in h.cons.iter().enumerate() {
-                    let w = on.map_or(1, |on| on[k].weight);
+                    let w = slot.map_or(1, |slot| slot.weight(k));
                     self.state[c as usize].load += w as f64 * (rate - old);
                 }
             }
