@@ -278,6 +278,10 @@ impl GroupSlot {
 
     /// Its weights and counts, written out as 1 each where they were implicit.
     fn shares_mut(&mut self) -> &mut Vec<Share> {
+        debug_assert!(
+            self.shares.is_some() || self.flows.len() <= 1,
+            "only a group of one flow leaves its weights and counts implicit"
+        );
         let n = self.pos.len();
         self.shares.get_or_insert_with(|| {
             Box::new(vec![
