@@ -19,13 +19,18 @@ use super::{
 };
 
 impl MaxMin {
-    /// A group without flows, with `hot`'s rate, bottleneck and per-solve state.
-    pub(super) fn new_group(&mut self, hot: Hot) -> GroupId {
-        let g = self.free_groups.pop().unwrap_or_else(|| {
+    /// A free group id (its records empty), reused or new.
+    fn free_group(&mut self) -> GroupId {
+        self.free_groups.pop().unwrap_or_else(|| {
             self.groups.push(GroupSlot::default());
             self.hot.push(Hot::default());
             (self.groups.len() - 1) as GroupId
-        });
+        })
+    }
+
+    /// A group without flows, with `hot`'s rate, bottleneck and per-solve state.
+    pub(super) fn new_group(&mut self, hot: Hot) -> GroupId {
+        let g = self.free_group();
         self.groups[g as usize] = GroupSlot::default();
         self.hot[g as usize] = Hot {
             cons: SmallVec::new(),
@@ -47,11 +52,7 @@ impl MaxMin {
         private: Option<ConsId>,
         weights: Option<&[u32]>,
     ) -> GroupId {
-        let g = self.free_groups.pop().unwrap_or_else(|| {
-            self.groups.push(GroupSlot::default());
-            self.hot.push(Hot::default());
-            (self.groups.len() - 1) as GroupId
-        });
+        let g = self.free_group();
         let MaxMin {
             groups,
             hot,
@@ -324,13 +325,7 @@ impl MaxMin {
         let a_slot = std::mem::take(&mut self.groups[a as usize]);
         self.groups[b as usize].shares_mut();
         for (k, (&x, &p)) in a_cons.iter().zip(&a_slot.pos).enumerate() {
-            let share = a_slot.shares.as_ref().map_or(
-                Share {
-                    weight: 1,
-                    count: 1,
-                },
-                |s| s[k],
-            );
+            let share = a_slot.shares.as_ref().map_or(Share::ONE, |s| s[k]);
             let slot = &mut self.groups[b as usize];
             let shares = slot.shares.as_mut().expect("written out above");
             match self.index[x as usize] {
@@ -364,7 +359,7 @@ impl MaxMin {
             slot.flows.push(f);
         }
         self.hot[b as usize].weighted = slot.any_weighted();
-        self.hot[b as usize].lone = NONE;
+        self.hot[b as usize].lone = lone(&slot.flows);
         self.hot[a as usize] = Hot::default();
         self.free_groups.push(a);
     }

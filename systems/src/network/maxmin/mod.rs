@@ -283,15 +283,8 @@ impl GroupSlot {
             "only a group of one flow leaves its weights and counts implicit"
         );
         let n = self.pos.len();
-        self.shares.get_or_insert_with(|| {
-            Box::new(vec![
-                Share {
-                    weight: 1,
-                    count: 1
-                };
-                n
-            ])
-        })
+        self.shares
+            .get_or_insert_with(|| Box::new(vec![Share::ONE; n]))
     }
 }
 
@@ -302,6 +295,15 @@ struct Share {
     weight: u32,
     /// How many of its flows cross it.
     count: u32,
+}
+
+impl Share {
+    /// One flow that lists the constraint once: what a group without written-out shares has
+    /// on each of its constraints.
+    const ONE: Share = Share {
+        weight: 1,
+        count: 1,
+    };
 }
 
 /// A flow: its group, and its own route once it shares a group. A flow alone in the group it
@@ -525,10 +527,10 @@ pub struct MaxMin {
     heap: Events,
     arena: Vec<Member>,
     dirty: Vec<ConsId>,
-    touched: Vec<FlowId>,
+    touched: Vec<GroupId>,
     /// Touched groups past their first solves, which may merge after this one.
     merging: Vec<GroupId>,
-    moved: Vec<(FlowId, Change)>,
+    moved: Vec<(GroupId, Change)>,
     /// Constraints whose fill may have come sooner: re-keyed once the event's changes are in.
     rekey_queue: Vec<ConsId>,
     /// The route of the flow being propagated (see [`MaxMin::propagate`]).
@@ -635,8 +637,9 @@ impl MaxMin {
                 self.flows[id as usize].own.is_some(),
                 "a flow that shares its group has its own route"
             );
-            for i in 0..self.route(id).len() {
-                let (c, w) = (self.route(id)[i], self.flows[id as usize].weight(i));
+            for i in 0..self.flows[id as usize].cons().len() {
+                let flow = &self.flows[id as usize];
+                let (c, w) = (flow.cons()[i], flow.weight(i));
                 self.release(c, w as f64 * rate);
             }
             self.detach(id);
@@ -814,7 +817,7 @@ impl MaxMin {
         self.flush_rekeys(level);
     }
 
-    fn touch(&mut self, g: FlowId, s: Scratch) {
+    fn touch(&mut self, g: GroupId, s: Scratch) {
         let h = &mut self.hot[g as usize];
         let was_growing = h.epoch == self.epoch && h.scratch() == Scratch::Growing;
         if h.epoch != self.epoch {
@@ -825,8 +828,8 @@ impl MaxMin {
         h.set_scratch(s);
     }
 
-    /// Flow `g` changed at `level`: every constraint it crosses must account for it.
-    fn propagate(&mut self, g: FlowId, level: f64, change: Change) {
+    /// Group `g` changed at `level`: every constraint it crosses must account for it.
+    fn propagate(&mut self, g: GroupId, level: f64, change: Change) {
         let h = &self.hot[g as usize];
         let (old, weighted) = (h.rate, h.weighted);
         // The route is copied out once: read through `self` it would be looked up again for
@@ -1165,12 +1168,13 @@ impl MaxMin {
             }
             if changed {
                 let n = match h.lone {
-                    // A lone flow (most groups of collectives' short flows).
                     NONE => {
                         let flows = &self.groups[g as usize].flows;
                         self.changed.extend_from_slice(flows);
                         flows.len() as u64
                     }
+                    // A lone flow (most groups of collectives' short flows), listed without
+                    // reading its group's `GroupSlot`.
                     f => {
                         self.changed.push(f);
                         1
