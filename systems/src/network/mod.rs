@@ -10,7 +10,8 @@
 //! which routes first): the network spawns the flow's entity,
 //! pays its route's latency without using bandwidth, joins it to the max-min solver
 //! ([`maxmin`]), and moves its bytes at its fair rate, re-shared at every start and
-//! completion. Only flows whose rate changed get their completion re-timed. At the end the
+//! completion. Completions are kept per group of flows that share a rate ([`clocks`]): a rate
+//! change re-times the group once, however many flows it carries. At the end the
 //! network marks the entity with [`FlowDone`] and, for [`Launch::start_for`], sends the
 //! owner's own event back at that instant, so several models can share one fabric and each
 //! hears only of its own flows.
@@ -21,9 +22,11 @@
 //! route some GPU-GPU copies through `Host` twice).
 //! Switch `contention` off: each flow gets its route's bottleneck bandwidth, ignoring others.
 
+mod clocks;
 mod launch;
 pub mod maxmin;
 
+use clocks::{Clocks, Ended, on_grid, regrown};
 use launch::DoneNotice;
 pub use launch::{FlowRequest, FlowSpec, Launch, Reach, Start};
 
@@ -42,7 +45,6 @@ use hetsim_schema::scenario::Sharing;
 
 use crate::platform::{Hop, LinkEntities, Route, Topology};
 use maxmin::{ConsId, MaxMin};
-use orx_priority_queue::{PriorityQueue, PriorityQueueDecKey, QuaternaryHeapOfIndices};
 
 /// The route a flow takes, and the latency it pays first (the route's, or none for a model
 /// whose own latency term holds the hops').
@@ -79,102 +81,14 @@ impl SimEvent for NextCompletion {
     }
 }
 
-/// Completion times of the flows in progress, by slot: a d-ary heap with a position array,
-/// so that the hundreds of re-timings one solve may cause cost a sift each, not a hash.
-/// Ties at equal times break by slot, deterministically.
-///
-/// A key may be *early*: a lower bound on its flow's completion. A rate that drops moves a
-/// completion later, and that re-timing is left until the key reaches the top
-/// ([`Network::settle_next`]), where it is corrected; most never get there before the rate
-/// changes again. The top, once settled, is the exact earliest completion, so flows complete
-/// in the same order as with exact keys.
-struct Completions {
-    /// Keyed by [`SimTime::key`] of the completion time and the slot (ties go by slot).
-    heap: QuaternaryHeapOfIndices<usize, u128>,
-}
-
-impl Default for Completions {
-    fn default() -> Self {
-        Completions {
-            heap: QuaternaryHeapOfIndices::with_index_bound(1024),
-        }
-    }
-}
-
-impl Completions {
-    /// Keys `slot` at `due`, earlier than its key if it has one.
-    fn lower(&mut self, slot: u32, due: SimTime) {
-        if slot as usize >= self.heap.index_bound() {
-            self.heap = regrown(&self.heap, (slot as usize + 1).next_power_of_two());
-        }
-        self.heap
-            .decrease_key_or_push(&(slot as usize), due.key(slot as u64));
-    }
-
-    /// Switches `slot`'s flow to `rate` at `now` and re-keys it if its completion comes
-    /// sooner than its key; a later one leaves the key early. Returns the old rate.
-    fn retime(
-        &mut self,
-        slot: u32,
-        active: &mut Active,
-        rate: f64,
-        now: SimTime,
-        quantum: SimTime,
-    ) -> f64 {
-        let old = active.rate;
-        active.set_rate(rate, now, quantum);
-        if active.key.is_none_or(|key| active.due < key) {
-            active.key = Some(active.due);
-            self.lower(slot, active.due);
-        }
-        old
-    }
-
-    /// Moves `slot`'s key to exactly `due` (later than its early key).
-    fn correct(&mut self, slot: u32, due: SimTime) {
-        self.heap.update_key(&(slot as usize), due.key(slot as u64));
-    }
-
-    /// The slot with the earliest key (the flow keeps the key's exact time beside it).
-    fn top(&self) -> Option<u32> {
-        self.heap.peek().map(|(slot, _)| *slot as u32)
-    }
-
-    fn pop(&mut self) -> Option<u32> {
-        self.heap.pop().map(|(slot, _)| slot as u32)
-    }
-}
-
-/// A copy of an indexed heap with room for node indices below `bound` (at least its own).
-pub(crate) fn regrown<K: PartialOrd + Clone>(
-    heap: &QuaternaryHeapOfIndices<usize, K>,
-    bound: usize,
-) -> QuaternaryHeapOfIndices<usize, K> {
-    QuaternaryHeapOfIndices::from_iter_with_index_bound(
-        bound.max(heap.index_bound()),
-        heap.as_slice().iter().cloned(),
-    )
-}
-
 const NO_CONS: ConsId = ConsId::MAX;
 
-/// A flow that is moving bytes.
+/// A flow that is moving bytes (its rate and bytes left are its clock's business).
 #[derive(Debug, Clone)]
 struct Active {
     entity: Entity,
     route: Arc<Route>,
     size: f64,
-    /// Bytes left at `since`.
-    remaining: f64,
-    rate: f64,
-    since: SimTime,
-    /// Exact completion time in seconds at the current rate.
-    end_s: f64,
-    /// Its completion event's time: `end_s` rounded to the femtosecond, on the quantum's grid
-    /// (exact; the heap's key may be early).
-    due: SimTime,
-    /// Its key in the heap of completions, once it has one.
-    key: Option<SimTime>,
 }
 
 /// Per link and direction: bytes carried, busy time, flows in progress.
@@ -195,7 +109,11 @@ pub struct Network {
     /// Flows in progress, by slot (the solver's flow id when contention is on).
     active: Vec<Option<Active>>,
     free: Vec<u32>,
-    completions: Completions,
+    /// Completion times, per group of flows that share a rate (per flow when contention is
+    /// off).
+    clocks: Clocks,
+    /// Scratch of [`complete_flows`]: the flows that end at this step.
+    ended: Vec<Ended>,
     stats: Vec<LinkStats>,
     /// What the recorder is owed since the last step (`None` when nothing is recorded).
     log: Option<Box<LinkLog>>,
@@ -230,6 +148,14 @@ impl LinkLog {
         }
     }
 
+    /// A flow over `hops` changed rate by `delta`.
+    fn add_flow_rate(&mut self, cons: &[[ConsId; 2]], hops: &[Hop], delta: f64) {
+        for h in hops {
+            let (l, d) = stat_slot(cons, h);
+            self.add_rate(l, d, delta);
+        }
+    }
+
     fn add_rate(&mut self, link: usize, dir: usize, delta: f64) {
         self.rate[link][dir] += delta;
         if !self.touched_mark[link][dir] {
@@ -243,6 +169,7 @@ impl Network {
     /// Re-shares at most once per `quantum` (see the scenario's `network_model.quantum`).
     pub fn set_quantum(&mut self, quantum: SimTime) {
         self.quantum = quantum;
+        self.clocks.set_quantum(quantum);
     }
 
     /// The max-min solver's work counters.
@@ -376,36 +303,29 @@ fn admit_ready_flows(
             }
             continue;
         }
-        let slot = if contention {
+        let (slot, clock, rate) = if contention {
             let (cons, bound) = net.constraints_of(&route.0, &topo);
             let bound = match (bound, cap) {
                 (Some(b), Some(c)) => Some(b.min(c.0)),
                 (b, c) => b.or(c.map(|c| c.0)),
             };
-            net.solver.add_flow(&cons, bound)
+            let slot = net.solver.add_flow(&cons, bound);
+            let group = net.solver.group_of(slot);
+            (slot, group, net.solver.group_rate(group))
         } else {
-            net.free.pop().unwrap_or(net.active.len() as u32)
-        };
-        let mut active = Active {
-            entity: e,
-            route: route.0.clone(),
-            size: flow.size,
-            remaining: flow.size,
-            rate: 0.0,
-            since: now,
-            end_s: f64::INFINITY,
-            due: SimTime::MAX,
-            key: None,
-        };
-        if !contention {
+            let slot = net.free.pop().unwrap_or(net.active.len() as u32);
             let alone = topo
                 .bottleneck(&route.0)
                 .min(cap.map_or(f64::INFINITY, |c| c.0));
-            let quantum = net.quantum;
-            net.completions
-                .retime(slot, &mut active, alone, now, quantum);
-        }
-        net.open(slot, active, now);
+            (slot, slot, alone)
+        };
+        net.clocks.join(slot, clock, flow.size, rate, now);
+        let active = Active {
+            entity: e,
+            route: route.0.clone(),
+            size: flow.size,
+        };
+        net.open(slot, active, rate, now);
     }
 }
 
@@ -423,31 +343,24 @@ fn complete_flows(
     }
     let contention = switches.is_on("contention");
     let now = clock.now;
-    while let Some(due) = net.settle_next()
-        && due <= now
-    {
-        let slot = net
-            .completions
-            .pop()
-            .expect("a settled completion is pending");
-        let active = net.close(slot, now);
-        // The end is a time in f64 seconds: late in a long run its last bit is worth more
-        // than a femtosecond, and that much time at the flow's rate is rounding, not loss.
-        debug_assert!(
-            active.remaining - active.rate * (active.end_s - active.since.as_secs_f64())
-                <= 1e-6 * active.size.max(1.0)
-                    + active.rate * (4.0 * f64::EPSILON * active.end_s + 1e-15),
-            "bytes are conserved"
-        );
+    let net = &mut *net;
+    // Flows that end together end in slot order, whichever clocks they were on.
+    let mut ended = std::mem::take(&mut net.ended);
+    while let Some(e) = net.clocks.pop_ended(now) {
+        ended.push(e);
+    }
+    ended.sort_unstable_by_key(|e| e.slot);
+    for e in ended.drain(..) {
+        let active = net.close(e.slot, e.rate, now);
         if contention {
-            net.solver.remove_flow(slot);
+            net.solver.remove_flow(e.slot);
         } else {
-            net.free.push(slot);
+            net.free.push(e.slot);
         }
         // With a quantum the flow held its share until now; without, now is its exact end
         // rounded to the femtosecond, and the exact end is reported.
         let end_s = if net.quantum == SimTime::ZERO {
-            active.end_s
+            e.end_s
         } else {
             now.as_secs_f64()
         };
@@ -459,40 +372,57 @@ fn complete_flows(
             cal.schedule_raw(now, *notice);
         }
     }
+    net.ended = ended;
 }
 
-/// Re-solves the fair shares and re-times the completions of the flows whose rate changed.
+/// Re-solves the fair shares: flows that moved between groups take their bytes left to their
+/// new group's clock, and each group whose rate changed re-times its clock (once, however
+/// many flows it has).
 fn reshare_bandwidth(mut net: ResMut<Network>, clock: Res<Clock>) {
     let now = clock.now;
-    let net = &mut *net;
-    net.solver.solve();
-    for &slot in net.solver.changed() {
-        let rate = net.solver.rate(slot);
-        let active = net.active[slot as usize]
-            .as_mut()
-            .expect("solver flows are active");
-        let old = net.completions.retime(slot, active, rate, now, net.quantum);
-        if let Some(log) = net.log.as_deref_mut() {
-            for h in &active.route.hops {
-                let (l, d) = stat_slot(&net.cons, h);
-                log.add_rate(l, d, rate - old);
+    let Network {
+        solver,
+        clocks,
+        active,
+        log,
+        cons,
+        ..
+    } = &mut *net;
+    solver.solve();
+    for &(slot, group) in solver.moves() {
+        let old = clocks.move_to(slot, group, solver.group_rate(group), now);
+        if let Some(log) = log.as_deref_mut() {
+            let delta = clocks.rate_of(slot) - old;
+            log.add_flow_rate(cons, &flow_route(active, slot).hops, delta);
+        }
+    }
+    for &group in solver.changed_groups() {
+        if clocks.is_empty(group) {
+            // Merged into another: its flows moved.
+            continue;
+        }
+        let rate = solver.group_rate(group);
+        let old = clocks.set_rate(group, rate, now);
+        if let Some(log) = log.as_deref_mut() {
+            for slot in clocks.flows_of(group) {
+                log.add_flow_rate(cons, &flow_route(active, slot).hops, rate - old);
             }
         }
     }
+}
+
+/// The route of active flow `slot`.
+fn flow_route(active: &[Option<Active>], slot: u32) -> &Route {
+    &active[slot as usize]
+        .as_ref()
+        .expect("solver flows are active")
+        .route
 }
 
 /// The latency phase: a flow that begins at `start` joins the sharing once its route's
 /// latency is paid, on the quantum's grid.
 fn ready_at(start: SimTime, latency: SimTime, quantum: SimTime) -> SimTime {
     on_grid(start.saturating_add(latency), quantum)
-}
-
-/// The first multiple of `quantum` not before `t` (`t` itself if the quantum is zero).
-fn on_grid(t: SimTime, quantum: SimTime) -> SimTime {
-    match quantum.0 {
-        0 => t,
-        q => SimTime(t.0.div_ceil(q).saturating_mul(q)),
-    }
 }
 
 /// Keeps the one calendar event of the network at its earliest completion.
@@ -505,37 +435,10 @@ fn schedule_next_completion(mut net: ResMut<Network>, mut cal: ResMut<Calendar>)
     }
 }
 
-impl Active {
-    /// Brings the byte count up to `now` at the old rate, then switches to `rate` and
-    /// re-times the completion (the exact end rounded to the femtosecond, never before now,
-    /// on the `quantum`'s grid).
-    fn set_rate(&mut self, rate: f64, now: SimTime, quantum: SimTime) {
-        let elapsed = now.saturating_sub(self.since).as_secs_f64();
-        self.remaining = (self.remaining - self.rate * elapsed).max(0.0);
-        self.rate = rate;
-        self.since = now;
-        self.end_s = now.as_secs_f64() + self.remaining / rate;
-        self.due = on_grid(SimTime::from_secs_saturating(self.end_s).max(now), quantum);
-    }
-}
-
 impl Network {
-    /// The earliest completion, exactly: early keys that reach the top of the heap are
-    /// moved to their flow's completion until the top's key is its own.
+    /// The earliest completion, exactly.
     fn settle_next(&mut self) -> Option<SimTime> {
-        loop {
-            let slot = self.completions.top()?;
-            let active = self.active[slot as usize]
-                .as_mut()
-                .expect("pending completions are of active flows");
-            let key = active.key.expect("a pending completion has a key");
-            debug_assert!(key <= active.due, "a key is never late");
-            if key == active.due {
-                return Some(key);
-            }
-            active.key = Some(active.due);
-            self.completions.correct(slot, active.due);
-        }
+        self.clocks.settle_next()
     }
 
     fn constraints_of(&self, route: &Route, topo: &Topology) -> (Vec<ConsId>, Option<f64>) {
@@ -553,7 +456,7 @@ impl Network {
         (cons, bound)
     }
 
-    fn open(&mut self, slot: u32, active: Active, now: SimTime) {
+    fn open(&mut self, slot: u32, active: Active, rate: f64, now: SimTime) {
         for h in &active.route.hops {
             let (l, d) = stat_slot(&self.cons, h);
             let s = &mut self.stats[l];
@@ -562,9 +465,9 @@ impl Network {
             }
             s.active[d] += 1;
             if let Some(log) = self.log.as_deref_mut()
-                && active.rate != 0.0
+                && rate != 0.0
             {
-                log.add_rate(l, d, active.rate);
+                log.add_rate(l, d, rate);
             }
         }
         if self.active.len() <= slot as usize {
@@ -573,7 +476,7 @@ impl Network {
         self.active[slot as usize] = Some(active);
     }
 
-    fn close(&mut self, slot: u32, now: SimTime) -> Active {
+    fn close(&mut self, slot: u32, rate: f64, now: SimTime) -> Active {
         let active = self.active[slot as usize]
             .take()
             .expect("a completing flow is active");
@@ -586,7 +489,7 @@ impl Network {
                 s.busy[d] += now.saturating_sub(s.since[d]).as_secs_f64();
             }
             if let Some(log) = self.log.as_deref_mut() {
-                log.add_rate(l, d, -active.rate);
+                log.add_rate(l, d, -rate);
                 if s.active[d] == 0 {
                     log.busy.push((l as u32, d, s.since[d], now));
                 }
@@ -724,11 +627,10 @@ fn publish_link_usage(
 /// pending completion).
 fn stuck_flows(world: &mut World) -> Vec<String> {
     let net = world.resource::<Network>();
-    let stuck: Vec<(Entity, f64, f64)> = net
-        .active
-        .iter()
-        .flatten()
-        .map(|a| (a.entity, a.remaining, a.size))
+    let now = world.resource::<Clock>().now;
+    let stuck: Vec<(Entity, f64, f64)> = (net.active.iter().enumerate())
+        .filter_map(|(slot, a)| a.as_ref().map(|a| (slot as u32, a)))
+        .map(|(slot, a)| (a.entity, net.clocks.left(slot, now), a.size))
         .collect();
     stuck
         .into_iter()
@@ -740,78 +642,4 @@ fn stuck_flows(world: &mut World) -> Vec<String> {
             format!("flow {name}: {left} of {size} bytes never delivered")
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn flow(bytes: f64) -> Active {
-        Active {
-            entity: Entity::PLACEHOLDER,
-            route: Arc::new(Route::default()),
-            size: bytes,
-            remaining: bytes,
-            rate: 0.0,
-            since: SimTime::ZERO,
-            end_s: f64::INFINITY,
-            due: SimTime::MAX,
-            key: None,
-        }
-    }
-
-    fn secs(s: f64) -> SimTime {
-        SimTime::from_secs_saturating(s)
-    }
-
-    /// Keys `bytes` at `rate` from t = 0 into slot `slot`.
-    fn start(net: &mut Network, slot: u32, bytes: f64, rate: f64) {
-        net.active
-            .resize(net.active.len().max(slot as usize + 1), None);
-        let mut a = flow(bytes);
-        net.completions
-            .retime(slot, &mut a, rate, SimTime::ZERO, SimTime::ZERO);
-        net.active[slot as usize] = Some(a);
-    }
-
-    fn retime(net: &mut Network, slot: u32, rate: f64, now: SimTime) {
-        let a = net.active[slot as usize].as_mut().unwrap();
-        net.completions.retime(slot, a, rate, now, SimTime::ZERO);
-    }
-
-    /// 1 GB at 1 GB/s ends at 1 s, 1 GB at 0.5 GB/s at 2 s. The first drops to 0.25 GB/s
-    /// at once (its end moves to 4 s): its key stays at 1 s until it reaches the top, and
-    /// the earliest completion is then the second's, at 2 s.
-    #[test]
-    fn a_later_completion_keeps_its_early_key_until_it_tops_the_heap() {
-        let mut net = Network::default();
-        start(&mut net, 0, 1e9, 1e9);
-        start(&mut net, 1, 1e9, 5e8);
-        retime(&mut net, 0, 2.5e8, SimTime::ZERO);
-        assert_eq!(net.completions.top(), Some(0));
-        assert_eq!(
-            net.active[0].as_ref().unwrap().key,
-            Some(secs(1.0)),
-            "early key kept"
-        );
-        assert_eq!(net.settle_next(), Some(secs(2.0)));
-        assert_eq!(net.completions.top(), Some(1));
-        assert_eq!(net.active[0].as_ref().unwrap().key, Some(secs(4.0)));
-    }
-
-    /// A completion that comes sooner is re-keyed at once; at equal times the lower slot
-    /// completes first, as with exact keys.
-    #[test]
-    fn a_sooner_completion_is_rekeyed_and_ties_go_by_slot() {
-        let mut net = Network::default();
-        start(&mut net, 0, 1e9, 2.5e8);
-        start(&mut net, 1, 1e9, 5e8);
-        // At 1 s flow 0 has 0.75 GB left; at 0.75 GB/s it ends at 2 s, with flow 1.
-        retime(&mut net, 0, 7.5e8, secs(1.0));
-        assert_eq!(net.settle_next(), Some(secs(2.0)));
-        assert_eq!(net.completions.pop(), Some(0));
-        assert_eq!(net.settle_next(), Some(secs(2.0)));
-        assert_eq!(net.completions.pop(), Some(1));
-        assert_eq!(net.settle_next(), None);
-    }
 }

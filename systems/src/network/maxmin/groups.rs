@@ -96,9 +96,10 @@ impl MaxMin {
         g
     }
 
-    /// Puts flow `f` in group `g`: its weights join the group's on each constraint it
-    /// crosses (the group joins a constraint's members where it was not yet one).
+    /// Puts flow `f` in group `g` (a move, listed): its weights join the group's on each
+    /// constraint it crosses (the group joins a constraint's members where it was not yet one).
     pub(super) fn attach(&mut self, f: FlowId, g: GroupId) {
+        self.moves.push((f, g));
         let empty = self.groups[g as usize].flows.is_empty();
         for i in 0..self.flows[f as usize].cons().len() {
             let flow = &self.flows[f as usize];
@@ -354,6 +355,7 @@ impl MaxMin {
         }
         let slot = &mut self.groups[b as usize];
         for &f in &a_slot.flows {
+            self.moves.push((f, b));
             self.flows[f as usize].group = b;
             self.flows[f as usize].at = slot.flows.len() as u32;
             slot.flows.push(f);

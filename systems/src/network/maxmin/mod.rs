@@ -38,14 +38,14 @@
 //! Flows that share a bottleneck share a rate, so the solver's unit is a *group*: the flows
 //! with one bottleneck and one rate to the bit (see `groups.rs`). Everything above is done per
 //! group, each crossing a constraint with a weight (the times its flows' routes list it): a
-//! constraint lists groups, a re-solve touches, notifies, scans and re-rates groups, and only
-//! the list of changed flows is per flow. A group whose flows do not all cross a constraint
+//! constraint lists groups, and a re-solve touches, notifies, scans and re-rates groups; it
+//! lists the groups whose rate changed and the flows that moved between groups, so that the
+//! caller too can keep time per group (`network/clocks.rs`). A group whose flows do not all cross a constraint
 //! that fills parts there; the groups that froze on one bottleneck at one rate merge after the
 //! solve, once each has been re-rated in a few solves (a new flow starts alone, and most of a
 //! collective's or a trace's short flows end before they would merge). On halo3d at 480 ranks
 //! a solve touches 12 groups where it touched 168 flows.
 
-use fixedbitset::FixedBitSet;
 use orx_priority_queue::{PriorityQueue, PriorityQueueDecKey, QuaternaryHeapOfIndices};
 use smallvec::SmallVec;
 
@@ -55,8 +55,9 @@ mod groups;
 pub type ConsId = u32;
 /// Index of a flow in the solver.
 pub type FlowId = u32;
-/// Index of a group: flows with one bottleneck and one rate, solved as one.
-type GroupId = u32;
+/// Index of a group: flows with one bottleneck and one rate, solved as one (an id is reused
+/// once its group is gone).
+pub type GroupId = u32;
 
 const NONE: u32 = u32::MAX;
 const REL_TOL: f64 = 1e-12;
@@ -535,9 +536,11 @@ pub struct MaxMin {
     rekey_queue: Vec<ConsId>,
     /// The route of the flow being propagated (see [`MaxMin::propagate`]).
     route: Vec<ConsId>,
-    changed: Vec<FlowId>,
-    /// Scratch of [`in_id_order`] (all clear between solves).
-    marks: FixedBitSet,
+    /// Groups whose rate changed at the last solve (new ones included).
+    changed: Vec<GroupId>,
+    /// Flows that moved to another group in the last solve, with the group, in the order
+    /// they moved.
+    moves: Vec<(FlowId, GroupId)>,
 }
 
 impl MaxMin {
@@ -681,6 +684,16 @@ impl MaxMin {
         self.hot[self.flows[id as usize].group as usize].rate
     }
 
+    /// The group of live flow `id`: the flows that share its rate.
+    pub fn group_of(&self, id: FlowId) -> GroupId {
+        self.flows[id as usize].group
+    }
+
+    /// The rate of each of group `g`'s flows.
+    pub fn group_rate(&self, g: GroupId) -> f64 {
+        self.hot[g as usize].rate
+    }
+
     /// Live flows.
     pub fn flow_ids(&self) -> impl Iterator<Item = FlowId> + '_ {
         self.flows
@@ -690,14 +703,26 @@ impl MaxMin {
             .map(|(i, _)| i as FlowId)
     }
 
-    /// The flows whose rate changed at the last solve (new flows included), in id order.
-    pub fn changed(&self) -> &[FlowId] {
+    /// The groups whose rate changed at the last solve (new ones included), in no set order.
+    /// A group's flows are those it has now: flows that moved in the solve are listed by
+    /// [`MaxMin::moves`], and a listed group may have lost all its flows (to a merge).
+    pub fn changed_groups(&self) -> &[GroupId] {
         &self.changed
     }
 
-    /// Re-solves after adds and removes; see [`MaxMin::changed`] for what moved.
+    /// The flows that moved to another group in the last solve (parted from their group, or
+    /// merged into another), with the group they moved to, in the order they moved: a flow
+    /// that moved twice is listed twice. A group's rate is the one its flows had before
+    /// they moved, unless [`MaxMin::changed_groups`] lists it.
+    pub fn moves(&self) -> &[(FlowId, GroupId)] {
+        &self.moves
+    }
+
+    /// Re-solves after adds and removes; see [`MaxMin::changed_groups`] and
+    /// [`MaxMin::moves`] for what changed.
     pub fn solve(&mut self) {
         self.changed.clear();
+        self.moves.clear();
         if self.dirty_seed.is_empty() && self.added.is_empty() {
             return;
         }
@@ -1167,19 +1192,14 @@ impl MaxMin {
                 _ => h.fresh -= 1,
             }
             if changed {
+                self.changed.push(g);
+                // A lone flow (most groups of collectives' short flows) is counted without
+                // reading its group's `GroupSlot`.
                 let n = match h.lone {
-                    NONE => {
-                        let flows = &self.groups[g as usize].flows;
-                        self.changed.extend_from_slice(flows);
-                        flows.len() as u64
-                    }
-                    // A lone flow (most groups of collectives' short flows), listed without
-                    // reading its group's `GroupSlot`.
-                    f => {
-                        self.changed.push(f);
-                        1
-                    }
+                    NONE => self.groups[g as usize].flows.len() as u64,
+                    _ => 1,
                 };
+                self.stats.changed += n;
                 if old > 0.0 {
                     self.stats.changed_by_size[size_class((rate - old) / old)] += n;
                     self.stats.same_bottleneck += n * u64::from(same);
@@ -1204,11 +1224,6 @@ impl MaxMin {
         self.touched.clear();
         self.dirty.clear();
         self.arena.clear();
-        // In id order: the caller re-times their completions and sums their rates per link,
-        // and walking the flows' records in order is faster than putting them in order costs
-        // (see ARCHITECTURE.md, the completions).
-        in_id_order(&mut self.changed, &mut self.marks, self.flows.len());
-        self.stats.changed += self.changed.len() as u64;
     }
 
     /// Checks feasibility and the max-min bottleneck property (for tests and debug builds):
@@ -1252,35 +1267,6 @@ impl MaxMin {
     }
 }
 
-/// Puts distinct flow ids below `ids` in increasing order. When they are many, and many for
-/// the id range (at least one in [`SWEEP_DENSITY`] ids), marking them in `marks` and reading
-/// the marks back in order costs less than sorting them; `marks` is left clear.
-fn in_id_order(list: &mut Vec<FlowId>, marks: &mut FixedBitSet, ids: usize) {
-    if list.is_sorted() {
-        // Often so when flows start and end together (a collective's): a pass tells.
-        return;
-    }
-    if list.len() < SWEEP_MIN || list.len() * SWEEP_DENSITY < ids {
-        list.sort_unstable();
-        return;
-    }
-    marks.grow(ids);
-    for &g in list.iter() {
-        debug_assert!(!marks.contains(g as usize), "flow {g} listed twice");
-        marks.insert(g as usize);
-    }
-    list.clear();
-    list.extend(marks.ones().map(|g| g as FlowId));
-    marks.clear();
-}
-
-/// [`in_id_order`] sweeps its marks when it has at least one id in this many: a sort costs
-/// about 100 instructions an id at the sizes a solve changes, a sweep a few per 64 ids.
-const SWEEP_DENSITY: usize = 512;
-/// ... and at least this many ids (a short list sorts by insertion, faster than a sweep's
-/// set-up).
-const SWEEP_MIN: usize = 32;
-
 /// Where the buckets of [`SolveStats::changed_by_size`] split, in relative rate change.
 pub const CHANGE_SIZE_BOUNDS: [f64; 3] = [1e-9, 1e-6, 1e-3];
 
@@ -1299,36 +1285,56 @@ fn same_level(a: f64, b: f64) -> bool {
 mod tests {
     use super::*;
 
+    impl MaxMin {
+        /// The flows of the groups whose rate changed at the last solve, in id order (what
+        /// changed when no group merged in the solve).
+        fn changed_flows(&self) -> Vec<FlowId> {
+            let mut flows: Vec<FlowId> = (self.changed.iter())
+                .flat_map(|&g| self.groups[g as usize].flows.iter().copied())
+                .collect();
+            flows.sort_unstable();
+            flows
+        }
+    }
+
+    /// a on [l] and b on [l, m] share l's 1 GB/s (m has 0.6 GB/s): one bottleneck, one rate,
+    /// so they merge once their groups have been re-rated past [`groups::FRESH_SOLVES`]
+    /// (a third flow on l comes and goes), and the merge lists the moved flow. Then d joins
+    /// on m: m fills at 0.3 GB/s for b and d, so b parts from a (listed as a move) while a
+    /// takes the 0.7 GB/s left on l.
     #[test]
-    fn changed_ids_come_out_in_order_by_sort_or_by_sweep() {
-        let mut marks = FixedBitSet::new();
-        // Already in order (a collective's often are): left as they are, however many.
-        let mut ordered: Vec<FlowId> = (0..100).collect();
-        in_id_order(&mut ordered, &mut marks, 100);
-        assert_eq!(ordered, (0..100).collect::<Vec<_>>());
-        assert_eq!(marks.len(), 0, "no sweep for a list in order");
-        // Few ids for the range: sorted.
-        let mut few = vec![900, 3, 512];
-        in_id_order(&mut few, &mut marks, 100_000);
-        assert_eq!(few, [3, 512, 900]);
-        assert_eq!(marks.len(), 0, "a sort leaves the marks alone");
-        // Many: swept, with ids on both sides of a 64-bit word's edges, and the marks left
-        // clear for the next solve.
-        let mut many: Vec<FlowId> = (0..40).map(|i| (i * 37) % 200).collect();
-        let edges: Vec<FlowId> = [63, 64, 127, 128]
-            .into_iter()
-            .filter(|g| !many.contains(g))
-            .collect();
-        many.extend(edges);
-        let mut expected = many.clone();
-        expected.sort_unstable();
-        in_id_order(&mut many, &mut marks, 200);
-        assert_eq!(many, expected);
-        assert!(marks.len() >= 200, "swept");
-        assert_eq!(marks.count_ones(..), 0);
-        let mut again: Vec<FlowId> = (0..SWEEP_MIN as u32).rev().collect();
-        in_id_order(&mut again, &mut marks, 64);
-        assert_eq!(again, (0..SWEEP_MIN as u32).collect::<Vec<_>>());
+    fn merges_and_parts_list_the_flows_that_moved() {
+        let mut m = MaxMin::new();
+        let l = m.add_constraint(1e9);
+        let wide = m.add_constraint(6e8);
+        let a = m.add_flow(&[l], None);
+        let b = m.add_flow(&[l, wide], None);
+        m.solve();
+        assert!(m.moves().is_empty());
+        let mut merged = None;
+        for _ in 0..=groups::FRESH_SOLVES {
+            let c = m.add_flow(&[l], None);
+            m.solve();
+            m.remove_flow(c);
+            m.solve();
+            if !m.moves().is_empty() {
+                merged = Some(m.moves().to_vec());
+            }
+        }
+        let g = m.group_of(a);
+        assert_eq!(m.group_of(b), g, "merged");
+        let merged = merged.expect("the merge was listed");
+        assert_eq!(merged.len(), 1);
+        assert!(merged[0] == (a, g) || merged[0] == (b, g));
+        assert_eq!(m.group_rate(g), 5e8);
+        let d = m.add_flow(&[wide], None);
+        m.solve();
+        let part = m.group_of(b);
+        assert_ne!(part, m.group_of(a));
+        assert_eq!(m.moves(), &[(b, part)]);
+        assert_eq!((m.rate(a), m.rate(b), m.rate(d)), (7e8, 3e8, 3e8));
+        assert!(m.changed_groups().contains(&part));
+        m.check(1e-12).unwrap();
     }
 
     #[test]
@@ -1338,11 +1344,11 @@ mod tests {
         let a = m.add_flow(&[l], None);
         let b = m.add_flow(&[l], None);
         m.solve();
-        assert_eq!(m.changed(), &[a, b]);
+        assert_eq!(m.changed_flows(), &[a, b]);
         assert_eq!((m.rate(a), m.rate(b)), (5e8, 5e8));
         m.remove_flow(a);
         m.solve();
-        assert_eq!(m.changed(), &[b]);
+        assert_eq!(m.changed_flows(), &[b]);
         assert_eq!(m.rate(b), 1e9);
     }
 
@@ -1375,7 +1381,7 @@ mod tests {
         m.solve();
         assert_eq!(m.rate(long), 7.5e8);
         assert_eq!(m.rate(s2), 1.25e9);
-        assert_eq!(m.changed().len(), 5);
+        assert_eq!(m.changed_flows().len(), 5);
         assert_eq!(m.stats.same_bottleneck, 4);
         m.check(1e-12).unwrap();
     }
@@ -1396,7 +1402,7 @@ mod tests {
         assert_eq!(m.rate(c), 1e12 - 5e8);
         let d = m.add_flow(&[narrow], None);
         m.solve();
-        assert_eq!(m.changed(), &[a, b, c, d]);
+        assert_eq!(m.changed_flows(), &[a, b, c, d]);
         assert_eq!(m.stats.changed_by_size, [0, 0, 1, 2]);
     }
 
@@ -1413,7 +1419,7 @@ mod tests {
         assert_eq!(m.rate(a), 5e8);
         let b = m.add_flow(&[l], None);
         m.solve();
-        assert_eq!(m.changed(), &[a, b]);
+        assert_eq!(m.changed_flows(), &[a, b]);
         assert!((m.rate(a) - 1e9 / 3.0).abs() < 1e-3);
         assert!((m.rate(b) - 1e9 / 3.0).abs() < 1e-3);
         m.check(1e-12).unwrap();
