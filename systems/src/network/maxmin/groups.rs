@@ -7,8 +7,10 @@
 
 use smallvec::SmallVec;
 
-/// Solves a new flow's group is re-rated in before it may merge: merging pays over the solves
-/// a group then lives through, and costs again when its flows part or end. On the LULESH-like
+/// Solves a new flow's group, or a group just parted, is re-rated in before it may merge:
+/// merging pays over the solves a group then lives through, and costs again when its flows
+/// part or end. A part that merged again at once often parted again in the next solve: waiting
+/// took halo3d at 480 ranks from 3.93 s to 3.41 s of CPU (three runs each, 2026-11-30). On the LULESH-like
 /// SMPI trace (short messages) merging from the second solve on ran 765.5 M instructions, from
 /// the fifth 742.8 M, never 713.9 M; halo3d at 480 ranks took 4.33 s, 4.46 s and 8.28 s, the
 /// 10,000 flows at t = 0 4.37 s, 4.40 s and (from the ninth) 4.91 s (2026-11-30, one run each).
@@ -28,14 +30,15 @@ impl MaxMin {
         })
     }
 
-    /// A group without flows, with `hot`'s rate, bottleneck and per-solve state.
+    /// A group without flows, with `hot`'s rate, bottleneck and per-solve state, fresh (see
+    /// [`FRESH_SOLVES`]).
     pub(super) fn new_group(&mut self, hot: Hot) -> GroupId {
         let g = self.free_group();
         self.groups[g as usize] = GroupSlot::default();
         self.hot[g as usize] = Hot {
             cons: SmallVec::new(),
             weighted: false,
-            fresh: 0,
+            fresh: FRESH_SOLVES,
             lone: NONE,
             ..hot
         };
