@@ -18,6 +18,7 @@ pub(super) const FRESH_SOLVES: u8 = 4;
 
 use super::{
     ConsId, Entry, FlowId, GroupId, GroupSlot, Hot, MaxMin, NONE, OwnRoute, Scratch, Share,
+    route_bit,
 };
 
 impl MaxMin {
@@ -95,6 +96,7 @@ impl MaxMin {
         flow.group = g;
         flow.at = 0;
         flow.own = None;
+        flow.mask = 0;
         flow.alive = true;
         g
     }
@@ -231,7 +233,7 @@ impl MaxMin {
             .flows
             .iter()
             .copied()
-            .filter(|&f| self.flows[f as usize].cons().contains(&c))
+            .filter(|&f| self.flows[f as usize].crosses(c))
             .collect();
         let part = self.new_group(self.hot[g as usize].clone());
         for &f in &crossing {
@@ -308,6 +310,7 @@ impl MaxMin {
             let weights = h
                 .weighted
                 .then(|| (0..h.cons.len()).map(|k| slot.weight(k)).collect());
+            self.flows[f as usize].mask = h.cons.iter().fold(0, |m, &c| m | route_bit(c));
             self.flows[f as usize].own = Some(Box::new(OwnRoute {
                 cons: h.cons.clone(),
                 weights,

@@ -317,7 +317,21 @@ struct FlowSlot {
     /// Where the flow is in its group's `GroupSlot::flows`.
     at: u32,
     own: Option<Box<OwnRoute>>,
+    /// With its own route: a bit per constraint on it ([`route_bit`]), so that a group
+    /// parting on a constraint rules out most of its other flows without reading their
+    /// routes (it fits the record's padding).
+    mask: u32,
     alive: bool,
+}
+
+const _: () = assert!(
+    std::mem::size_of::<FlowSlot>() == 24,
+    "a flow's record stays small"
+);
+
+/// Bit `c mod 32`: a constraint's bit in a [`FlowSlot`]'s mask.
+fn route_bit(c: ConsId) -> u32 {
+    1 << (c % 32)
 }
 
 /// A flow's own route: each constraint once, with the times it is listed if not once each.
@@ -331,6 +345,11 @@ impl FlowSlot {
     /// The flow's own route (empty while it lends its route to its group).
     fn cons(&self) -> &[ConsId] {
         self.own.as_ref().map_or(&[], |r| &r.cons)
+    }
+
+    /// Its own route crosses `c`.
+    fn crosses(&self, c: ConsId) -> bool {
+        self.mask & route_bit(c) != 0 && self.cons().contains(&c)
     }
 
     /// Times the flow's own route lists its `i`-th constraint.
@@ -651,6 +670,7 @@ impl MaxMin {
         flow.alive = false;
         flow.group = NONE;
         flow.own = None;
+        flow.mask = 0;
         if alone {
             self.added.retain(|&x| x != g);
             self.free_groups.push(g);
