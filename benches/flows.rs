@@ -26,6 +26,8 @@
 //! beside another long run (`/usr/bin/time`). Same day, side by side (`flow-speed.sh`, the
 //! other core running halo3d at 4,860 ranks): SimGrid 109 s on case_n10000_t0 against
 //! hetsim 5.87 s (18.6 x); case_n10000_stag SimGrid 11.0 s against 0.089 s (124 x).
+//! With completions per group (4209f22, farm-bench medians, 2026-11-30 evening):
+//! case_n10000_t0 4.16 s (66430cc 4.37 s beside the clocks alone), case_n10000_stag 0.084 s.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use hetsim::RunOptions;

@@ -42,6 +42,10 @@
 //!   binary 964 s (952 s of CPU, beside another long run for its first 10 minutes), 628 M
 //!   exact re-keys, the same summary. The SMPI-TI trace 0.091 s against SMPI's 0.496 s
 //!   (5.4 x, 9 runs).
+//! - 2026-11-30, evening (4209f22: the group solver, completions per group in clocks, parts
+//!   that wait before merging again): 480 ranks exact 3.47 s (farm-bench medians; the
+//!   morning's head, 66430cc, ran 4.03 s beside the clocks alone, A/B 0.93); 4,860 ranks
+//!   exact 5 min 34 s (330 s of CPU) and 1.96 GB, alone (`/usr/bin/time`).
 //!
 //! Issue 57's targets (480 ranks exact in 1.5 s; 4,860 in 120 s and 4 GB; 100 x SMPI on a
 //! real trace) are not met; see ARCHITECTURE.md, "The max-min solver".
