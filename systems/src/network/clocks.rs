@@ -42,7 +42,7 @@ struct Clock {
     /// Its earliest flow (while it has flows), that flow's exact end in seconds, and the
     /// completion it is due at (see [`Clocks::refresh`]).
     top: u32,
-    end_s: f64,
+    top_end_s: f64,
     due: SimTime,
     /// Its flows by offset ([`entry`]), stale ones included; empty while it has had one
     /// flow only since it started (that flow is `top`), the most common clock.
@@ -185,8 +185,8 @@ impl Clocks {
 
     /// Flow `slot` leaves its clock at `now`; returns the bytes it had left.
     pub fn leave(&mut self, slot: u32, now: SimTime) -> f64 {
-        let seat = std::mem::take(&mut self.seats[slot as usize]);
-        self.seats[slot as usize].generation = seat.generation;
+        let seat = self.seats[slot as usize];
+        self.seats[slot as usize].clock = NONE;
         let c = seat.clock;
         debug_assert_ne!(c, NONE, "flow {slot} is on no clock");
         let clock = &mut self.clocks[c as usize];
@@ -272,9 +272,16 @@ impl Clocks {
         let clock = &mut self.clocks[c as usize];
         let ended = Ended {
             slot: clock.top,
-            end_s: clock.end_s,
+            end_s: clock.top_end_s,
             rate: clock.rate,
         };
+        // The flow's end, rounded to the femtosecond, is never after the step it ends in.
+        debug_assert!(
+            SimTime::from_secs_saturating(ended.end_s) <= now,
+            "flow {} ends at {} s, after {now:?}",
+            ended.slot,
+            ended.end_s
+        );
         // The top entry is the top flow's (`refresh` dropped the stale ones above it), if
         // the clock has a queue.
         clock.queue.pop();
@@ -347,8 +354,8 @@ impl Clocks {
         let (slot, offset) = self.top_flow(c).expect("a clock with flows");
         let clock = &mut self.clocks[c as usize];
         clock.top = slot;
-        clock.end_s = clock.end_s(offset);
-        let end = SimTime::from_secs_saturating(clock.end_s).max(clock.last);
+        clock.top_end_s = clock.end_s(offset);
+        let end = SimTime::from_secs_saturating(clock.top_end_s).max(clock.last);
         clock.due = on_grid(end, self.quantum);
         clock.due
     }

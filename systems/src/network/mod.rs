@@ -427,7 +427,7 @@ fn ready_at(start: SimTime, latency: SimTime, quantum: SimTime) -> SimTime {
 
 /// Keeps the one calendar event of the network at its earliest completion.
 fn schedule_next_completion(mut net: ResMut<Network>, mut cal: ResMut<Calendar>) {
-    match net.settle_next() {
+    match net.clocks.settle_next() {
         Some(due) => cal.retime(due, NextCompletion),
         None => {
             cal.cancel(NextCompletion);
@@ -436,11 +436,6 @@ fn schedule_next_completion(mut net: ResMut<Network>, mut cal: ResMut<Calendar>)
 }
 
 impl Network {
-    /// The earliest completion, exactly.
-    fn settle_next(&mut self) -> Option<SimTime> {
-        self.clocks.settle_next()
-    }
-
     fn constraints_of(&self, route: &Route, topo: &Topology) -> (Vec<ConsId>, Option<f64>) {
         let mut cons = Vec::with_capacity(route.hops.len());
         let mut bound: Option<f64> = None;

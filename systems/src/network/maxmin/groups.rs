@@ -9,11 +9,12 @@ use smallvec::SmallVec;
 
 /// Solves a new flow's group, or a group just parted, is re-rated in before it may merge:
 /// merging pays over the solves a group then lives through, and costs again when its flows
-/// part or end. A part that merged again at once often parted again in the next solve: waiting
-/// took halo3d at 480 ranks from 3.93 s to 3.41 s of CPU (three runs each, 2026-11-30). On the LULESH-like
-/// SMPI trace (short messages) merging from the second solve on ran 765.5 M instructions, from
-/// the fifth 742.8 M, never 713.9 M; halo3d at 480 ranks took 4.33 s, 4.46 s and 8.28 s, the
-/// 10,000 flows at t = 0 4.37 s, 4.40 s and (from the ninth) 4.91 s (2026-11-30, one run each).
+/// part or end. A part that merged again at once often parted again in the next solve:
+/// waiting took halo3d at 480 ranks from 3.93 s to 3.41 s of CPU (three runs each,
+/// 2026-11-30). On the LULESH-like SMPI trace (short messages) merging from the second solve
+/// on ran 765.5 M instructions, from the fifth 742.8 M, never 713.9 M; halo3d at 480 ranks
+/// took 4.33 s, 4.46 s and 8.28 s, the 10,000 flows at t = 0 4.37 s, 4.40 s and (from the
+/// ninth) 4.91 s (2026-11-30, one run each).
 pub(super) const FRESH_SOLVES: u8 = 4;
 
 use super::{
@@ -96,7 +97,6 @@ impl MaxMin {
         flow.group = g;
         flow.at = 0;
         flow.own = None;
-        flow.mask = 0;
         flow.alive = true;
         g
     }

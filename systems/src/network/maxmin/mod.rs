@@ -40,11 +40,11 @@
 //! group, each crossing a constraint with a weight (the times its flows' routes list it): a
 //! constraint lists groups, and a re-solve touches, notifies, scans and re-rates groups; it
 //! lists the groups whose rate changed and the flows that moved between groups, so that the
-//! caller too can keep time per group (`network/clocks.rs`). A group whose flows do not all cross a constraint
-//! that fills parts there; the groups that froze on one bottleneck at one rate merge after the
-//! solve, once each has been re-rated in a few solves (a new flow starts alone, and most of a
-//! collective's or a trace's short flows end before they would merge). On halo3d at 480 ranks
-//! a solve touches 12 groups where it touched 168 flows.
+//! caller too can keep time per group (`network/clocks.rs`). A group whose flows do not all
+//! cross a constraint that fills parts there; the groups that froze on one bottleneck at one
+//! rate merge after the solve, once each has been re-rated in a few solves (a new flow starts
+//! alone, and most of a collective's or a trace's short flows end before they would merge).
+//! On halo3d at 480 ranks a solve touches 12 groups where it touched 168 flows.
 
 use orx_priority_queue::{PriorityQueue, PriorityQueueDecKey, QuaternaryHeapOfIndices};
 use smallvec::SmallVec;
@@ -317,9 +317,9 @@ struct FlowSlot {
     /// Where the flow is in its group's `GroupSlot::flows`.
     at: u32,
     own: Option<Box<OwnRoute>>,
-    /// With its own route: a bit per constraint on it ([`route_bit`]), so that a group
-    /// parting on a constraint rules out most of its other flows without reading their
-    /// routes (it fits the record's padding).
+    /// A bit per constraint on its own route ([`route_bit`]; read only with `own`), so that
+    /// a group parting on a constraint rules out most of its other flows without reading
+    /// their routes (it fits the record's padding).
     mask: u32,
     alive: bool,
 }
@@ -670,7 +670,6 @@ impl MaxMin {
         flow.alive = false;
         flow.group = NONE;
         flow.own = None;
-        flow.mask = 0;
         if alone {
             self.added.retain(|&x| x != g);
             self.free_groups.push(g);
