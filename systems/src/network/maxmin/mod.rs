@@ -46,10 +46,12 @@
 //! alone, and most of a collective's or a trace's short flows end before they would merge).
 //! On halo3d at 480 ranks a solve touches 12 groups where it touched 168 flows.
 
-use orx_priority_queue::{PriorityQueue, PriorityQueueDecKey, QuaternaryHeapOfIndices};
 use smallvec::SmallVec;
 
+mod events;
 mod groups;
+
+use events::{Events, Kind};
 
 /// Index of a constraint (a link, or one direction of a split-duplex link).
 pub type ConsId = u32;
@@ -356,135 +358,6 @@ impl FlowSlot {
     fn weight(&self, i: usize) -> u32 {
         let weights = self.own.as_ref().and_then(|r| r.weights.as_ref());
         weights.map_or(1, |w| w[i])
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Kind {
-    Fill = 0,
-    Expire = 1,
-}
-
-/// Pending fills and expiries, at most one of each per constraint (node `2c + kind`), so a
-/// re-key moves its entry instead of leaving an outdated one behind. The fill bounds of lazy
-/// constraints wait in a heap of their own (node `c`): once no flow grows, none of them can
-/// fill, and they are dropped together instead of popped one by one.
-struct Events {
-    heap: QuaternaryHeapOfIndices<usize, u128>,
-    bounds: QuaternaryHeapOfIndices<usize, u128>,
-}
-
-/// A heap key: the level's bits above a tie-breaker (one integer, so that the heap compares
-/// once per child).
-fn event_key(level: f64, tie: u64) -> u128 {
-    ((level.to_bits() as u128) << 64) | tie as u128
-}
-
-/// The level of a heap key.
-fn key_level(key: u128) -> f64 {
-    f64::from_bits((key >> 64) as u64)
-}
-
-impl Default for Events {
-    fn default() -> Self {
-        Events {
-            heap: QuaternaryHeapOfIndices::with_index_bound(0),
-            bounds: QuaternaryHeapOfIndices::with_index_bound(0),
-        }
-    }
-}
-
-impl std::fmt::Debug for Events {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (events, bounds) = (self.heap.len(), self.bounds.len());
-        write!(f, "Events({events} pending, {bounds} bounds)")
-    }
-}
-
-impl Clone for Events {
-    fn clone(&self) -> Self {
-        Events {
-            heap: super::regrown(&self.heap, 0),
-            bounds: super::regrown(&self.bounds, 0),
-        }
-    }
-}
-
-impl Events {
-    /// Makes room for the events of `constraints` constraints.
-    fn reserve(&mut self, constraints: usize) {
-        if self.heap.index_bound() < 2 * constraints {
-            self.heap = super::regrown(&self.heap, (2 * constraints).next_power_of_two());
-            self.bounds = super::regrown(&self.bounds, constraints.next_power_of_two());
-        }
-    }
-
-    /// Keys lazy constraint `c`'s fill bound at `level` (ordered like its fill would be), or
-    /// drops it if infinite.
-    fn set_bound(&mut self, c: ConsId, level: f64) {
-        let node = c as usize;
-        if level.is_finite() {
-            self.bounds
-                .update_key_or_push(&node, event_key(level, c as u64));
-        } else if self.bounds.contains(&node) {
-            self.bounds.remove(&node);
-        }
-    }
-
-    /// Drops every lazy bound (no flow grows, so none can fill).
-    fn drop_bounds(&mut self) {
-        // Last entry first, so each removal is O(1); `clear` would reset every index.
-        while let Some(&(node, _)) = self.bounds.as_slice().last() {
-            self.bounds.remove(&node);
-        }
-    }
-
-    /// Min-heap on level (non-negative, so its bits order like the numbers); at equal levels
-    /// fills before expiries, then by constraint index, so that the order (and thus the
-    /// floating-point result) is deterministic.
-    fn set(&mut self, c: ConsId, kind: Kind, level: f64) {
-        debug_assert!(level >= 0.0 && level.is_finite());
-        let key = event_key(level, ((kind as u64) << 32) | c as u64);
-        self.heap
-            .update_key_or_push(&(2 * c as usize + kind as usize), key);
-    }
-
-    /// Keys constraint `c`'s fill at `level`, or drops it if it never fills.
-    fn set_fill(&mut self, c: ConsId, level: f64) {
-        if level.is_finite() {
-            self.set(c, Kind::Fill, level);
-        } else {
-            self.clear(c, Kind::Fill);
-        }
-    }
-
-    fn clear(&mut self, c: ConsId, kind: Kind) {
-        let node = 2 * c as usize + kind as usize;
-        if self.heap.contains(&node) {
-            self.heap.remove(&node);
-        }
-    }
-
-    fn pop(&mut self) -> Option<(ConsId, Kind, f64)> {
-        let bound_first = match (self.heap.peek(), self.bounds.peek()) {
-            (Some((_, event)), Some((_, bound))) => bound < event,
-            (None, Some(_)) => true,
-            _ => false,
-        };
-        if bound_first {
-            return self
-                .bounds
-                .pop()
-                .map(|(c, key)| (c as ConsId, Kind::Fill, key_level(key)));
-        }
-        self.heap.pop().map(|(node, key)| {
-            let kind = if node % 2 == 0 {
-                Kind::Fill
-            } else {
-                Kind::Expire
-            };
-            ((node / 2) as ConsId, kind, key_level(key))
-        })
     }
 }
 
