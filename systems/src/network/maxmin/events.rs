@@ -3,11 +3,13 @@
 //!
 //! Lazy bounds change far more often than they come due: on the 10,000 flows at t = 0, 595
 //! bounds are set per solve and 0.6 reach the level; on halo3d at 480 ranks, 125 and 9.7. So
-//! a bound is set in O(1) (kept by constraint, with a running floor under all of them), and
-//! found by a pass over the bounds only when an event would pass the floor. The pass
-//! also finds the next smallest bound, which becomes the floor after the smallest is taken.
-//! Events and bounds still come out in one order: by level, then fills before expiries, then
-//! by constraint, a bound before an event only if its key is smaller.
+//! a bound is pushed as a new key, and a key the constraint no longer has is dropped when it
+//! reaches the top, instead of moving the constraint's entry in an indexed heap. Events and
+//! bounds still come out in one order: by level, then fills before expiries, then by
+//! constraint, a bound before an event only if its key is smaller.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 use orx_priority_queue::{PriorityQueue, PriorityQueueDecKey, QuaternaryHeapOfIndices};
 
@@ -50,7 +52,7 @@ impl Default for Events {
 
 impl std::fmt::Debug for Events {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (events, bounds) = (self.heap.len(), self.bounds.keys.len());
+        let (events, bounds) = (self.heap.len(), self.bounds.heap.len());
         write!(f, "Events({events} pending, {bounds} bounds)")
     }
 }
@@ -71,8 +73,8 @@ impl Events {
             let bound = (2 * constraints).next_power_of_two();
             self.heap = super::super::regrown(&self.heap, bound);
         }
-        if self.bounds.at.len() < constraints {
-            self.bounds.at.resize(constraints, NOWHERE);
+        if self.bounds.key.len() < constraints {
+            self.bounds.key.resize(constraints, NO_KEY);
         }
     }
 
@@ -133,94 +135,56 @@ impl Events {
     }
 }
 
-/// No bound (a floor with no key above it).
+/// No bound.
 const NO_KEY: u128 = u128::MAX;
-/// Not listed.
-const NOWHERE: u32 = u32::MAX;
 
-/// Lazy constraints' fill bounds: their keys in one array (a key's low bits are its
-/// constraint), where each constraint's key is, and a floor no key is below (so most events
-/// pass without a look at them).
-#[derive(Debug, Clone)]
+/// Lazy constraints' fill bounds: each constraint's key, and a min-heap of keys set (a key's
+/// low bits are its constraint) in which a key no longer the constraint's is skipped when it
+/// reaches the top. Setting a key is a push, which for a key above most others (a bound is
+/// usually well above the level) sifts up a step or two instead of moving an entry in place.
+#[derive(Debug, Clone, Default)]
 struct Bounds {
-    keys: Vec<u128>,
-    /// By constraint: where its key is in `keys`, or [`NOWHERE`].
-    at: Vec<u32>,
-    /// No key is below it ([`NO_KEY`] when there is none).
-    floor: u128,
-}
-
-impl Default for Bounds {
-    fn default() -> Self {
-        Bounds {
-            keys: Vec::new(),
-            at: Vec::new(),
-            floor: NO_KEY,
-        }
-    }
+    /// By constraint: its bound's key, or [`NO_KEY`].
+    key: Vec<u128>,
+    heap: BinaryHeap<Reverse<u128>>,
 }
 
 impl Bounds {
     fn set(&mut self, c: ConsId, key: u128) {
         debug_assert_eq!(key as u32, c, "a bound's key ends in its constraint");
-        match self.at[c as usize] {
-            NOWHERE => {
-                self.at[c as usize] = self.keys.len() as u32;
-                self.keys.push(key);
-            }
-            i => self.keys[i as usize] = key,
-        }
-        self.floor = self.floor.min(key);
+        self.key[c as usize] = key;
+        self.heap.push(Reverse(key));
     }
 
     fn drop(&mut self, c: ConsId) {
-        match std::mem::replace(&mut self.at[c as usize], NOWHERE) {
-            NOWHERE => {}
-            i => self.remove_at(i as usize),
-        }
-    }
-
-    fn remove_at(&mut self, i: usize) {
-        self.keys.swap_remove(i);
-        if let Some(&moved) = self.keys.get(i) {
-            self.at[moved as u32 as usize] = i as u32;
-        }
+        self.key[c as usize] = NO_KEY;
     }
 
     fn drop_all(&mut self) {
-        for &key in &self.keys {
-            self.at[key as u32 as usize] = NOWHERE;
+        for &Reverse(k) in self.heap.iter() {
+            self.key[k as u32 as usize] = NO_KEY;
         }
-        self.keys.clear();
-        self.floor = NO_KEY;
+        self.heap.clear();
     }
 
     /// Takes the smallest key if it is below `limit` (or if there is no limit), with its
-    /// constraint. Passes over the keys only when the floor is below the limit, and leaves
-    /// the floor at the smallest key left (the second smallest, once the smallest is taken).
+    /// constraint; drops the outdated keys on top on the way.
     fn take_below(&mut self, limit: Option<u128>) -> Option<(ConsId, u128)> {
         let limit = limit.unwrap_or(NO_KEY);
-        if self.floor >= limit || self.keys.is_empty() {
-            return None;
-        }
-        let (mut first, mut second) = ((NO_KEY, 0), NO_KEY);
-        for (i, &k) in self.keys.iter().enumerate() {
-            if k < first.0 {
-                second = first.0;
-                first = (k, i);
-            } else if k < second {
-                second = k;
+        while let Some(&Reverse(k)) = self.heap.peek() {
+            let c = k as u32;
+            if self.key[c as usize] != k {
+                self.heap.pop();
+                continue;
             }
+            if k >= limit {
+                return None;
+            }
+            self.heap.pop();
+            self.key[c as usize] = NO_KEY;
+            return Some((c, k));
         }
-        let (k, i) = first;
-        if k >= limit {
-            self.floor = k;
-            return None;
-        }
-        self.floor = second;
-        self.at[k as u32 as usize] = NOWHERE;
-        self.remove_at(i);
-        Some((k as u32, k))
+        None
     }
 }
 
@@ -294,7 +258,7 @@ mod tests {
         assert_eq!(e.pop(), Some((0, Kind::Fill, 5.0)));
         assert_eq!(e.pop(), Some((1, Kind::Fill, 6.0)));
         assert_eq!(e.pop(), None);
-        assert!(e.bounds.keys.is_empty());
+        assert!(e.bounds.heap.is_empty(), "outdated keys are dropped");
     }
 
     #[test]
@@ -323,19 +287,12 @@ mod tests {
     }
 
     #[test]
-    fn after_the_smallest_is_taken_the_floor_is_the_next_bound() {
-        let mut b = Bounds::default();
-        b.at.resize(4, NOWHERE);
-        for (c, level) in [(0, 3.0), (1, 1.0), (2, 2.0), (3, 4.0)] {
-            b.set(c, event_key(level, c as u64));
-        }
-        assert_eq!(b.take_below(Some(event_key(10.0, 0))).map(|x| x.0), Some(1));
-        assert_eq!(b.floor, event_key(2.0, 2));
-        assert_eq!(
-            b.take_below(Some(event_key(1.5, 0))),
-            None,
-            "no pass under the floor"
-        );
-        assert_eq!(b.keys.len(), 3);
+    fn a_bound_set_back_to_an_old_key_comes_out_once() {
+        let mut e = events(2);
+        e.set_bound(1, 1.0);
+        e.set_bound(1, 2.0);
+        e.set_bound(1, 1.0);
+        assert_eq!(e.pop(), Some((1, Kind::Fill, 1.0)));
+        assert_eq!(e.pop(), None);
     }
 }
