@@ -64,11 +64,13 @@ pub type GroupId = u32;
 const NONE: u32 = u32::MAX;
 const REL_TOL: f64 = 1e-12;
 /// A scanned constraint that a growing flow may fill sooner is re-keyed exactly if it lists
-/// at most this many untouched flows, else by [`MaxMin::listed_bound`]: an exact fill level
-/// costs a pass over the list (often two or three), which on long lists cost more than the
-/// extra heap pop of a bound (30,000 flows over 600 links: 130 M exact re-keys and 101.7 s
-/// against 44 M and 52.7 s; see ARCHITECTURE.md).
-const EXACT_REKEY_MAX: u32 = 16;
+/// at most this many untouched flows, else by [`MaxMin::listed_bound`], made exact only if
+/// it reaches the top of the heap: an exact fill level costs a pass over the list (often two
+/// or three), and most re-keys are overtaken by the next change before they come due. At 16
+/// (against none), 30,000 flows over 600 links ran 52.7 s against 101.7 s (130 M exact
+/// re-keys against 44 M; see ARCHITECTURE.md); at 4, case_n10000_t0 runs 8.7 % faster than
+/// at 16 (3.4 % faster than at 8, slower at 2 and 0), the other benches within 0.3 %.
+const EXACT_REKEY_MAX: u32 = 4;
 /// Relative share of a capacity a lazy bound leaves aside for rounding in running loads.
 const LOAD_MARGIN: f64 = 1e-9;
 
