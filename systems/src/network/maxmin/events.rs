@@ -253,7 +253,7 @@ mod tests {
         e.set(0, Kind::Fill, 5.0);
         e.set_bound(1, 1.0);
         e.set_bound(2, 2.0);
-        e.set_bound(1, 6.0); // moved above the fill: the floor is stale until a pass
+        e.set_bound(1, 6.0); // moved above the fill: its old key is outdated
         e.set_bound(2, f64::INFINITY); // dropped
         assert_eq!(e.pop(), Some((0, Kind::Fill, 5.0)));
         assert_eq!(e.pop(), Some((1, Kind::Fill, 6.0)));
