@@ -49,8 +49,8 @@
 //! - 2026-11-30, night (43bebe6: lazy bounds on a plain heap, short exact re-keys): 480
 //!   ranks exact 3.52 s against bc6420c's 3.47 s (farm-bench medians, A/B 1.04 over 5 pairs,
 //!   0.996 over 9); at 120 ranks 4.181 G -> 4.022 G instructions (cachegrind). 4,860 ranks
-//!   6 min 43 s (370 s of CPU) and 1.92 GB, beside builds and benchmarks, so not comparable
-//!   with the run alone above; the same summary.
+//!   exact 5 min 40 s (337 s of CPU) and 1.92 GB, alone (`/usr/bin/time`), level with
+//!   4209f22's run above; the same summary.
 //!
 //! Issue 57's targets (480 ranks exact in 1.5 s; 4,860 in 120 s and 4 GB; 100 x SMPI on a
 //! real trace) are not met; see ARCHITECTURE.md, "The max-min solver".
