@@ -51,6 +51,19 @@
 //!   0.996 over 9); at 120 ranks 4.181 G -> 4.022 G instructions (cachegrind). 4,860 ranks
 //!   exact 5 min 40 s (337 s of CPU) and 1.92 GB, alone (`/usr/bin/time`), level with
 //!   4209f22's run above; the same summary.
+//! - 2026-11-30, late (a0a5b9a, the code of 43bebe6; `/usr/bin/time`, one run each, the
+//!   other core running SimGrid): 480 ranks exact 3.53 s, quantum 100 ns 1.68 s, 300 ns
+//!   1.53 s, 1 us 1.47 s, with the summaries of 2026-11-29 (errors above). 4,860 ranks with
+//!   a quantum: 300 ns **57.2 s** (54.7 s of CPU, 1.89 GB), 100 ns 81.7 s (1.87 GB); mean
+//!   communication time +0.18 % and +0.061 % above exact (52.314 ms), the run's end
+//!   +0.078 % and +0.026 % (as measured 2026-11-29). The SMPI-TI trace 0.094 s against
+//!   SMPI's 0.498 s (5.3 x, 9 runs of `tools/simgrid/replay-speed.sh`).
+//! - Where 4,860 ranks exact goes (3 of the 10 iterations:
+//!   `--set workload.Mpi.program.Generator.Halo3d.iterations=3 --stats`, 81 s): 536 k
+//!   solves, each touching 62 groups and 719 constraints, 667 of them unsaturated (tracked
+//!   by totals; 50 of those scanned after all). perf over 2 iterations: notices 16 %, member
+//!   scans 11 %, fill levels 6.5 %, the event heap 5.8 %, lazy bounds 5.3 %, re-timing 3.7 %,
+//!   the rest inlined into the network system (fills, commit).
 //!
 //! Issue 57's targets (480 ranks exact in 1.5 s; 4,860 in 120 s and 4 GB; 100 x SMPI on a
 //! real trace) are not met; see ARCHITECTURE.md, "The max-min solver".

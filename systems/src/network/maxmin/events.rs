@@ -74,7 +74,7 @@ impl Events {
             self.heap = super::super::regrown(&self.heap, bound);
         }
         if self.bounds.key.len() < constraints {
-            self.bounds.key.resize(constraints, NO_KEY);
+            self.bounds.key.resize(constraints, Slot::default());
         }
     }
 
@@ -142,29 +142,61 @@ const NO_KEY: u128 = u128::MAX;
 /// low bits are its constraint) in which a key no longer the constraint's is skipped when it
 /// reaches the top. Setting a key is a push, which for a key above most others (a bound is
 /// usually well above the level) sifts up a step or two instead of moving an entry in place.
+/// Dropping them all empties the heap and starts a new round: a key set in an earlier round
+/// is no longer any constraint's.
 #[derive(Debug, Clone, Default)]
 struct Bounds {
-    /// By constraint: its bound's key, or [`NO_KEY`].
-    key: Vec<u128>,
+    /// By constraint: its bound's key and the round it was set in.
+    key: Vec<Slot>,
     heap: BinaryHeap<Reverse<u128>>,
+    round: u32,
+}
+
+/// A constraint's bound: its key (or [`NO_KEY`]), valid in its round only.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    key: u128,
+    round: u32,
+}
+
+impl Default for Slot {
+    fn default() -> Self {
+        Slot {
+            key: NO_KEY,
+            round: 0,
+        }
+    }
 }
 
 impl Bounds {
     fn set(&mut self, c: ConsId, key: u128) {
         debug_assert_eq!(key as u32, c, "a bound's key ends in its constraint");
-        self.key[c as usize] = key;
+        let round = self.round;
+        self.key[c as usize] = Slot { key, round };
         self.heap.push(Reverse(key));
     }
 
     fn drop(&mut self, c: ConsId) {
-        self.key[c as usize] = NO_KEY;
+        self.key[c as usize].key = NO_KEY;
+    }
+
+    /// Constraint `c`'s key in this round.
+    fn key(&self, c: ConsId) -> u128 {
+        let slot = self.key[c as usize];
+        if slot.round == self.round {
+            slot.key
+        } else {
+            NO_KEY
+        }
     }
 
     fn drop_all(&mut self) {
-        for &Reverse(k) in self.heap.iter() {
-            self.key[k as u32 as usize] = NO_KEY;
-        }
         self.heap.clear();
+        self.round = self.round.wrapping_add(1);
+        if self.round == 0 {
+            // Wrapped: no slot may keep a round that comes again.
+            self.key.fill(Slot::default());
+        }
     }
 
     /// Takes the smallest key if it is below `limit` (or if there is no limit), with its
@@ -173,7 +205,7 @@ impl Bounds {
         let limit = limit.unwrap_or(NO_KEY);
         while let Some(&Reverse(k)) = self.heap.peek() {
             let c = k as u32;
-            if self.key[c as usize] != k {
+            if self.key(c) != k {
                 self.heap.pop();
                 continue;
             }
@@ -181,7 +213,7 @@ impl Bounds {
                 return None;
             }
             self.heap.pop();
-            self.key[c as usize] = NO_KEY;
+            self.drop(c);
             return Some((c, k));
         }
         None
@@ -284,6 +316,19 @@ mod tests {
         assert_eq!(e.pop(), None);
         e.set_bound(2, 3.0);
         assert_eq!(e.pop(), Some((2, Kind::Fill, 3.0)), "a bound is set again");
+    }
+
+    #[test]
+    fn a_bound_from_before_a_drop_does_not_come_back_when_the_rounds_wrap() {
+        let mut e = events(3);
+        e.bounds.round = u32::MAX;
+        e.set_bound(1, 1.0);
+        e.drop_bounds(); // round 0 again: the old slot must not read as set
+        assert_eq!(e.bounds.key(1), NO_KEY);
+        e.bounds.heap.push(Reverse(event_key(1.0, 1))); // a key left behind
+        assert_eq!(e.pop(), None, "an outdated key is skipped");
+        e.set_bound(2, 2.0);
+        assert_eq!(e.pop(), Some((2, Kind::Fill, 2.0)));
     }
 
     #[test]

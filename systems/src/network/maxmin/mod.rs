@@ -421,6 +421,8 @@ pub struct MaxMin {
     // Per-solve scratch, kept to reuse allocations.
     heap: Events,
     arena: Vec<Member>,
+    /// Scanned constraints (their level is written at the end; a lazy one stays unsaturated
+    /// unless it is scanned).
     dirty: Vec<ConsId>,
     touched: Vec<GroupId>,
     /// Touched groups past their first solves, which may merge after this one.
@@ -641,7 +643,6 @@ impl MaxMin {
         self.flush_rekeys(0.0);
         self.fill();
         self.stats.solves += 1;
-        self.stats.dirty += self.dirty.len() as u64;
         self.stats.touched += self.touched.len() as u64;
         self.commit();
         self.added = added;
@@ -884,7 +885,7 @@ impl MaxMin {
     /// First change on an unsaturated constraint: track it by totals, without a scan.
     fn start_lazy(&mut self, c: ConsId) {
         self.stats.lazy += 1;
-        self.dirty.push(c);
+        self.stats.dirty += 1;
         self.state[c as usize].track = Track {
             epoch: self.epoch,
             lazy: true,
@@ -909,6 +910,7 @@ impl MaxMin {
     /// Turns a lazy constraint into a scanned one at `level`.
     fn materialize(&mut self, c: ConsId, level: f64) {
         self.stats.materialized += 1;
+        self.dirty.push(c);
         let mut t = self.scan_members(c, level);
         let old = self.state[c as usize].track;
         t.queued = old.queued;
@@ -924,6 +926,7 @@ impl MaxMin {
             old.is_finite(),
             "unsaturated constraints are tracked lazily"
         );
+        self.stats.dirty += 1;
         self.dirty.push(c);
         if old < level && !same_level(old, level) {
             // Clean until now and already full below `level`: it filled as before.
