@@ -33,6 +33,15 @@
 //! (A/B 0.913), case_n10000_stag 0.083 s against 0.084 s. The 100,000-flow case 200.9 s
 //! (200.6 s of CPU, 153 MiB), against 219 s for bc6420c beside a build; completion times
 //! within 3.9e-13 of bc6420c's.
+//! Side by side again (a0a5b9a's binary, the code of 43bebe6, 2026-11-30 late;
+//! `flow-speed.sh CASE BIN N`): case_n10000_t0 SimGrid 85.1 s, hetsim 3.83 s, **22.2 x**
+//! (3 runs; a run the same hour 88.5 s against 3.82 s, 23.2 x; completion times within
+//! 7.4e-11); case_n10000_stag SimGrid 10.59 s, hetsim 0.086 s, **123.4 x** (5 runs; within
+//! 7.7e-14). SimGrid's 318 s above was a slow or disturbed run: on this VM 100 x SimGrid on
+//! case_n10000_t0 is about 0.9 s, and the 1.2 s stands.
+//! Lazy constraints off the scanned list and bounds dropped by a round (b1d35dc, 2026-12-01):
+//! case_n10000_t0 3.77 s against a0a5b9a's 3.85 s (farm-bench, 5 pairs, A/B 1.021); the
+//! 100,000-flow case 189.5 s (188.1 s of CPU, 153 MiB; the other core running halo3d).
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use hetsim::RunOptions;

@@ -64,6 +64,12 @@
 //!   by totals; 50 of those scanned after all). perf over 2 iterations: notices 16 %, member
 //!   scans 11 %, fill levels 6.5 %, the event heap 5.8 %, lazy bounds 5.3 %, re-timing 3.7 %,
 //!   the rest inlined into the network system (fills, commit).
+//! - 2026-12-01 (b1d35dc: lazy constraints off the scanned list, bounds dropped by a round):
+//!   4,860 ranks exact **5 min 14 s** (309 s of CPU) and 1.86 GB (`/usr/bin/time`; the other
+//!   core ran the 100,000-flow case for its first 3 minutes), the same summary; 2.27 M
+//!   solves, each tracking 721 constraints (668 of them lazily, 50 scanned after all) for 61
+//!   touched groups. Against a0a5b9a: 2 of the 10 iterations 45.2 s -> 42.6 s (farm-bench,
+//!   3 pairs, A/B 1.062), 480 ranks 3.69 s -> 3.59 s (7 pairs, A/B 1.029).
 //!
 //! Issue 57's targets (480 ranks exact in 1.5 s; 4,860 in 120 s and 4 GB; 100 x SMPI on a
 //! real trace) are not met; see ARCHITECTURE.md, "The max-min solver".
