@@ -73,8 +73,8 @@ impl Events {
             let bound = (2 * constraints).next_power_of_two();
             self.heap = super::super::regrown(&self.heap, bound);
         }
-        if self.bounds.key.len() < constraints {
-            self.bounds.key.resize(constraints, Slot::default());
+        if self.bounds.slots.len() < constraints {
+            self.bounds.slots.resize(constraints, Slot::default());
         }
     }
 
@@ -147,7 +147,7 @@ const NO_KEY: u128 = u128::MAX;
 #[derive(Debug, Clone, Default)]
 struct Bounds {
     /// By constraint: its bound's key and the round it was set in.
-    key: Vec<Slot>,
+    slots: Vec<Slot>,
     heap: BinaryHeap<Reverse<u128>>,
     round: u32,
 }
@@ -172,17 +172,17 @@ impl Bounds {
     fn set(&mut self, c: ConsId, key: u128) {
         debug_assert_eq!(key as u32, c, "a bound's key ends in its constraint");
         let round = self.round;
-        self.key[c as usize] = Slot { key, round };
+        self.slots[c as usize] = Slot { key, round };
         self.heap.push(Reverse(key));
     }
 
     fn drop(&mut self, c: ConsId) {
-        self.key[c as usize].key = NO_KEY;
+        self.slots[c as usize].key = NO_KEY;
     }
 
     /// Constraint `c`'s key in this round.
     fn key(&self, c: ConsId) -> u128 {
-        let slot = self.key[c as usize];
+        let slot = self.slots[c as usize];
         if slot.round == self.round {
             slot.key
         } else {
@@ -195,7 +195,7 @@ impl Bounds {
         self.round = self.round.wrapping_add(1);
         if self.round == 0 {
             // Wrapped: no slot may keep a round that comes again.
-            self.key.fill(Slot::default());
+            self.slots.fill(Slot::default());
         }
     }
 

@@ -421,9 +421,9 @@ pub struct MaxMin {
     // Per-solve scratch, kept to reuse allocations.
     heap: Events,
     arena: Vec<Member>,
-    /// Scanned constraints (their level is written at the end; a lazy one stays unsaturated
-    /// unless it is scanned).
-    dirty: Vec<ConsId>,
+    /// Dirty constraints that were scanned (their level is written at the end; a lazy one
+    /// stays unsaturated unless it is scanned).
+    scanned: Vec<ConsId>,
     touched: Vec<GroupId>,
     /// Touched groups past their first solves, which may merge after this one.
     merging: Vec<GroupId>,
@@ -910,7 +910,7 @@ impl MaxMin {
     /// Turns a lazy constraint into a scanned one at `level`.
     fn materialize(&mut self, c: ConsId, level: f64) {
         self.stats.materialized += 1;
-        self.dirty.push(c);
+        self.scanned.push(c);
         let mut t = self.scan_members(c, level);
         let old = self.state[c as usize].track;
         t.queued = old.queued;
@@ -927,7 +927,7 @@ impl MaxMin {
             "unsaturated constraints are tracked lazily"
         );
         self.stats.dirty += 1;
-        self.dirty.push(c);
+        self.scanned.push(c);
         if old < level && !same_level(old, level) {
             // Clean until now and already full below `level`: it filled as before.
             self.state[c as usize].track = Track {
@@ -1110,7 +1110,7 @@ impl MaxMin {
             }
         }
         self.merge_groups();
-        for &c in &self.dirty {
+        for &c in &self.scanned {
             let t = &self.state[c as usize].track;
             self.state[c as usize].level = if t.filled {
                 t.fill_level
@@ -1119,7 +1119,7 @@ impl MaxMin {
             };
         }
         self.touched.clear();
-        self.dirty.clear();
+        self.scanned.clear();
         self.arena.clear();
     }
 
